@@ -1,0 +1,63 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vkf {
+
+enum class DeviceType { Other, IntegratedGpu, DiscreteGpu, VirtualGpu, Cpu };
+const char* to_string(DeviceType);
+
+struct MemoryHeap {
+  uint64_t size = 0;
+  bool device_local = false;
+  bool host_visible = false;  // some memory type on this heap can be mapped
+};
+
+// What a device is and what it can do, read once when the device is enumerated.
+// Kernels choose their variants from this struct, never from assumptions.
+struct Capabilities {
+  uint32_t index = 0;  // position in the Vulkan enumeration (what --device N means)
+  std::string name;
+  DeviceType type = DeviceType::Other;
+  uint32_t vendor_id = 0, device_id = 0;
+  std::string vendor;  // "NVIDIA", "AMD", "Intel", "Mesa", ...
+  std::string driver_name, driver_info;
+  uint32_t driver_version = 0;
+  uint32_t api_version = 0;
+  std::string api_version_string;
+  std::array<uint8_t, 16> device_uuid{};
+  std::array<uint8_t, 16> pipeline_cache_uuid{};
+
+  // Limits that shape kernels.
+  uint32_t max_shared_memory = 0;
+  uint32_t max_workgroup_invocations = 0;
+  std::array<uint32_t, 3> max_workgroup_size{};
+  std::array<uint32_t, 3> max_workgroup_count{};
+  uint64_t max_storage_buffer_range = 0;
+  uint64_t max_memory_allocation_size = 0;
+  uint64_t min_storage_buffer_offset_alignment = 0;
+  uint64_t non_coherent_atom_size = 0;
+  uint32_t max_push_constants_size = 0;
+  uint32_t subgroup_size = 0, min_subgroup_size = 0, max_subgroup_size = 0;
+  float timestamp_period_ns = 0;     // nanoseconds per timestamp tick
+  uint32_t timestamp_valid_bits = 0;  // 0: the compute queue cannot time dispatches
+
+  std::vector<MemoryHeap> heaps;
+  bool unified_memory = false;  // every device-local heap is host-visible (integrated, mobile, CPU)
+
+  // Optional features: supported by the device (and enabled by vkformer when it opens it).
+  bool storage_16bit = false;
+  bool float16_arithmetic = false;
+  bool storage_8bit = false;
+  bool subgroup_basic = false, subgroup_arithmetic = false, subgroup_shuffle = false;
+  bool subgroup_size_control = false;
+  bool portability_subset = false;  // MoltenVK and other layered implementations
+  bool cooperative_matrix_nv = false;
+  bool compute_only_queue = false;  // a queue family with compute and no graphics
+
+  std::vector<std::string> quirks;  // workarounds from the vendor table that apply here
+};
+
+}  // namespace vkf

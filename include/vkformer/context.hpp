@@ -1,0 +1,114 @@
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vkformer/buffer.hpp"
+#include "vkformer/capabilities.hpp"
+#include "vkformer/command_list.hpp"
+#include "vkformer/kernel.hpp"
+
+namespace vkf {
+
+enum class LogLevel { Debug, Info, Warning, Error };
+using LogSink = std::function<void(LogLevel, std::string_view)>;
+
+struct ContextOptions {
+  // Which device: an index ("1") or a case-insensitive name substring ("llvmpipe").
+  // Empty: the VKF_DEVICE environment variable, else the best device
+  // (discrete > integrated > virtual > CPU).
+  std::string device;
+  // Khronos validation layer with messages routed to the log. Unset: VKF_VALIDATION=1.
+  std::optional<bool> validation;
+  // Also enable the layer's synchronization validation (missing barriers). Unset: on
+  // whenever validation is on.
+  std::optional<bool> sync_validation;
+  // On-disk SPIR-V and pipeline caches. Unset: $VKF_CACHE_DIR, $XDG_CACHE_HOME/vkformer
+  // or ~/.cache/vkformer; VKF_CACHE_DIR=off (or disk_cache=false) turns them off.
+  std::optional<std::string> cache_dir;
+  bool disk_cache = true;
+  // Always copy through host-visible staging memory, even where device memory can be
+  // mapped (unified memory). Mostly for testing the staging path.
+  bool force_staging = false;
+  // Size of the device memory blocks buffers are carved from.
+  uint64_t block_bytes = 64ull << 20;
+  LogSink log;  // default: warnings and errors to stderr (VKF_LOG=debug|info|warning|error)
+};
+
+struct MemoryStats {
+  uint64_t allocated = 0;  // bytes in live buffers
+  uint64_t peak = 0;       // high-water mark of allocated
+  uint64_t reserved = 0;   // bytes of device memory held in blocks
+  uint32_t blocks = 0;
+};
+
+struct CacheStats {
+  uint32_t spirv_hits = 0, spirv_misses = 0, spirv_rejected = 0;
+  uint32_t compiled = 0;
+  bool pipeline_cache_loaded = false;
+};
+
+// Work the context has done, counted in one place (per-token figures come from here).
+struct Counters {
+  uint64_t submits = 0, recordings = 0, dispatches = 0, transfers = 0, transfer_bytes = 0;
+};
+
+struct CommandListOptions {
+  bool profile = false;  // GPU timestamps around every dispatch
+};
+
+// The device and everything that lives on it: memory, compiled kernels, caches.
+// A Context is safe to share between threads; command lists are per thread.
+class Context {
+ public:
+  explicit Context(const ContextOptions& options = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const Capabilities& capabilities() const;
+
+  Buffer buffer(uint64_t bytes, std::string_view name = "buffer");
+  void upload(const Buffer& dst, const void* data, uint64_t bytes, uint64_t offset = 0);
+  void download(const Buffer& src, void* data, uint64_t bytes, uint64_t offset = 0);
+  template <class T>
+  void upload(const Buffer& dst, std::span<const T> data, uint64_t offset = 0) {
+    upload(dst, data.data(), data.size_bytes(), offset);
+  }
+  template <class T>
+  void download(const Buffer& src, std::span<T> data, uint64_t offset = 0) {
+    download(src, data.data(), data.size_bytes(), offset);
+  }
+
+  Kernel kernel(const KernelDesc& desc);
+  CommandList command_list(const CommandListOptions& options = {});
+
+  MemoryStats memory_stats() const;
+  CacheStats cache_stats() const;
+  Counters counters() const;
+  bool direct_host_access() const;  // uploads and downloads map device memory directly
+  bool validation_enabled() const;
+  uint64_t validation_messages() const;  // warnings and errors the layer reported so far
+  std::string cache_dir() const;         // empty when the disk cache is off
+  void save_caches();                    // also done on destruction
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// Every Vulkan device on this machine, in enumeration order, and which one a
+// Context with these options would choose. Throws vkf::Error when Vulkan is missing.
+std::vector<Capabilities> list_devices(const ContextOptions& options = {});
+uint32_t choose_device(const std::vector<Capabilities>& devices, std::string_view choice);
+
+const char* version();
+
+}  // namespace vkf

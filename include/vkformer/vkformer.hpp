@@ -1,0 +1,7 @@
+#pragma once
+#include "vkformer/buffer.hpp"
+#include "vkformer/capabilities.hpp"
+#include "vkformer/command_list.hpp"
+#include "vkformer/context.hpp"
+#include "vkformer/error.hpp"
+#include "vkformer/kernel.hpp"

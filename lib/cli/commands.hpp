@@ -1,0 +1,9 @@
+#pragma once
+#include "cli/args.hpp"
+
+namespace vkf::cli {
+
+int info(Args& args);
+int selftest(Args& args);
+
+}  // namespace vkf::cli

@@ -1,0 +1,47 @@
+// The vkformer command: one binary, one subcommand per job.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "vkformer/context.hpp"
+
+namespace {
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "vkformer %s: transformer inference on any Vulkan GPU\n\n"
+               "usage: vkformer <command> [options]\n\n"
+               "commands:\n"
+               "  info [--json]        every Vulkan device, its capabilities and what vkformer uses\n"
+               "  selftest             compile a shader, run it on the chosen device, check the answer\n\n"
+               "common options:\n"
+               "  --device N|NAME      device by index or name substring (also VKF_DEVICE)\n"
+               "  --validation         enable the Khronos validation layer (also VKF_VALIDATION=1)\n",
+               vkf::version());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("vkformer %s\n", vkf::version());
+    return 0;
+  }
+  const std::string command = argv[1];
+  try {
+    vkf::cli::Args args(argc, argv, 2);
+    if (command == "info") return vkf::cli::info(args);
+    if (command == "selftest") return vkf::cli::selftest(args);
+    std::fprintf(stderr, "vkformer: unknown command '%s'\n\n", command.c_str());
+    usage(stderr);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vkformer %s: error: %s\n", command.c_str(), e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,21 @@
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "vkformer/self_test.hpp"
+
+namespace vkf::cli {
+
+int selftest(Args& args) {
+  ContextOptions options = context_options(args);
+  args.rest();
+  Context ctx(options);
+  auto r = self_test(ctx);
+  std::printf("self-test on [%u] %s (%s): %s (%s, %.0f us)\n", ctx.capabilities().index, ctx.capabilities().name.c_str(),
+              ctx.capabilities().driver_info.c_str(), r.passed ? "PASS" : "FAIL", r.detail.c_str(), r.microseconds);
+  if (ctx.validation_enabled() && ctx.validation_messages())
+    std::printf("validation layer reported %llu message(s)\n", static_cast<unsigned long long>(ctx.validation_messages()));
+  return r.passed && ctx.validation_messages() == 0 ? 0 : 1;
+}
+
+}  // namespace vkf::cli

@@ -1,0 +1,123 @@
+#include <cstdlib>
+
+#include "gpu/context_impl.hpp"
+
+namespace vkf {
+
+static bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0" && std::string(v) != "off";
+}
+
+Context::Impl::Impl(const ContextOptions& opts) : options(opts), log(opts.log) {
+  const bool validation = options.validation.value_or(env_flag("VKF_VALIDATION"));
+  const bool sync = options.sync_validation.value_or(true);
+  instance = std::make_unique<gpu::Instance>(validation, sync, log);
+
+  std::vector<gpu::PhysicalDevice> devices;
+  std::vector<Capabilities> caps;
+  auto handles = instance->physical_devices();
+  for (uint32_t i = 0; i < handles.size(); ++i) {
+    devices.push_back(gpu::describe(handles[i], i, instance->api_version()));
+    caps.push_back(devices.back().caps);
+  }
+  std::string choice = options.device;
+  if (choice.empty())
+    if (const char* env = std::getenv("VKF_DEVICE")) choice = env;
+  const uint32_t chosen = choose_device(caps, choice);
+  device = std::make_unique<gpu::Device>(*instance, std::move(devices[chosen]));
+  log.info("using device [" + std::to_string(chosen) + "] " + device->caps().name);
+
+  disk_cache = std::make_unique<gpu::DiskCache>(gpu::resolve_cache_dir(options), device->caps(), log);
+  const bool direct = device->caps().unified_memory && !options.force_staging;
+  allocator = std::make_unique<gpu::Allocator>(*device, direct, options.block_bytes);
+  pipelines = std::make_unique<gpu::Pipelines>(*device, *disk_cache);
+
+  VkDevice d = device->handle();
+  VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool.queueFamilyIndex = device->physical().queue_family;
+  gpu::check(vkCreateCommandPool(d, &pool, nullptr, &transfer_pool), "vkCreateCommandPool");
+  VkCommandBufferAllocateInfo cb{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  cb.commandPool = transfer_pool;
+  cb.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cb.commandBufferCount = 1;
+  gpu::check(vkAllocateCommandBuffers(d, &cb, &transfer_cb), "vkAllocateCommandBuffers");
+  VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  gpu::check(vkCreateFence(d, &fence, nullptr, &transfer_fence), "vkCreateFence");
+}
+
+Context::Impl::~Impl() {
+  if (!device) return;
+  VkDevice d = device->handle();
+  vkDeviceWaitIdle(d);
+  if (upload_staging) allocator->destroy_block(*upload_staging);
+  if (download_staging) allocator->destroy_block(*download_staging);
+  vkDestroyFence(d, transfer_fence, nullptr);
+  vkDestroyCommandPool(d, transfer_pool, nullptr);
+  pipelines.reset();
+  allocator.reset();
+}
+
+Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>(options)) {}
+
+Context::~Context() {
+  try {
+    save_caches();
+  } catch (...) {
+  }
+}
+
+const Capabilities& Context::capabilities() const { return impl_->device->caps(); }
+
+Buffer Context::buffer(uint64_t bytes, std::string_view name) {
+  return Buffer(impl_->allocator->allocate(bytes, name, impl_));
+}
+
+void Context::upload(const Buffer& dst, const void* data, uint64_t bytes, uint64_t offset) {
+  if (!dst) throw Error("upload into an empty Buffer handle");
+  impl_->upload(*dst.alloc_, data, bytes, offset);
+}
+
+void Context::download(const Buffer& src, void* data, uint64_t bytes, uint64_t offset) {
+  if (!src) throw Error("download from an empty Buffer handle");
+  impl_->download(*src.alloc_, data, bytes, offset);
+}
+
+Kernel Context::kernel(const KernelDesc& desc) { return Kernel(impl_->pipelines->get(desc)); }
+
+MemoryStats Context::memory_stats() const { return impl_->allocator->stats(); }
+CacheStats Context::cache_stats() const { return impl_->disk_cache->stats(); }
+Counters Context::counters() const {
+  auto& c = impl_->counters;
+  return {c.submits, c.recordings, c.dispatches, c.transfers, c.transfer_bytes};
+}
+bool Context::direct_host_access() const { return impl_->allocator->direct(); }
+bool Context::validation_enabled() const { return impl_->instance->validation(); }
+uint64_t Context::validation_messages() const { return impl_->instance->messages(); }
+std::string Context::cache_dir() const { return impl_->disk_cache->dir(); }
+void Context::save_caches() { impl_->pipelines->save(); }
+
+uint64_t Buffer::size() const { return alloc_ ? alloc_->size : 0; }
+const std::string& Buffer::name() const {
+  static const std::string empty;
+  return alloc_ ? alloc_->name : empty;
+}
+BufferView Buffer::view(uint64_t offset, uint64_t size) const {
+  if (!alloc_) throw Error("view of an empty Buffer handle");
+  if (offset > alloc_->size)
+    throw Error("view offset " + std::to_string(offset) + " is past the end of buffer '" + alloc_->name + "' (" +
+                std::to_string(alloc_->size) + " bytes)");
+  if (size == ~uint64_t(0)) size = alloc_->size - offset;
+  if (size > alloc_->size - offset)
+    throw Error("view [" + std::to_string(offset) + ", +" + std::to_string(size) + ") does not fit buffer '" +
+                alloc_->name + "' (" + std::to_string(alloc_->size) + " bytes)");
+  return {alloc_, offset, size};
+}
+
+const std::string& Kernel::name() const {
+  static const std::string empty;
+  return pipeline_ ? pipeline_->name : empty;
+}
+
+}  // namespace vkf

@@ -1,0 +1,34 @@
+#pragma once
+#include <mutex>
+
+#include "gpu/instance.hpp"
+#include "gpu/physical_device.hpp"
+
+namespace vkf::gpu {
+
+// The logical device and its compute queue, opened with every optional feature the
+// physical device offers that vkformer can use.
+class Device {
+ public:
+  Device(const Instance& instance, PhysicalDevice physical);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  VkDevice handle() const { return device_; }
+  const PhysicalDevice& physical() const { return physical_; }
+  const Capabilities& caps() const { return physical_.caps; }
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_; }
+
+  // Submits one command buffer and waits for it; the queue is shared, so this locks.
+  void submit_and_wait(VkCommandBuffer cb, VkFence fence);
+
+ private:
+  PhysicalDevice physical_;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  std::mutex queue_mutex_;
+};
+
+}  // namespace vkf::gpu

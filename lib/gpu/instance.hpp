@@ -1,0 +1,42 @@
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "gpu/log.hpp"
+#include "gpu/vk.hpp"
+
+namespace vkf::gpu {
+
+// The VkInstance, with the validation layer and its messenger when asked for.
+class Instance {
+ public:
+  Instance(bool validation, bool sync_validation, Log log);
+  ~Instance();
+  Instance(const Instance&) = delete;
+  Instance& operator=(const Instance&) = delete;
+
+  VkInstance handle() const { return instance_; }
+  uint32_t api_version() const { return api_version_; }
+  bool validation() const { return validation_; }
+  uint64_t messages() const { return messages_.load(); }
+  std::vector<VkPhysicalDevice> physical_devices() const;
+  const Log& log() const { return log_; }
+
+ private:
+  static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                   VkDebugUtilsMessageTypeFlagsEXT types,
+                                                   const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                                   void* self);
+  Log log_;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  uint32_t api_version_ = 0;
+  bool validation_ = false;
+  std::atomic<uint64_t> messages_{0};
+};
+
+// Loads the Vulkan loader once per process; throws vkf::Error when there is none.
+void load_vulkan();
+
+}  // namespace vkf::gpu

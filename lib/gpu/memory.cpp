@@ -1,0 +1,233 @@
+#include "gpu/memory.hpp"
+
+#include <algorithm>
+
+namespace vkf::gpu {
+
+namespace {
+constexpr VkBufferUsageFlags kUsage =
+    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+std::string mib(uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / (1 << 20));
+  return buf;
+}
+}  // namespace
+
+Allocation::~Allocation() {
+  if (allocator) allocator->release(*this);
+}
+
+Allocator::Allocator(Device& device, bool direct, uint64_t block_bytes) : device_(device), direct_(direct) {
+  const auto& caps = device.caps();
+  alignment_ = std::max<uint64_t>({16, caps.min_storage_buffer_offset_alignment, caps.non_coherent_atom_size});
+  block_bytes_ = align_up(std::max<uint64_t>(block_bytes, 1 << 20), alignment_);
+  if (caps.max_memory_allocation_size) block_bytes_ = std::min(block_bytes_, caps.max_memory_allocation_size);
+
+  // Which memory types can back a storage buffer: ask with a probe buffer.
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = 4096;
+  info.usage = kUsage;
+  VkBuffer probe;
+  check(vkCreateBuffer(device.handle(), &info, nullptr, &probe), "vkCreateBuffer");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device.handle(), probe, &req);
+  vkDestroyBuffer(device.handle(), probe, nullptr);
+  allowed_types_ = req.memoryTypeBits;
+  alignment_ = std::max(alignment_, uint64_t(req.alignment));
+
+  const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  const VkMemoryPropertyFlags mapped = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  if (direct_) {
+    uint32_t t = find_type(local | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, mapped | VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
+                           allowed_types_);
+    if (t == ~0u) direct_ = false;
+    else type_ = t;
+  }
+  if (!direct_) {
+    type_ = find_type(local, 0, allowed_types_);
+    if (type_ == ~0u) type_ = find_type(0, 0, allowed_types_);
+  }
+  if (type_ == ~0u) throw Error("device '" + device.caps().name + "' has no memory type for storage buffers");
+}
+
+Allocator::~Allocator() {
+  for (auto& b : blocks_) destroy_block(*b);
+}
+
+uint32_t Allocator::find_type(VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred, uint32_t allowed) const {
+  const auto& mem = device_.memory_properties();
+  uint32_t best = ~0u;
+  int best_score = -1;
+  for (uint32_t t = 0; t < mem.memoryTypeCount; ++t) {
+    if (!(allowed & (1u << t))) continue;
+    auto flags = mem.memoryTypes[t].propertyFlags;
+    if ((flags & required) != required) continue;
+    int score = __builtin_popcount(flags & preferred);
+    if (score > best_score) {
+      best = t;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+std::unique_ptr<Block> Allocator::create_block(uint64_t bytes, uint32_t type, bool map, std::string_view what) {
+  auto b = std::make_unique<Block>();
+  b->size = bytes;
+  const auto& caps = device_.caps();
+  if (caps.max_memory_allocation_size && bytes > caps.max_memory_allocation_size)
+    throw Error("cannot allocate '" + std::string(what) + "' (" + mib(bytes) + "): larger than this device's " +
+                "maxMemoryAllocationSize (" + mib(caps.max_memory_allocation_size) + ")");
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = bytes;
+  info.usage = kUsage;
+  check(vkCreateBuffer(device_.handle(), &info, nullptr, &b->buffer), "vkCreateBuffer");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device_.handle(), b->buffer, &req);
+  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  alloc.allocationSize = req.size;
+  alloc.memoryTypeIndex = type;
+  VkResult r = vkAllocateMemory(device_.handle(), &alloc, nullptr, &b->memory);
+  if (r != VK_SUCCESS) {
+    vkDestroyBuffer(device_.handle(), b->buffer, nullptr);
+    const auto& mem = device_.memory_properties();
+    throw Error("out of device memory allocating '" + std::string(what) + "' (" + mib(bytes) + " block; " +
+                mib(stats_.reserved) + " already held, heap size " +
+                mib(mem.memoryHeaps[mem.memoryTypes[type].heapIndex].size) + "): " + result_name(r));
+  }
+  check(vkBindBufferMemory(device_.handle(), b->buffer, b->memory, 0), "vkBindBufferMemory");
+  auto flags = device_.memory_properties().memoryTypes[type].propertyFlags;
+  b->coherent = flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  if (map) {
+    void* p = nullptr;
+    check(vkMapMemory(device_.handle(), b->memory, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory");
+    b->mapped = static_cast<uint8_t*>(p);
+  }
+  b->free[0] = bytes;
+  return b;
+}
+
+void Allocator::destroy_block(Block& b) {
+  if (b.mapped) vkUnmapMemory(device_.handle(), b.memory);
+  vkDestroyBuffer(device_.handle(), b.buffer, nullptr);
+  vkFreeMemory(device_.handle(), b.memory, nullptr);
+  b = Block{};
+}
+
+std::unique_ptr<Block> Allocator::create_host_block(uint64_t bytes, bool host_read) {
+  const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+  uint32_t t = find_type(visible, VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | (host_read ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0),
+                         allowed_types_);
+  if (t == ~0u) throw Error("device '" + device_.caps().name + "' has no host-visible memory for staging");
+  return create_block(align_up(bytes, alignment_), t, true, "staging");
+}
+
+std::shared_ptr<Allocation> Allocator::allocate(uint64_t bytes, std::string_view name, std::shared_ptr<void> owner) {
+  if (bytes == 0) throw Error("buffer '" + std::string(name) + "' has size 0");
+  const uint64_t reserved = align_up(bytes, alignment_);
+  std::lock_guard lock(mutex_);
+  Block* chosen = nullptr;
+  uint64_t offset = 0;
+  if (reserved > block_bytes_ / 2) {
+    // Large tensors get a block of their own, so they do not fragment the shared ones.
+    blocks_.push_back(create_block(reserved, type_, direct_, name));
+    chosen = blocks_.back().get();
+    chosen->dedicated = true;
+  } else {
+    for (auto& b : blocks_) {
+      if (b->dedicated) continue;
+      for (auto& [off, size] : b->free)
+        if (size >= reserved) {
+          chosen = b.get();
+          offset = off;
+          break;
+        }
+      if (chosen) break;
+    }
+    if (!chosen) {
+      blocks_.push_back(create_block(block_bytes_, type_, direct_, name));
+      chosen = blocks_.back().get();
+    }
+  }
+  auto it = chosen->free.find(offset);
+  uint64_t free_size = it->second;
+  chosen->free.erase(it);
+  if (free_size > reserved) chosen->free[offset + reserved] = free_size - reserved;
+
+  auto a = std::make_shared<Allocation>();
+  a->allocator = this;
+  a->owner = std::move(owner);
+  a->block = chosen;
+  a->offset = offset;
+  a->size = bytes;
+  a->reserved = reserved;
+  a->name = name;
+  stats_.allocated += reserved;
+  stats_.peak = std::max(stats_.peak, stats_.allocated);
+  stats_.reserved = 0;
+  for (auto& b : blocks_) stats_.reserved += b->size;
+  stats_.blocks = uint32_t(blocks_.size());
+  return a;
+}
+
+void Allocator::release(Allocation& a) {
+  std::lock_guard lock(mutex_);
+  Block* b = a.block;
+  stats_.allocated -= a.reserved;
+  auto [it, ok] = b->free.emplace(a.offset, a.reserved);
+  auto next = std::next(it);
+  if (next != b->free.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    b->free.erase(next);
+  }
+  if (it != b->free.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      b->free.erase(it);
+    }
+  }
+  // Give back dedicated blocks at once and empty shared ones beyond the first.
+  const bool empty = b->free.size() == 1 && b->free.begin()->second == b->size;
+  size_t shared = std::count_if(blocks_.begin(), blocks_.end(), [](auto& x) { return !x->dedicated; });
+  if (empty && (b->dedicated || shared > 1)) {
+    auto pos = std::find_if(blocks_.begin(), blocks_.end(), [&](auto& x) { return x.get() == b; });
+    destroy_block(**pos);
+    blocks_.erase(pos);
+  }
+  stats_.reserved = 0;
+  for (auto& blk : blocks_) stats_.reserved += blk->size;
+  stats_.blocks = uint32_t(blocks_.size());
+  a.allocator = nullptr;
+}
+
+MemoryStats Allocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void Allocator::flush(const Block& b, uint64_t offset, uint64_t size) const {
+  if (b.coherent) return;
+  const uint64_t atom = std::max<uint64_t>(1, device_.caps().non_coherent_atom_size);
+  VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
+  range.memory = b.memory;
+  range.offset = offset / atom * atom;
+  range.size = std::min(align_up(offset + size, atom), b.size) - range.offset;
+  check(vkFlushMappedMemoryRanges(device_.handle(), 1, &range), "vkFlushMappedMemoryRanges");
+}
+
+void Allocator::invalidate(const Block& b, uint64_t offset, uint64_t size) const {
+  if (b.coherent) return;
+  const uint64_t atom = std::max<uint64_t>(1, device_.caps().non_coherent_atom_size);
+  VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
+  range.memory = b.memory;
+  range.offset = offset / atom * atom;
+  range.size = std::min(align_up(offset + size, atom), b.size) - range.offset;
+  check(vkInvalidateMappedMemoryRanges(device_.handle(), 1, &range), "vkInvalidateMappedMemoryRanges");
+}
+
+}  // namespace vkf::gpu

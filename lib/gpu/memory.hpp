@@ -1,0 +1,73 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "vkformer/context.hpp"
+
+namespace vkf::gpu {
+
+// One VkDeviceMemory with one VkBuffer over all of it. Buffers are byte ranges of a
+// block, so a descriptor is (block buffer, offset, size) and blocks are few.
+struct Block {
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  uint64_t size = 0;
+  uint8_t* mapped = nullptr;  // set when the memory is host-visible
+  bool coherent = true;
+  bool dedicated = false;         // holds exactly one large buffer
+  std::map<uint64_t, uint64_t> free;  // offset -> size, coalesced
+};
+
+class Allocator;
+
+struct Allocation {
+  Allocator* allocator = nullptr;
+  std::shared_ptr<void> owner;  // keeps the context alive while the buffer lives
+  Block* block = nullptr;
+  uint64_t offset = 0, size = 0;  // size as asked; the range reserved may be larger
+  uint64_t reserved = 0;
+  std::string name;
+  ~Allocation();
+};
+
+// Suballocates device buffers from large blocks, aligned for storage-buffer
+// descriptors and for non-coherent flushes. On unified-memory devices the blocks are
+// mapped and uploads are plain memcpy ("direct"); elsewhere they go through staging.
+class Allocator {
+ public:
+  Allocator(Device& device, bool direct, uint64_t block_bytes);
+  ~Allocator();
+
+  std::shared_ptr<Allocation> allocate(uint64_t bytes, std::string_view name, std::shared_ptr<void> owner);
+  void release(Allocation& a);
+  MemoryStats stats() const;
+  bool direct() const { return direct_; }
+
+  // A mapped host-visible block for staging copies (host_read: prefer cached memory).
+  std::unique_ptr<Block> create_host_block(uint64_t bytes, bool host_read);
+  void destroy_block(Block& b);
+
+  void flush(const Block& b, uint64_t offset, uint64_t size) const;
+  void invalidate(const Block& b, uint64_t offset, uint64_t size) const;
+
+ private:
+  std::unique_ptr<Block> create_block(uint64_t bytes, uint32_t type, bool map, std::string_view what);
+  uint32_t find_type(VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred, uint32_t allowed) const;
+
+  Device& device_;
+  bool direct_;
+  uint64_t block_bytes_;
+  uint64_t alignment_;
+  uint32_t type_ = 0;          // memory type of device blocks
+  uint32_t allowed_types_ = 0;  // memory types a storage buffer may live in
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Block>> blocks_;
+  MemoryStats stats_;
+};
+
+}  // namespace vkf::gpu

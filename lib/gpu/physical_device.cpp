@@ -1,0 +1,190 @@
+#include "gpu/physical_device.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace vkf::gpu {
+
+const char* vkf_device_type_name(DeviceType t);
+
+bool PhysicalDevice::has_extension(const char* name) const {
+  return std::find(extensions.begin(), extensions.end(), name) != extensions.end();
+}
+
+static std::string vendor_name(uint32_t id) {
+  switch (id) {
+    case 0x1002: return "AMD";
+    case 0x10DE: return "NVIDIA";
+    case 0x8086: return "Intel";
+    case 0x13B5: return "ARM";
+    case 0x5143: return "Qualcomm";
+    case 0x106B: return "Apple";
+    case 0x1010: return "Imagination";
+    case 0x144D: return "Samsung";
+    case 0x10005: return "Mesa";
+    default: return "unknown";
+  }
+}
+
+static DeviceType device_type(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return DeviceType::IntegratedGpu;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return DeviceType::DiscreteGpu;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return DeviceType::VirtualGpu;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return DeviceType::Cpu;
+    default: return DeviceType::Other;
+  }
+}
+
+static std::string version_string(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instance_api) {
+  PhysicalDevice pd;
+  pd.handle = handle;
+  Capabilities& c = pd.caps;
+  c.index = index;
+
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(handle, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> ext(n);
+  vkEnumerateDeviceExtensionProperties(handle, nullptr, &n, ext.data());
+  for (auto& e : ext) pd.extensions.emplace_back(e.extensionName);
+
+  VkPhysicalDeviceProperties base{};
+  vkGetPhysicalDeviceProperties(handle, &base);
+  pd.api_version = std::min(instance_api, base.apiVersion);
+  const uint32_t api = pd.api_version;
+  auto usable = [&](uint32_t core, const char* extension) {
+    return api >= core || (extension && pd.has_extension(extension));
+  };
+
+  // Properties: chain only the structs this device can answer, or the layer complains.
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceMaintenance3Properties maint3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceSubgroupSizeControlProperties sizectl{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+  void** ptail = &props.pNext;
+  auto chain = [](void**& tail, auto& s) {
+    *tail = &s;
+    tail = &s.pNext;
+  };
+  chain(ptail, subgroup);
+  chain(ptail, maint3);
+  const bool has_driver_props = usable(VK_API_VERSION_1_2, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  if (has_driver_props) chain(ptail, driver);
+  const bool has_sizectl = usable(VK_API_VERSION_1_3, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  if (has_sizectl) chain(ptail, sizectl);
+  vkGetPhysicalDeviceProperties2(handle, &props);
+
+  c.name = base.deviceName;
+  c.type = device_type(base.deviceType);
+  c.vendor_id = base.vendorID;
+  c.device_id = base.deviceID;
+  c.vendor = vendor_name(base.vendorID);
+  c.driver_version = base.driverVersion;
+  c.api_version = base.apiVersion;
+  c.api_version_string = version_string(base.apiVersion);
+  std::memcpy(c.pipeline_cache_uuid.data(), base.pipelineCacheUUID, 16);
+  if (has_driver_props) {
+    c.driver_name = driver.driverName;
+    c.driver_info = driver.driverInfo;
+  }
+  {
+    VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &id};
+    vkGetPhysicalDeviceProperties2(handle, &p2);
+    std::memcpy(c.device_uuid.data(), id.deviceUUID, 16);
+  }
+
+  const auto& L = base.limits;
+  c.max_shared_memory = L.maxComputeSharedMemorySize;
+  c.max_workgroup_invocations = L.maxComputeWorkGroupInvocations;
+  for (int i = 0; i < 3; ++i) {
+    c.max_workgroup_size[i] = L.maxComputeWorkGroupSize[i];
+    c.max_workgroup_count[i] = L.maxComputeWorkGroupCount[i];
+  }
+  c.max_storage_buffer_range = L.maxStorageBufferRange;
+  c.max_memory_allocation_size = maint3.maxMemoryAllocationSize;
+  c.min_storage_buffer_offset_alignment = L.minStorageBufferOffsetAlignment;
+  c.non_coherent_atom_size = L.nonCoherentAtomSize;
+  c.max_push_constants_size = L.maxPushConstantsSize;
+  c.timestamp_period_ns = L.timestampPeriod;
+  c.subgroup_size = subgroup.subgroupSize;
+  c.min_subgroup_size = c.max_subgroup_size = subgroup.subgroupSize;
+  if (has_sizectl) {
+    c.min_subgroup_size = sizectl.minSubgroupSize;
+    c.max_subgroup_size = sizectl.maxSubgroupSize;
+  }
+  const bool compute_stage = subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT;
+  c.subgroup_basic = compute_stage && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+  c.subgroup_arithmetic = compute_stage && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  c.subgroup_shuffle = compute_stage && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+
+  // Features.
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceSubgroupSizeControlFeatures sizectl_f{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+  void** ftail = &feats.pNext;
+  chain(ftail, s16);
+  const bool has_f16 = usable(VK_API_VERSION_1_2, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  const bool has_s8 = usable(VK_API_VERSION_1_2, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  if (has_f16) chain(ftail, f16);
+  if (has_s8) chain(ftail, s8);
+  if (has_sizectl) chain(ftail, sizectl_f);
+  vkGetPhysicalDeviceFeatures2(handle, &feats);
+  c.storage_16bit = s16.storageBuffer16BitAccess;
+  c.float16_arithmetic = has_f16 && f16.shaderFloat16;
+  c.storage_8bit = has_s8 && s8.storageBuffer8BitAccess;
+  c.subgroup_size_control = has_sizectl && sizectl_f.subgroupSizeControl && sizectl_f.computeFullSubgroups;
+  c.portability_subset = pd.has_extension("VK_KHR_portability_subset");
+  c.cooperative_matrix_nv = pd.has_extension("VK_NV_cooperative_matrix");
+
+  // Memory: unified when every device-local heap can also be mapped by the host.
+  VkPhysicalDeviceMemoryProperties mem{};
+  vkGetPhysicalDeviceMemoryProperties(handle, &mem);
+  c.heaps.resize(mem.memoryHeapCount);
+  for (uint32_t h = 0; h < mem.memoryHeapCount; ++h) {
+    c.heaps[h].size = mem.memoryHeaps[h].size;
+    c.heaps[h].device_local = mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
+  }
+  for (uint32_t t = 0; t < mem.memoryTypeCount; ++t)
+    if (mem.memoryTypes[t].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
+      c.heaps[mem.memoryTypes[t].heapIndex].host_visible = true;
+  c.unified_memory = true;
+  bool any_local = false;
+  for (auto& h : c.heaps)
+    if (h.device_local) {
+      any_local = true;
+      c.unified_memory &= h.host_visible;
+    }
+  c.unified_memory &= any_local;
+
+  // Queue: a compute-only family runs beside graphics work instead of behind it.
+  vkGetPhysicalDeviceQueueFamilyProperties(handle, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(handle, &n, families.data());
+  int best = -1;
+  for (uint32_t q = 0; q < n; ++q) {
+    if (!(families[q].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    bool compute_only = !(families[q].queueFlags & VK_QUEUE_GRAPHICS_BIT);
+    if (best < 0 || (compute_only && !c.compute_only_queue)) {
+      best = int(q);
+      c.compute_only_queue = compute_only;
+    }
+  }
+  pd.queue_family = best < 0 ? ~0u : uint32_t(best);
+  if (best >= 0) c.timestamp_valid_bits = families[best].timestampValidBits;
+
+  apply_quirks(c);
+  return pd;
+}
+
+}  // namespace vkf::gpu

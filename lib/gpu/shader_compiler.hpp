@@ -1,0 +1,22 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vkformer/kernel.hpp"
+
+namespace vkf::gpu {
+
+// GLSL of a shader embedded from shaders/; throws naming the shader when unknown.
+std::string_view embedded_source(std::string_view name);
+
+// Compiles a compute shader to SPIR-V (Vulkan 1.1, SPIR-V 1.3) with the #defines
+// prepended and #include "x.glsl" resolved against shaders/. Errors name the shader,
+// the variant and the line.
+std::vector<uint32_t> compile_glsl(std::string_view name, std::string_view source, const Defines& defines);
+
+std::string glslang_version();
+std::string describe_variant(const Defines& defines);
+
+}  // namespace vkf::gpu
