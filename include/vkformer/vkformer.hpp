@@ -5,3 +5,4 @@
 #include "vkformer/context.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/kernel.hpp"
+#include "vkformer/self_test.hpp"

@@ -1,0 +1,147 @@
+// Upload/download round trips from 1 byte to past maxStorageBufferRange, through
+// both the direct (mapped) and the staging path, into poisoned buffers.
+#include <cstring>
+
+#include "support/gpu_test.hpp"
+
+namespace vkf::test {
+namespace {
+
+std::vector<uint8_t> random_bytes(size_t n, std::mt19937_64& rng) {
+  std::vector<uint8_t> v(n);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t r = rng();
+    std::memcpy(&v[i], &r, 8);
+  }
+  for (; i < n; ++i) v[i] = uint8_t(rng());
+  return v;
+}
+
+// Fills a whole buffer with a poison byte pattern, writes `data` at `offset`, reads the
+// whole buffer back: the data must be where it was put and the poison everywhere else.
+void round_trip(Context& ctx, uint64_t bytes, uint64_t offset, std::mt19937_64& rng) {
+  const uint64_t total = (offset + bytes + 3) / 4 * 4 + 4;
+  Buffer b = ctx.buffer(total, "round_trip");
+  auto cl = ctx.command_list();
+  cl.fill(b.view(), 0xDEADBEEF);
+  cl.submit();
+  auto data = random_bytes(bytes, rng);
+  ctx.upload(b, data.data(), bytes, offset);
+  std::vector<uint8_t> back(total);
+  ctx.download(b, back.data(), total);
+  const uint8_t poison[4] = {0xEF, 0xBE, 0xAD, 0xDE};
+  for (uint64_t i = 0; i < offset; ++i) ASSERT_EQ(back[i], poison[i % 4]) << "byte " << i << " before the data";
+  ASSERT_EQ(std::memcmp(back.data() + offset, data.data(), bytes), 0) << bytes << " bytes at offset " << offset;
+  for (uint64_t i = offset + bytes; i < total; ++i) ASSERT_EQ(back[i], poison[i % 4]) << "byte " << i << " after the data";
+  // A partial download from the middle.
+  if (bytes > 2) {
+    std::vector<uint8_t> mid(bytes - 2);
+    ctx.download(b, mid.data(), bytes - 2, offset + 1);
+    ASSERT_EQ(std::memcmp(mid.data(), data.data() + 1, bytes - 2), 0);
+  }
+}
+
+class Memory : public GpuTest {};
+
+TEST_F(Memory, RoundTripsFromOneByteUpDirectOrMapped) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  for (uint64_t n : {1ull, 3ull, 17ull, 255ull, 1000ull, 4097ull, (1ull << 20) + 5})
+    for (uint64_t off : {0ull, 1ull, 7ull}) round_trip(ctx(), n, off, rng);
+}
+
+TEST_F(Memory, RoundTrip200MiBPastMaxStorageBufferRange) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint64_t n = 200ull << 20;
+  ASSERT_GT(n, ctx().capabilities().max_storage_buffer_range / 2);
+  round_trip(ctx(), n, 0, rng);
+}
+
+TEST_F(Memory, BindingMoreThanMaxStorageBufferRangeIsAClearError) {
+  const uint64_t range = ctx().capabilities().max_storage_buffer_range;
+  if (range >= (1ull << 31)) GTEST_SKIP() << "this device's storage buffer range is " << range;
+  Buffer big = ctx().buffer(range + 256, "big_tensor");
+  Buffer small = ctx().buffer(256, "small");
+  Kernel k = ctx().kernel({.shader = "self_test.comp", .bindings = 2, .push_constant_bytes = 8, .spec_constants = {64}});
+  auto cl = ctx().command_list();
+  struct {
+    uint32_t n;
+    float a;
+  } push{1, 1};
+  try {
+    cl.dispatch(k, {1}, {big.in(), small.out()}, push);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("big_tensor"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("maxStorageBufferRange"), std::string::npos) << e.what();
+  }
+  // A view of it that fits binds fine.
+  cl.dispatch(k, {1}, {in(big.view(range, 256)), small.out()}, push);
+  cl.submit();
+}
+
+TEST_F(Memory, StatsCountAllocatedAndPeakBytes) {
+  auto before = ctx().memory_stats();
+  {
+    Buffer a = ctx().buffer(1 << 20, "a");
+    Buffer b = ctx().buffer(3 << 20, "b");
+    auto during = ctx().memory_stats();
+    EXPECT_GE(during.allocated, before.allocated + (4 << 20));
+    EXPECT_GE(during.peak, during.allocated);
+    EXPECT_GE(during.reserved, during.allocated);
+  }
+  auto after = ctx().memory_stats();
+  EXPECT_EQ(after.allocated, before.allocated);
+  EXPECT_GE(after.peak, before.allocated + (4 << 20));
+}
+
+TEST_F(Memory, SuballocationsDoNotOverlap) {
+  std::vector<Buffer> bufs;
+  for (uint32_t i = 0; i < 40; ++i) bufs.push_back(ctx().buffer(1000 + 37 * i, "piece"));
+  for (uint32_t i = 0; i < bufs.size(); ++i) {
+    std::vector<uint8_t> v(bufs[i].size(), uint8_t(i));
+    ctx().upload(bufs[i], v.data(), v.size());
+  }
+  for (uint32_t i = 0; i < bufs.size(); ++i) {
+    std::vector<uint8_t> v(bufs[i].size());
+    ctx().download(bufs[i], v.data(), v.size());
+    for (auto x : v) ASSERT_EQ(x, uint8_t(i)) << "buffer " << i << " was overwritten by a neighbour";
+  }
+}
+
+TEST_F(Memory, BadRequestsAreErrorsNotCrashes) {
+  EXPECT_THROW(ctx().buffer(0, "empty"), Error);
+  try {
+    ctx().buffer(1ull << 42, "huge_tensor");
+    FAIL() << "a 4 TiB buffer was allocated";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("huge_tensor"), std::string::npos) << e.what();
+  }
+  Buffer b = ctx().buffer(16, "sixteen");
+  uint8_t data[32] = {};
+  EXPECT_THROW(ctx().upload(b, data, 17), Error);
+  EXPECT_THROW(ctx().download(b, data, 8, 9), Error);
+  EXPECT_THROW(b.view(8, 9), Error);
+}
+
+// The same round trips through staging memory, as on a discrete GPU.
+TEST(MemoryStaging, RoundTripsThroughStaging) {
+  MessageLog log;
+  auto o = test_options(log);
+  o.force_staging = true;
+  Context ctx(o);
+  EXPECT_FALSE(ctx.direct_host_access());
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  for (uint64_t n : {1ull, 3ull, 17ull, 255ull, 4097ull}) round_trip(ctx, n, 5, rng);
+  round_trip(ctx, 200ull << 20, 0, rng);  // several staging chunks
+  EXPECT_EQ(ctx.validation_messages(), 0u) << log.joined();
+}
+
+}  // namespace
+}  // namespace vkf::test
