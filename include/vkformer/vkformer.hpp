@@ -6,3 +6,4 @@
 #include "vkformer/error.hpp"
 #include "vkformer/kernel.hpp"
 #include "vkformer/self_test.hpp"
+#include "vkformer/ops.hpp"

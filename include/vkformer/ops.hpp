@@ -1,0 +1,126 @@
+#pragma once
+// The kernel library: every op records its dispatches into a CommandList. Shapes are
+// checked against the buffers here, where data enters; kernels trust them.
+#include <cstdint>
+#include <optional>
+
+#include "vkformer/context.hpp"
+#include "vkformer/error.hpp"
+
+namespace vkf {
+
+enum class DType : uint8_t { F32, F16 };
+inline uint32_t dtype_bytes(DType t) { return t == DType::F16 ? 2 : 4; }
+const char* to_string(DType t);
+
+enum class Activation : uint8_t { None, Relu, Gelu, GeluTanh };  // Gelu: exact (erf), PyTorch's default
+
+// Element strides between batches: outer (batch item) and inner (head).
+struct Strides {
+  uint64_t outer = 0, inner = 0;
+};
+
+// C = act(alpha * op(A) * op(B) + bias) + residual, row-major. A is [M, K] (or [K, M]
+// with trans_a), B is [K, N] (or [N, K] with trans_b, like a Linear weight), C and the
+// residual are [M, N], bias is [N]. Leading dimensions of 0 mean packed. There are
+// batch * heads products, operand (b, h) at b * strides.outer + h * strides.inner.
+struct Gemm {
+  uint32_t M = 1, N = 1, K = 1;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.0f;
+  Activation act = Activation::None;
+  uint32_t lda = 0, ldb = 0, ldc = 0, ldr = 0;
+  uint32_t batch = 1, heads = 1;
+  Strides stride_a, stride_b, stride_c, stride_r;
+};
+
+// y = softmax(scale * x + mask) over the last axis of a [rows, cols] matrix. The
+// optional additive mask is [mask_rows, cols]; row r uses mask row
+// (r / mask_row_div) % mask_rows (so [B, Lk] padding masks broadcast over heads and
+// queries). causal: column c of row r is masked when c > (r % causal_rows) + causal_offset.
+// A row whose every entry is masked gives NaN, as torch.softmax does.
+struct Softmax {
+  uint32_t rows = 1, cols = 1;
+  float scale = 1.0f;
+  uint32_t mask_rows = 1, mask_row_div = 1;
+  bool causal = false;
+  uint32_t causal_rows = 1, causal_offset = 0;
+};
+
+// y = (x [+ r] - mean) / sqrt(var + eps) * gamma + beta over rows of `cols`; with a
+// residual r, the sum x + r can also be written out (pre-norm blocks keep it).
+struct LayerNorm {
+  uint32_t rows = 1, cols = 1;
+  float eps = 1e-5f;
+};
+
+// Multi-head scaled dot-product attention, softmax(Q K^T * scale + masks) V, per batch
+// item b and head h. Q and O rows are (b, i) with head h at columns [h*d, (h+1)*d) of
+// a row of q_row_stride elements; K and V likewise with their own strides, so K/V can
+// be a [B, H, Lmax, d] decoding cache (kv_head_stride = Lmax*d, kv_row_stride = d) or
+// projections laid out [B, Lk, H*d].
+struct Attention {
+  uint32_t batch = 1, heads = 1, head_dim = 8;
+  uint32_t q_len = 1, kv_len = 1;
+  float scale = 0;  // 0: 1/sqrt(head_dim)
+  bool causal = false;
+  uint32_t causal_offset = 0;  // position of the first query (decoding: tokens already cached)
+  // Element strides; 0 means the packed [B, L, H*d] layout.
+  uint64_t q_batch_stride = 0, q_row_stride = 0;
+  uint64_t kv_batch_stride = 0, kv_head_stride = 0, kv_row_stride = 0;
+  uint64_t o_batch_stride = 0, o_row_stride = 0;
+};
+
+// Kernels for one storage type on one context. Cheap to make; pipelines are shared
+// through the context.
+class Ops {
+ public:
+  explicit Ops(Context& ctx, DType dtype = DType::F32);
+  Context& context() { return ctx_; }
+  DType dtype() const { return dtype_; }
+
+  void gemm(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b, const BufferView& c,
+            const std::optional<BufferView>& bias = {}, const std::optional<BufferView>& residual = {});
+  void softmax(CommandList& cl, const Softmax& s, const BufferView& x, const BufferView& y,
+               const std::optional<BufferView>& mask = {});
+  void layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, const BufferView& gamma,
+                  const BufferView& beta, const BufferView& y, const std::optional<BufferView>& residual = {},
+                  const std::optional<BufferView>& sum_out = {});
+  // key_padding_mask: additive [batch, kv_len] (0 keeps a key, -inf drops it).
+  void attention(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k, const BufferView& v,
+                 const BufferView& o, const std::optional<BufferView>& key_padding_mask = {});
+  // The same as GEMM + softmax + GEMM through `scores` (batch*heads*q_len*kv_len elements).
+  void attention_unfused(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k,
+                         const BufferView& v, const BufferView& o, const BufferView& scores,
+                         const std::optional<BufferView>& key_padding_mask = {});
+  // Whether the fused kernel fits this device for this head dimension.
+  bool fused_attention_fits(uint32_t head_dim) const;
+
+  // out[r, :] = table[ids[r], :] * scale + PE[position_offset + r % seq_len, :].
+  // ids are uint32; an id >= vocab gives a row of NaN (the host checks ids first).
+  void embedding(CommandList& cl, const BufferView& ids, const BufferView& table, const BufferView& out,
+                 uint32_t rows, uint32_t vocab, uint32_t dim, float scale, uint32_t seq_len,
+                 uint32_t position_offset, bool positional = true);
+  void add(CommandList& cl, const BufferView& a, const BufferView& b, const BufferView& y, uint32_t count);
+  void relu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count);
+  void gelu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count, bool tanh_form = false);
+  // Per row of [rows, cols]: index of the largest value (the first on ties), as uint32.
+  void argmax(CommandList& cl, const BufferView& x, const BufferView& indices, uint32_t rows, uint32_t cols);
+  // Per row: the k largest values, descending, with their uint32 indices (ties: lower index first).
+  void top_k(CommandList& cl, const BufferView& x, const BufferView& values, const BufferView& indices,
+             uint32_t rows, uint32_t cols, uint32_t k);
+  // Between storage types, for count elements.
+  void convert(CommandList& cl, const BufferView& src, DType from, const BufferView& dst, DType to, uint32_t count);
+
+ private:
+  Kernel kernel(const char* shader, Defines defines, uint32_t bindings, uint32_t push_bytes,
+                std::vector<uint32_t> spec = {});
+  void need(const BufferView& v, uint64_t elements, const char* op, const char* what, DType t) const;
+  void need(const BufferView& v, uint64_t elements, const char* op, const char* what) const {
+    need(v, elements, op, what, dtype_);
+  }
+  Context& ctx_;
+  DType dtype_;
+};
+
+}  // namespace vkf

@@ -1,0 +1,107 @@
+#include <algorithm>
+#include <string>
+
+#include "ops/gemm_tiles.hpp"
+#include "vkformer/ops.hpp"
+
+namespace vkf {
+
+namespace ops {
+
+GemmTiles choose_gemm_tiles(const Capabilities& caps, uint64_t large_tiles_in_c) {
+  GemmTiles large{128, 128, 16, 8, 8}, medium{64, 64, 16, 4, 4}, small{64, 32, 16, 4, 4};
+  if (caps.type == DeviceType::Cpu) {
+    // lavapipe runs one workgroup per core, SIMD across invocations: a 64x64 tile of
+    // 4x4 blocks measured best (bench/ops_bench.cpp).
+    return {64, 64, 16, 4, 4};
+  }
+  auto fits = [&](const GemmTiles& t) {
+    return t.invocations() <= caps.max_workgroup_invocations && t.shared_bytes() <= caps.max_shared_memory &&
+           t.invocations() <= caps.max_workgroup_size[0];
+  };
+  if (large_tiles_in_c >= 32 && fits(large)) return large;
+  if (fits(medium)) return medium;
+  if (fits(small)) return small;
+  return {32, 32, 8, 4, 4};  // 64 invocations, 2 KiB: fits every Vulkan device
+}
+
+}  // namespace ops
+
+namespace {
+
+struct GemmPush {
+  uint32_t M, N, K, lda, ldb, ldc, ldr, inner;
+  uint32_t stride_a[2], stride_b[2], stride_c[2], stride_r[2];
+  float alpha;
+  uint32_t flags;
+};
+
+constexpr uint32_t kSmallM = 4;  // MAX_M of gemm_small_m.comp
+
+uint32_t narrow(uint64_t v, const char* what) {
+  if (v > 0xffffffffull) throw Error(std::string("gemm: ") + what + " does not fit 32 bits");
+  return uint32_t(v);
+}
+
+}  // namespace
+
+void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b, const BufferView& c,
+               const std::optional<BufferView>& bias, const std::optional<BufferView>& residual) {
+  Gemm g = g0;
+  if (g.M == 0 || g.N == 0 || g.K == 0 || g.batch == 0 || g.heads == 0)
+    throw Error("gemm: M, N, K, batch and heads must be at least 1 (got M=" + std::to_string(g.M) +
+                " N=" + std::to_string(g.N) + " K=" + std::to_string(g.K) + ")");
+  if (!g.lda) g.lda = g.trans_a ? g.M : g.K;
+  if (!g.ldb) g.ldb = g.trans_b ? g.K : g.N;
+  if (!g.ldc) g.ldc = g.N;
+  if (!g.ldr) g.ldr = g.N;
+  if ((g.trans_a ? g.lda < g.M : g.lda < g.K) || (g.trans_b ? g.ldb < g.K : g.ldb < g.N) || g.ldc < g.N || g.ldr < g.N)
+    throw Error("gemm: a leading dimension is smaller than its row");
+  const uint32_t batches = g.batch * g.heads;
+  if (batches > 1 && ((g.batch > 1 && g.stride_c.outer == 0) || (g.heads > 1 && g.stride_c.inner == 0)))
+    throw Error("gemm: batched products need a non-zero output stride (they would overwrite each other)");
+
+  auto last = [&](const Strides& s) { return (g.batch - 1) * s.outer + (g.heads - 1) * s.inner; };
+  const uint64_t a_rows = g.trans_a ? g.K : g.M, a_cols = g.trans_a ? g.M : g.K;
+  const uint64_t b_rows = g.trans_b ? g.N : g.K, b_cols = g.trans_b ? g.K : g.N;
+  need(a, last(g.stride_a) + (a_rows - 1) * g.lda + a_cols, "gemm", "A");
+  need(b, last(g.stride_b) + (b_rows - 1) * g.ldb + b_cols, "gemm", "B");
+  need(c, last(g.stride_c) + (uint64_t(g.M) - 1) * g.ldc + g.N, "gemm", "C");
+  if (bias) need(*bias, g.N, "gemm", "bias");
+  if (residual) need(*residual, last(g.stride_r) + (uint64_t(g.M) - 1) * g.ldr + g.N, "gemm", "residual");
+
+  const uint32_t flags = (g.trans_a ? 1u : 0u) | (g.trans_b ? 2u : 0u) | (bias ? 4u : 0u) | (residual ? 8u : 0u) |
+                         (uint32_t(g.act) << 4);
+  GemmPush push{g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.ldr, g.heads,
+                {narrow(g.stride_a.outer, "stride"), narrow(g.stride_a.inner, "stride")},
+                {narrow(g.stride_b.outer, "stride"), narrow(g.stride_b.inner, "stride")},
+                {narrow(g.stride_c.outer, "stride"), narrow(g.stride_c.inner, "stride")},
+                {narrow(g.stride_r.outer, "stride"), narrow(g.stride_r.inner, "stride")},
+                g.alpha, flags};
+  const auto& caps = ctx_.capabilities();
+
+  Kernel k;
+  Groups groups;
+  std::string label;
+  if (g.M <= kSmallM) {
+    // Decode step: stream the weights once.
+    const uint32_t wg = std::min<uint32_t>(256, caps.max_workgroup_invocations);
+    const uint32_t lanes = caps.type == DeviceType::Cpu ? 8 : std::min<uint32_t>(32, wg);
+    k = kernel("gemm_small_m.comp", {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}}, 5,
+               sizeof push);
+    const uint32_t cols = g.trans_b ? wg / lanes : wg;
+    groups = {(g.N + cols - 1) / cols, 1, batches};
+    label = "gemm_small_m";
+  } else {
+    const uint64_t large_tiles = uint64_t((g.M + 127) / 128) * ((g.N + 127) / 128) * batches;
+    auto t = ops::choose_gemm_tiles(caps, large_tiles);
+    k = kernel("gemm.comp", {}, 5, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
+    groups = {(g.N + t.bn - 1) / t.bn, (g.M + t.bm - 1) / t.bm, batches};
+    label = "gemm";
+  }
+  label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
+  // Absent operands are bound to A as placeholders; the kernel never reads them.
+  cl.dispatch(k, groups, {in(a), in(b), out(c), in(bias ? *bias : a), in(residual ? *residual : a)}, push, label);
+}
+
+}  // namespace vkf

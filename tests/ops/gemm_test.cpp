@@ -1,0 +1,132 @@
+// GEMM against a double-precision reference at awkward shapes, both storage types,
+// every transpose and epilogue.
+//
+// Tolerance: the GPU accumulates in fp32 with fma, so each output's error is bounded
+// by a small multiple of 2^-24 * sum_k |a_k b_k| (rounding grows with the magnitudes
+// summed, not with the result, which may cancel to ~0); 1e-5 of that sum leaves room
+// for K up to a few thousand in the worst case and ~100x margin in the typical one.
+// fp16 storage rounds the stored result once more: 2^-11 = 4.9e-4 of |c|, so 1e-3.
+#include "support/ops_test.hpp"
+#include "ops/reference.hpp"
+
+namespace vkf::test {
+namespace {
+
+class GemmTest : public OpsTest {
+ protected:
+  void check(const Gemm& g, bool with_bias, bool with_residual, std::mt19937_64& rng) {
+    SCOPED_TRACE("M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) + " K=" + std::to_string(g.K) +
+                 (g.trans_a ? " transA" : "") + (g.trans_b ? " transB" : "") + " act=" + std::to_string(int(g.act)) +
+                 " batch=" + std::to_string(g.batch) + "x" + std::to_string(g.heads));
+    auto extent = [&](const Strides& s, uint64_t rows, uint64_t ld) {
+      return (g.batch - 1) * s.outer + (g.heads - 1) * s.inner + rows * ld;
+    };
+    const uint32_t lda = g.lda ? g.lda : (g.trans_a ? g.M : g.K), ldb = g.ldb ? g.ldb : (g.trans_b ? g.K : g.N);
+    auto A = random_values(extent(g.stride_a, g.trans_a ? g.K : g.M, lda), rng);
+    auto B = random_values(extent(g.stride_b, g.trans_b ? g.N : g.K, ldb), rng);
+    auto bias = random_values(g.N, rng);
+    auto R = random_values(extent(g.stride_r, g.M, g.ldr ? g.ldr : g.N), rng);
+    for (auto* v : {&A, &B, &bias, &R})
+      for (auto& x : *v) x = stored(x, dtype());
+    auto want = ref::gemm(g, A, B, with_bias ? &bias : nullptr, with_residual ? &R : nullptr);
+
+    Buffer a = upload_as(ctx(), A, dtype(), "A"), b = upload_as(ctx(), B, dtype(), "B");
+    Buffer bb = upload_as(ctx(), bias, dtype(), "bias"), r = upload_as(ctx(), R, dtype(), "R");
+    Buffer c = poisoned(ctx(), want.c.size(), dtype(), "C");
+    auto cl = ctx().command_list();
+    Ops o = ops();
+    o.gemm(cl, g, a.view(), b.view(), c.view(), with_bias ? std::optional(bb.view()) : std::nullopt,
+           with_residual ? std::optional(r.view()) : std::nullopt);
+    cl.submit();
+    auto got = download_as(ctx(), c, want.c.size(), dtype());
+    // Elements outside every output matrix (gaps between strided batches) stay NaN.
+    std::vector<double> scale(want.c.size());
+    for (size_t i = 0; i < scale.size(); ++i) scale[i] = want.scale[i];
+    const double rtol = 1e-5, store = dtype() == DType::F16 ? 1e-3 : 0;
+    for (size_t i = 0; i < scale.size(); ++i) scale[i] = scale[i] + (store / rtol) * std::abs(want.c[i]);
+    // fp16 results below 2^-14 are subnormal, spaced 2^-24 = 6e-8 apart: one spacing of slack.
+    EXPECT_TRUE(close(got, want.c, scale, rtol, dtype() == DType::F16 ? 6e-8 : 1e-30));
+  }
+};
+
+TEST_P(GemmTest, AwkwardShapesAllTransposes) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t shapes[][3] = {{1, 1, 1},   {3, 5, 7},     {17, 3, 1},   {1, 255, 17}, {4, 1000, 33},
+                                {255, 17, 64}, {65, 129, 255}, {130, 70, 1}, {2, 3, 1001}, {1023, 40, 9}};
+  for (auto& s : shapes)
+    for (int t = 0; t < 4; ++t) {
+      Gemm g{.M = s[0], .N = s[1], .K = s[2], .trans_a = bool(t & 1), .trans_b = bool(t & 2)};
+      check(g, false, false, rng);
+    }
+}
+
+TEST_P(GemmTest, EpiloguesBiasActivationResidual) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  for (Activation act : {Activation::None, Activation::Relu, Activation::Gelu, Activation::GeluTanh})
+    for (uint32_t m : {1u, 3u, 70u}) {
+      Gemm g{.M = m, .N = 67, .K = 45, .trans_b = true, .alpha = 0.7f, .act = act};
+      g.alpha = act == Activation::Gelu ? 4.0f : 0.7f;  // reach GELU's tails
+      check(g, true, true, rng);
+      check(g, true, false, rng);
+      check(g, false, true, rng);
+    }
+}
+
+TEST_P(GemmTest, LargeProductAndLongK) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  check({.M = 300, .N = 257, .K = 1030, .trans_b = true}, true, false, rng);
+  check({.M = 1, .N = 1500, .K = 2049, .trans_b = true}, true, false, rng);  // decode step
+  check({.M = 2, .N = 1003, .K = 700}, false, true, rng);
+}
+
+TEST_P(GemmTest, BatchedWithHeadStrides) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  // Q K^T per (batch, head) straight from [B, L, H*d] projections: Q rows of H*d with
+  // head h at column h*d; K the same, transposed.
+  const uint32_t B = 2, H = 3, L = 19, S = 23, d = 8;
+  Gemm g{.M = L, .N = S, .K = d, .trans_b = true, .alpha = 0.35f, .lda = H * d, .ldb = H * d,
+         .batch = B, .heads = H};
+  g.stride_a = {uint64_t(L) * H * d, d};
+  g.stride_b = {uint64_t(S) * H * d, d};
+  g.stride_c = {uint64_t(H) * L * S, uint64_t(L) * S};
+  check(g, false, false, rng);
+  // Broadcast B across the batch (one weight for all), with a residual.
+  Gemm w{.M = 5, .N = 9, .K = 6, .batch = 4};
+  w.stride_a = {30, 0};
+  w.stride_c = {45, 0};
+  w.stride_r = {45, 0};
+  check(w, false, true, rng);
+  w.M = 40;  // the tiled kernel too
+  w.stride_a = {240, 0};
+  w.stride_c = {360, 0};
+  w.stride_r = {360, 0};
+  check(w, false, true, rng);
+}
+
+TEST_P(GemmTest, WrongShapesAreClearErrors) {
+  Buffer small = ctx().buffer(64, "small"), big = ctx().buffer(1 << 16, "big");
+  auto cl = ctx().command_list();
+  Ops o = ops();
+  try {
+    o.gemm(cl, {.M = 10, .N = 10, .K = 10}, small.view(), big.view(), big.view());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm: A needs 100"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(o.gemm(cl, {.M = 0, .N = 1, .K = 1}, big.view(), big.view(), big.view()), Error);
+  EXPECT_THROW(o.gemm(cl, {.M = 2, .N = 2, .K = 2, .batch = 2}, big.view(), big.view(), big.view()), Error);
+  cl.submit();
+}
+
+VKF_FOR_EACH_DTYPE(GemmTest);
+
+}  // namespace
+}  // namespace vkf::test
