@@ -3,6 +3,7 @@
 // checked against the buffers here, where data enters; kernels trust them.
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "vkformer/context.hpp"
 #include "vkformer/error.hpp"
@@ -71,6 +72,17 @@ struct Attention {
   uint64_t o_batch_stride = 0, o_row_stride = 0;
 };
 
+struct Embedding {
+  uint32_t rows = 1, vocab = 1, dim = 1;
+  float scale = 1.0f;
+  uint32_t seq_len = 1, position_offset = 0;
+  uint32_t positions = 0;  // rows in the pe table (checked against the positions used)
+};
+
+// PE[p, 2i] = sin(p / 10000^(2i/dim)), PE[p, 2i+1] = cos(...), computed in double and
+// rounded once, as [positions, dim] fp32.
+std::vector<float> sinusoidal_positions(uint32_t positions, uint32_t dim);
+
 // Kernels for one storage type on one context. Cheap to make; pipelines are shared
 // through the context.
 class Ops {
@@ -96,11 +108,11 @@ class Ops {
   // Whether the fused kernel fits this device for this head dimension.
   bool fused_attention_fits(uint32_t head_dim) const;
 
-  // out[r, :] = table[ids[r], :] * scale + PE[position_offset + r % seq_len, :].
-  // ids are uint32; an id >= vocab gives a row of NaN (the host checks ids first).
-  void embedding(CommandList& cl, const BufferView& ids, const BufferView& table, const BufferView& out,
-                 uint32_t rows, uint32_t vocab, uint32_t dim, float scale, uint32_t seq_len,
-                 uint32_t position_offset, bool positional = true);
+  // out[r, :] = table[ids[r], :] * scale + pe[position_offset + r % seq_len, :], with pe
+  // an fp32 [positions, dim] table (sinusoidal_positions) or none. ids are uint32; an
+  // id >= vocab gives a row of NaN (hosts check ids before they get here).
+  void embedding(CommandList& cl, const Embedding& e, const BufferView& ids, const BufferView& table,
+                 const std::optional<BufferView>& pe, const BufferView& out);
   void add(CommandList& cl, const BufferView& a, const BufferView& b, const BufferView& y, uint32_t count);
   void relu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count);
   void gelu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count, bool tanh_form = false);

@@ -69,3 +69,90 @@ inline GemmResult gemm(const Gemm& g0, const std::vector<double>& A, const std::
 }
 
 }  // namespace vkf::test::ref
+
+namespace vkf::test::ref {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// softmax(scale * x + mask) per row, with the same broadcasting rules as Softmax.
+inline std::vector<double> softmax(const Softmax& s, const std::vector<double>& x, const std::vector<double>* mask) {
+  std::vector<double> y(size_t(s.rows) * s.cols);
+  for (uint32_t r = 0; r < s.rows; ++r) {
+    const uint32_t mrow = (r / s.mask_row_div) % s.mask_rows;
+    std::vector<double> v(s.cols);
+    double m = kNegInf;
+    for (uint32_t c = 0; c < s.cols; ++c) {
+      v[c] = s.scale * x[size_t(r) * s.cols + c] + (mask ? (*mask)[size_t(mrow) * s.cols + c] : 0.0);
+      if (s.causal && c > (r % s.causal_rows) + s.causal_offset) v[c] = kNegInf;
+      m = std::max(m, v[c]);
+    }
+    double sum = 0;
+    for (auto& e : v) sum += (e == kNegInf ? 0.0 : std::exp(e - m));
+    for (uint32_t c = 0; c < s.cols; ++c)
+      y[size_t(r) * s.cols + c] = m == kNegInf ? std::nan("") : (v[c] == kNegInf ? 0.0 : std::exp(v[c] - m) / sum);
+  }
+  return y;
+}
+
+inline std::vector<double> layer_norm(const LayerNorm& n, const std::vector<double>& x, const std::vector<double>& g,
+                                      const std::vector<double>& b, const std::vector<double>* r) {
+  std::vector<double> y(size_t(n.rows) * n.cols);
+  for (uint32_t i = 0; i < n.rows; ++i) {
+    std::vector<double> v(n.cols);
+    double mean = 0, var = 0;
+    for (uint32_t c = 0; c < n.cols; ++c) {
+      v[c] = x[size_t(i) * n.cols + c] + (r ? (*r)[size_t(i) * n.cols + c] : 0.0);
+      mean += v[c];
+    }
+    mean /= n.cols;
+    for (auto e : v) var += (e - mean) * (e - mean);
+    var /= n.cols;
+    for (uint32_t c = 0; c < n.cols; ++c)
+      y[size_t(i) * n.cols + c] = (v[c] - mean) / std::sqrt(var + n.eps) * g[c] + b[c];
+  }
+  return y;
+}
+
+// Attention over packed [B, L, H*d] q/o and [B, Lk, H*d] k/v; the scale of each output
+// element is sum_j p_j |v_j| (what its rounding error grows with).
+inline std::pair<std::vector<double>, std::vector<double>> attention(const Attention& a, const std::vector<double>& q,
+                                                                     const std::vector<double>& k,
+                                                                     const std::vector<double>& v,
+                                                                     const std::vector<double>* key_mask) {
+  const uint32_t H = a.heads, d = a.head_dim, W = H * d;
+  const double scale = a.scale ? a.scale : 1.0 / std::sqrt(double(d));
+  std::vector<double> o(size_t(a.batch) * a.q_len * W), mag(o.size());
+  for (uint32_t b = 0; b < a.batch; ++b)
+    for (uint32_t h = 0; h < H; ++h)
+      for (uint32_t i = 0; i < a.q_len; ++i) {
+        std::vector<double> s(a.kv_len);
+        double m = kNegInf;
+        for (uint32_t j = 0; j < a.kv_len; ++j) {
+          double dot = 0;
+          for (uint32_t e = 0; e < d; ++e)
+            dot += q[(size_t(b) * a.q_len + i) * W + h * d + e] * k[(size_t(b) * a.kv_len + j) * W + h * d + e];
+          s[j] = dot * scale + (key_mask ? (*key_mask)[size_t(b) * a.kv_len + j] : 0.0);
+          if (a.causal && j > i + a.causal_offset) s[j] = kNegInf;
+          m = std::max(m, s[j]);
+        }
+        double sum = 0;
+        for (auto& e : s) {
+          e = e == kNegInf ? 0.0 : std::exp(e - m);
+          sum += e;
+        }
+        for (uint32_t e = 0; e < d; ++e) {
+          double acc = 0, am = 0;
+          for (uint32_t j = 0; j < a.kv_len; ++j) {
+            double vv = v[(size_t(b) * a.kv_len + j) * W + h * d + e];
+            acc += s[j] / sum * vv;
+            am += s[j] / sum * std::abs(vv);
+          }
+          const size_t idx = (size_t(b) * a.q_len + i) * W + h * d + e;
+          o[idx] = m == kNegInf ? std::nan("") : acc;
+          mag[idx] = am;
+        }
+      }
+  return {o, mag};
+}
+
+}  // namespace vkf::test::ref

@@ -1,0 +1,41 @@
+#include <cmath>
+
+#include "ops/grid.hpp"
+#include "vkformer/ops.hpp"
+
+namespace vkf {
+
+std::vector<float> sinusoidal_positions(uint32_t positions, uint32_t dim) {
+  std::vector<float> pe(size_t(positions) * dim);
+  for (uint32_t p = 0; p < positions; ++p)
+    for (uint32_t c = 0; c < dim; ++c) {
+      const double angle = p / std::pow(10000.0, double(c - c % 2) / dim);
+      pe[size_t(p) * dim + c] = float(c % 2 ? std::cos(angle) : std::sin(angle));
+    }
+  return pe;
+}
+
+void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, const BufferView& table,
+                    const std::optional<BufferView>& pe, const BufferView& out_view) {
+  if (e.rows == 0 || e.dim == 0 || e.vocab == 0 || e.seq_len == 0)
+    throw Error("embedding: rows, vocab, dim and seq_len must be at least 1");
+  need(ids, e.rows, "embedding", "ids", DType::F32);  // uint32: same size as fp32
+  need(table, uint64_t(e.vocab) * e.dim, "embedding", "table");
+  need(out_view, uint64_t(e.rows) * e.dim, "embedding", "out");
+  if (pe) {
+    const uint64_t last = uint64_t(e.position_offset) + std::min(e.rows, e.seq_len);
+    if (last > e.positions)
+      throw Error("embedding: positions up to " + std::to_string(last) + " are needed but the positional table has " +
+                  std::to_string(e.positions));
+    need(*pe, uint64_t(e.positions) * e.dim, "embedding", "positional table", DType::F32);
+  }
+  struct {
+    uint32_t rows, vocab, dim, seq_len, position_offset, positional;
+    float scale;
+  } push{e.rows, e.vocab, e.dim, e.seq_len, e.position_offset, pe ? 1u : 0u, e.scale};
+  Kernel k = kernel("embedding.comp", {}, 4, sizeof push);
+  cl.dispatch(k, ops::grid(ops::ceil_div(uint64_t(e.rows) * e.dim, 256)),
+              {in(ids), in(table), in(pe ? *pe : table), out(out_view)}, push, "embedding");
+}
+
+}  // namespace vkf

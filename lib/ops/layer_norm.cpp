@@ -1,0 +1,31 @@
+#include "ops/grid.hpp"
+#include "vkformer/ops.hpp"
+
+namespace vkf {
+
+void Ops::layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, const BufferView& gamma,
+                     const BufferView& beta, const BufferView& y, const std::optional<BufferView>& residual,
+                     const std::optional<BufferView>& sum_out) {
+  if (n.rows == 0 || n.cols == 0) throw Error("layer_norm: rows and cols must be at least 1");
+  if (!(n.eps >= 0)) throw Error("layer_norm: eps must be a non-negative number");
+  if (sum_out && !residual) throw Error("layer_norm: sum_out needs a residual to add");
+  const uint64_t count = uint64_t(n.rows) * n.cols;
+  need(x, count, "layer_norm", "x");
+  need(gamma, n.cols, "layer_norm", "gamma");
+  need(beta, n.cols, "layer_norm", "beta");
+  need(y, count, "layer_norm", "y");
+  if (residual) need(*residual, count, "layer_norm", "residual");
+  if (sum_out) need(*sum_out, count, "layer_norm", "sum_out");
+  struct {
+    uint32_t rows, cols;
+    float eps;
+    uint32_t flags;
+  } push{n.rows, n.cols, n.eps, (residual ? 1u : 0u) | (sum_out ? 2u : 0u)};
+  Kernel k = kernel("layer_norm.comp", {}, 6, sizeof push);
+  // Without a sum to write, y stands in for it (the kernel does not touch it).
+  cl.dispatch(k, ops::grid(n.rows),
+              {in(x), in(gamma), in(beta), out(y), in(residual ? *residual : x), out(sum_out ? *sum_out : y)}, push,
+              "layer_norm");
+}
+
+}  // namespace vkf

@@ -1,0 +1,94 @@
+#version 450
+// Fused multi-head attention: O = softmax(Q K^T * scale + masks) V without a score
+// matrix in memory. One invocation per query row, a workgroup per BQ rows of one
+// (batch, head); keys and values stream through shared memory BKV rows at a time and
+// each row keeps a running max, a running sum and its output accumulator (online
+// softmax), rescaled whenever the max grows.
+#extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
+
+#ifndef HEAD_DIM
+#define HEAD_DIM 64
+#endif
+#ifndef BQ
+#define BQ 64
+#endif
+#ifndef BKV
+#define BKV 16
+#endif
+layout(local_size_x = BQ) in;
+
+layout(std430, set = 0, binding = 0) readonly buffer Qb { store_t Q[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Kb { store_t K[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Vb { store_t V[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer Ob { store_t O[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Mb { store_t key_mask[]; };  // [batch, kv_len], FLAG_KEY_MASK
+
+const uint FLAG_KEY_MASK = 1u, FLAG_CAUSAL = 2u;
+layout(push_constant) uniform Push {
+  uint q_len, kv_len;
+  float scale;
+  uint causal_offset;
+  uint flags;
+  uint q_batch_stride, q_row_stride;
+  uint kv_batch_stride, kv_head_stride, kv_row_stride;
+  uint o_batch_stride, o_row_stride;
+} pc;
+
+shared float Ks[BKV * HEAD_DIM];
+shared float Vs[BKV * HEAD_DIM];
+
+#define NEG_INF uintBitsToFloat(0xff800000u)
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+  const uint i = gl_WorkGroupID.x * BQ + tid;  // query row
+  const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+  const bool live_row = i < pc.q_len;
+  const uint kv_base = b * pc.kv_batch_stride + h * pc.kv_head_stride;
+
+  float q[HEAD_DIM], o[HEAD_DIM];
+  const uint q_base = b * pc.q_batch_stride + i * pc.q_row_stride + h * HEAD_DIM;
+  for (uint d = 0; d < HEAD_DIM; ++d) {
+    q[d] = live_row ? float(Q[q_base + d]) * pc.scale : 0.0;
+    o[d] = 0.0;
+  }
+  float m = NEG_INF, l = 0.0;
+  // Keys past this one are causally masked for every row of the workgroup.
+  uint kv_end = pc.kv_len;
+  if ((pc.flags & FLAG_CAUSAL) != 0u)
+    kv_end = min(pc.kv_len, min(pc.q_len, gl_WorkGroupID.x * BQ + BQ) + pc.causal_offset);
+
+  for (uint j0 = 0; j0 < kv_end; j0 += BKV) {
+    for (uint e = tid; e < BKV * HEAD_DIM; e += BQ) {
+      uint j = j0 + e / HEAD_DIM, d = e % HEAD_DIM;
+      bool ok = j < kv_end;
+      Ks[e] = ok ? float(K[kv_base + j * pc.kv_row_stride + d]) : 0.0;
+      Vs[e] = ok ? float(V[kv_base + j * pc.kv_row_stride + d]) : 0.0;
+    }
+    barrier();
+    if (live_row) {
+      for (uint jj = 0; jj < BKV; ++jj) {
+        uint j = j0 + jj;
+        if (j >= kv_end) break;
+        if ((pc.flags & FLAG_CAUSAL) != 0u && j > i + pc.causal_offset) break;
+        float s = 0.0;
+        for (uint d = 0; d < HEAD_DIM; ++d) s = fma(q[d], Ks[jj * HEAD_DIM + d], s);
+        if ((pc.flags & FLAG_KEY_MASK) != 0u) s += float(key_mask[b * pc.kv_len + j]);
+        if (s == NEG_INF) continue;  // a dropped key adds nothing
+        float m_new = max(m, s);
+        float correction = exp(m - m_new);  // 0 while m is still -inf
+        float p = exp(s - m_new);
+        l = l * correction + p;
+        for (uint d = 0; d < HEAD_DIM; ++d) o[d] = o[d] * correction + p * Vs[jj * HEAD_DIM + d];
+        m = m_new;
+      }
+    }
+    barrier();
+  }
+  if (!live_row) return;
+  // A row with every key masked has l == 0 and gives NaN, as PyTorch's softmax does.
+  const float inv = 1.0 / l;
+  const uint o_base = b * pc.o_batch_stride + i * pc.o_row_stride + h * HEAD_DIM;
+  for (uint d = 0; d < HEAD_DIM; ++d) O[o_base + d] = store_t(l > 0.0 ? o[d] * inv : uintBitsToFloat(0x7fc00000u));
+}

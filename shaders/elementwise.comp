@@ -1,0 +1,28 @@
+#version 450
+// y = a + b, ReLU(a), GELU(a) (erf) or GELU(a) (tanh), chosen by a push constant so one
+// pipeline per storage type serves them all.
+#extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
+#include "activations.glsl"
+#include "grid.glsl"
+
+layout(local_size_x = 256) in;
+layout(std430, set = 0, binding = 0) readonly buffer A { store_t a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { store_t b[]; };  // OP_ADD only
+layout(std430, set = 0, binding = 2) writeonly buffer Y { store_t y[]; };
+
+const uint OP_ADD = 0u, OP_RELU = 1u, OP_GELU = 2u, OP_GELU_TANH = 3u;
+layout(push_constant) uniform Push {
+  uint count, op;
+} pc;
+
+void main() {
+  uint i = flat_index();
+  if (i >= pc.count) return;
+  float v = float(a[i]);
+  if (pc.op == OP_ADD) v += float(b[i]);
+  else if (pc.op == OP_RELU) v = max(v, 0.0);
+  else if (pc.op == OP_GELU) v = gelu_erf(v);
+  else v = gelu_tanh(v);
+  y[i] = store_t(v);
+}

@@ -1,0 +1,29 @@
+#version 450
+// out[r, c] = table[ids[r], c] * scale + pe[position_offset + r % seq_len, c].
+// The positional table is computed on the host in double precision: GPU sin/cos of
+// large arguments differ between vendors, and PyTorch's table is exact to fp32.
+#extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
+#include "grid.glsl"
+
+layout(local_size_x = 256) in;
+layout(std430, set = 0, binding = 0) readonly buffer Ids { uint ids[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Table { store_t table[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Pe { float pe[]; };  // fp32 always
+layout(std430, set = 0, binding = 3) writeonly buffer Out { store_t result[]; };
+
+layout(push_constant) uniform Push {
+  uint rows, vocab, dim, seq_len, position_offset, positional;
+  float scale;
+} pc;
+
+void main() {
+  uint e = flat_index();
+  if (e >= pc.rows * pc.dim) return;
+  uint r = e / pc.dim, c = e % pc.dim;
+  uint id = ids[r];
+  // The host rejects bad ids; a bad id that slips through reads nothing and poisons.
+  float v = id < pc.vocab ? float(table[id * pc.dim + c]) * pc.scale : uintBitsToFloat(0x7fc00000u);
+  if (pc.positional != 0u) v += pe[(pc.position_offset + r % pc.seq_len) * pc.dim + c];
+  result[e] = store_t(v);
+}

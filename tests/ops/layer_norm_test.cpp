@@ -1,0 +1,98 @@
+// LayerNorm against a double reference. Tolerance: y = (v - mean) * rstd * g + b in
+// fp32 with two-pass statistics; the error grows with |v - mean| * rstd * |g| + |b|
+// (the terms summed), 1e-5 of that covers sums over 10^4 elements. fp16 storage:
+// one more rounding of the result, 1e-3 of |y|.
+#include "support/ops_test.hpp"
+#include "ops/reference.hpp"
+
+namespace vkf::test {
+namespace {
+
+class LayerNormTest : public OpsTest {
+ protected:
+  void check(const LayerNorm& n, double offset, bool with_residual, bool write_sum, std::mt19937_64& rng) {
+    SCOPED_TRACE("rows=" + std::to_string(n.rows) + " cols=" + std::to_string(n.cols));
+    const size_t count = size_t(n.rows) * n.cols;
+    auto x = random_values(count, rng, offset - 2, offset + 2), r = random_values(count, rng);
+    auto g = random_values(n.cols, rng, 0.5, 1.5), b = random_values(n.cols, rng);
+    for (auto* v : {&x, &r, &g, &b})
+      for (auto& e : *v) e = stored(e, dtype());
+    auto want = ref::layer_norm(n, x, g, b, with_residual ? &r : nullptr);
+    Buffer bx = upload_as(ctx(), x, dtype(), "x"), br = upload_as(ctx(), r, dtype(), "r");
+    Buffer bg = upload_as(ctx(), g, dtype(), "gamma"), bb = upload_as(ctx(), b, dtype(), "beta");
+    Buffer by = poisoned(ctx(), count, dtype(), "y"), bs = poisoned(ctx(), count, dtype(), "sum");
+    auto cl = ctx().command_list();
+    Ops o = ops();
+    o.layer_norm(cl, n, bx.view(), bg.view(), bb.view(), by.view(),
+                 with_residual ? std::optional(br.view()) : std::nullopt,
+                 write_sum ? std::optional(bs.view()) : std::nullopt);
+    cl.submit();
+    auto got = download_as(ctx(), by, count, dtype());
+    // The mean itself is computed with an error relative to |mean|, which reaches y
+    // multiplied by rstd * |gamma|: that term joins the scale.
+    std::vector<double> scale(count);
+    for (uint32_t row = 0; row < n.rows; ++row) {
+      double mean = 0, var = 0;
+      for (uint32_t c = 0; c < n.cols; ++c) mean += x[row * n.cols + c] + (with_residual ? r[row * n.cols + c] : 0);
+      mean /= n.cols;
+      for (uint32_t c = 0; c < n.cols; ++c) {
+        double d = x[row * n.cols + c] + (with_residual ? r[row * n.cols + c] : 0) - mean;
+        var += d * d / n.cols;
+      }
+      const double rstd = 1 / std::sqrt(var + n.eps);
+      for (uint32_t c = 0; c < n.cols; ++c) {
+        const size_t i = size_t(row) * n.cols + c;
+        scale[i] = std::abs(want[i] - b[c]) + std::abs(b[c]) + std::abs(want[i]) + std::abs(mean) * rstd * std::abs(g[c]);
+      }
+    }
+    const bool f16 = dtype() == DType::F16;
+    EXPECT_TRUE(close(got, want, scale, f16 ? 1e-3 : 1e-5, f16 ? 6e-8 : 0));
+    if (write_sum) {
+      auto sum = download_as(ctx(), bs, count, dtype());
+      std::vector<double> want_sum(count), sum_scale(count);
+      for (size_t i = 0; i < count; ++i) {
+        want_sum[i] = x[i] + r[i];
+        sum_scale[i] = std::abs(x[i]) + std::abs(r[i]);
+      }
+      EXPECT_TRUE(close(sum, want_sum, sum_scale, f16 ? 1e-3 : 1e-7));
+    }
+  }
+};
+
+TEST_P(LayerNormTest, RowsOfEveryLength) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  for (uint32_t cols : {1u, 3u, 17u, 255u, 1000u, 10007u}) check({.rows = 3, .cols = cols}, 0, false, false, rng);
+  check({.rows = 2000, .cols = 5, .eps = 1e-6f}, 0, false, false, rng);
+}
+
+TEST_P(LayerNormTest, LargeMeanDoesNotCancel) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  check({.rows = 4, .cols = 512}, dtype() == DType::F16 ? 100 : 1000, false, false, rng);
+}
+
+TEST_P(LayerNormTest, FusedResidualAndSumForPreNorm) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  check({.rows = 7, .cols = 96}, 0, true, false, rng);
+  check({.rows = 7, .cols = 255}, 0, true, true, rng);
+}
+
+TEST_P(LayerNormTest, WrongShapesAreClearErrors) {
+  Buffer b = ctx().buffer(64, "small");
+  auto cl = ctx().command_list();
+  Ops o = ops();
+  EXPECT_THROW(o.layer_norm(cl, {.rows = 4, .cols = 100}, b.view(), b.view(), b.view(), b.view()), Error);
+  EXPECT_THROW(o.layer_norm(cl, {.rows = 1, .cols = 2}, b.view(), b.view(), b.view(), b.view(), std::nullopt, b.view()),
+               Error);
+  cl.submit();
+}
+
+VKF_FOR_EACH_DTYPE(LayerNormTest);
+
+}  // namespace
+}  // namespace vkf::test
