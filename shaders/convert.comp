@@ -3,9 +3,9 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#include "grid.glsl"
 
 layout(local_size_x = 256) in;
+#include "grid.glsl"  // after the local size: it reads gl_WorkGroupSize
 #ifdef FROM_F32
 layout(std430, set = 0, binding = 0) readonly buffer Src { float src[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Dst { float16_t dst[]; };

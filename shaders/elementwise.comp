@@ -4,9 +4,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
 #include "activations.glsl"
-#include "grid.glsl"
 
 layout(local_size_x = 256) in;
+#include "grid.glsl"  // after the local size: it reads gl_WorkGroupSize
 layout(std430, set = 0, binding = 0) readonly buffer A { store_t a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { store_t b[]; };  // OP_ADD only
 layout(std430, set = 0, binding = 2) writeonly buffer Y { store_t y[]; };

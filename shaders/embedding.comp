@@ -4,9 +4,9 @@
 // large arguments differ between vendors, and PyTorch's table is exact to fp32.
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
-#include "grid.glsl"
 
 layout(local_size_x = 256) in;
+#include "grid.glsl"  // after the local size: it reads gl_WorkGroupSize
 layout(std430, set = 0, binding = 0) readonly buffer Ids { uint ids[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Table { store_t table[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Pe { float pe[]; };  // fp32 always

@@ -1,0 +1,167 @@
+// Fused attention against the double reference and against the unfused path.
+// Tolerance: each output is a convex combination of values, computed in fp32 with an
+// online softmax: errors grow with sum_j p_j |v_j| (the reference's scale), a few
+// 2^-24 per exp/rescale step over up to ~1000 keys: 2e-5. fp16 storage: rounding of
+// q, k, v happens before the reference, the output rounds once: 1e-3.
+#include "support/ops_test.hpp"
+#include "ops/reference.hpp"
+
+namespace vkf::test {
+namespace {
+
+struct Case {
+  uint32_t batch, heads, head_dim, q_len, kv_len;
+  bool causal, padding;
+};
+
+class AttentionTest : public OpsTest {
+ protected:
+  // Runs fused and unfused on the same inputs, checks both against the reference.
+  void check(const Case& c, std::mt19937_64& rng) {
+    SCOPED_TRACE("B=" + std::to_string(c.batch) + " H=" + std::to_string(c.heads) + " d=" + std::to_string(c.head_dim) +
+                 " Lq=" + std::to_string(c.q_len) + " Lk=" + std::to_string(c.kv_len) + (c.causal ? " causal" : "") +
+                 (c.padding ? " padding" : ""));
+    const uint32_t W = c.heads * c.head_dim;
+    auto q = random_values(size_t(c.batch) * c.q_len * W, rng, -2, 2);
+    auto k = random_values(size_t(c.batch) * c.kv_len * W, rng, -2, 2);
+    auto v = random_values(size_t(c.batch) * c.kv_len * W, rng);
+    std::vector<double> mask(size_t(c.batch) * c.kv_len, 0.0);
+    if (c.padding)  // batch item b keeps its first kv_len - b*(kv_len/4 + 1) keys (at least 1)
+      for (uint32_t b = 0; b < c.batch; ++b)
+        for (uint32_t j = std::max<int64_t>(1, int64_t(c.kv_len) - b * (c.kv_len / 4 + 1)); j < c.kv_len; ++j)
+          mask[size_t(b) * c.kv_len + j] = -INFINITY;
+    for (auto* x : {&q, &k, &v})
+      for (auto& e : *x) e = stored(e, dtype());
+    Attention a{.batch = c.batch, .heads = c.heads, .head_dim = c.head_dim, .q_len = c.q_len, .kv_len = c.kv_len,
+                .causal = c.causal, .causal_offset = c.causal ? c.kv_len - c.q_len : 0};
+    auto [want, scale] = ref::attention(a, q, k, v, c.padding ? &mask : nullptr);
+
+    Buffer bq = upload_as(ctx(), q, dtype(), "q"), bk = upload_as(ctx(), k, dtype(), "k");
+    Buffer bv = upload_as(ctx(), v, dtype(), "v"), bm = upload_as(ctx(), mask, dtype(), "mask");
+    Buffer fused = poisoned(ctx(), want.size(), dtype(), "o_fused");
+    Buffer unfused = poisoned(ctx(), want.size(), dtype(), "o_unfused");
+    Buffer scores = poisoned(ctx(), size_t(c.batch) * c.heads * c.q_len * c.kv_len, dtype(), "scores");
+    auto cl = ctx().command_list();
+    Ops o = ops();
+    auto m = c.padding ? std::optional(bm.view()) : std::nullopt;
+    o.attention(cl, a, bq.view(), bk.view(), bv.view(), fused.view(), m);
+    o.attention_unfused(cl, a, bq.view(), bk.view(), bv.view(), unfused.view(), scores.view(), m);
+    cl.submit();
+    const bool f16 = dtype() == DType::F16;
+    auto got_fused = download_as(ctx(), fused, want.size(), dtype());
+    auto got_unfused = download_as(ctx(), unfused, want.size(), dtype());
+    // fp16 unfused also rounds the probabilities to fp16 in memory: 2e-3.
+    EXPECT_TRUE(close(got_fused, want, scale, f16 ? 1e-3 : 2e-5, f16 ? 6e-8 : 0)) << "fused";
+    EXPECT_TRUE(close(got_unfused, want, scale, f16 ? 2e-3 : 2e-5, f16 ? 6e-8 : 0)) << "unfused";
+    std::vector<double> both(scale.size());
+    for (size_t i = 0; i < both.size(); ++i) both[i] = 2 * scale[i];
+    EXPECT_TRUE(close(got_fused, got_unfused, both, f16 ? 2e-3 : 2e-5, f16 ? 1.2e-7 : 0)) << "fused vs unfused";
+  }
+};
+
+TEST_P(AttentionTest, SelfAttentionWithAndWithoutMasks) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  for (bool causal : {false, true})
+    for (bool padding : {false, true}) {
+      check({1, 1, 8, 1, 1, causal, padding}, rng);
+      check({2, 3, 16, 17, 17, causal, padding}, rng);
+      check({3, 2, 32, 70, 70, causal, padding}, rng);
+    }
+}
+
+TEST_P(AttentionTest, CrossAttentionQueryAndKeyLengthsDiffer) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  check({2, 4, 8, 5, 33, false, true}, rng);
+  check({1, 2, 64, 40, 3, false, false}, rng);
+  check({2, 1, 24, 1, 255, false, true}, rng);  // a decode step over a long source
+}
+
+TEST_P(AttentionTest, HeadDimsUpTo128AndLongSequences) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  check({1, 2, 128, 9, 130, false, false}, rng);
+  check({1, 1, 64, 200, 1030, true, false}, rng);  // causal_offset = 830: a cache already holding keys
+}
+
+// K/V read from a decoding cache [B, H, Lmax, d] while Q is a single new token.
+TEST_P(AttentionTest, ReadsKeysAndValuesFromADecodeCache) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t B = 2, H = 3, d = 16, Lmax = 40, filled = 11;
+  auto q = random_values(size_t(B) * H * d, rng), cache_k = random_values(size_t(B) * H * Lmax * d, rng);
+  auto cache_v = random_values(cache_k.size(), rng);
+  for (auto* x : {&q, &cache_k, &cache_v})
+    for (auto& e : *x) e = stored(e, dtype());
+  // The same keys packed [B, filled, H*d] for the reference.
+  std::vector<double> k(size_t(B) * filled * H * d), v(k.size());
+  for (uint32_t b = 0; b < B; ++b)
+    for (uint32_t h = 0; h < H; ++h)
+      for (uint32_t j = 0; j < filled; ++j)
+        for (uint32_t e = 0; e < d; ++e) {
+          k[((size_t(b) * filled + j) * H + h) * d + e] = cache_k[((size_t(b) * H + h) * Lmax + j) * d + e];
+          v[((size_t(b) * filled + j) * H + h) * d + e] = cache_v[((size_t(b) * H + h) * Lmax + j) * d + e];
+        }
+  Attention a{.batch = B, .heads = H, .head_dim = d, .q_len = 1, .kv_len = filled, .causal = true,
+              .causal_offset = filled - 1};
+  auto [want, scale] = ref::attention(a, q, k, v, nullptr);
+  a.kv_batch_stride = uint64_t(H) * Lmax * d;
+  a.kv_head_stride = uint64_t(Lmax) * d;
+  a.kv_row_stride = d;
+  Buffer bq = upload_as(ctx(), q, dtype(), "q"), bk = upload_as(ctx(), cache_k, dtype(), "k_cache");
+  Buffer bv = upload_as(ctx(), cache_v, dtype(), "v_cache"), bo = poisoned(ctx(), want.size(), dtype(), "o");
+  Buffer bo2 = poisoned(ctx(), want.size(), dtype(), "o2"), scores = poisoned(ctx(), B * H * filled, dtype(), "s");
+  auto cl = ctx().command_list();
+  Ops o = ops();
+  o.attention(cl, a, bq.view(), bk.view(), bv.view(), bo.view());
+  o.attention_unfused(cl, a, bq.view(), bk.view(), bv.view(), bo2.view(), scores.view());
+  cl.submit();
+  const bool f16 = dtype() == DType::F16;
+  EXPECT_TRUE(close(download_as(ctx(), bo, want.size(), dtype()), want, scale, f16 ? 1e-3 : 2e-5, f16 ? 6e-8 : 0));
+  EXPECT_TRUE(close(download_as(ctx(), bo2, want.size(), dtype()), want, scale, f16 ? 2e-3 : 2e-5, f16 ? 6e-8 : 0));
+}
+
+// Every key of a batch item masked: NaN, like PyTorch's softmax over all -inf.
+TEST_P(AttentionTest, FullyMaskedQueryGivesNaN) {
+  const uint32_t d = 8;
+  std::vector<double> q(2 * d, 0.1), k(2 * 3 * d, 0.2), v(2 * 3 * d, 0.3), mask(2 * 3, 0.0);
+  for (int j = 0; j < 3; ++j) mask[j] = -INFINITY;  // batch item 0: nothing to attend to
+  Buffer bq = upload_as(ctx(), q, dtype(), "q"), bk = upload_as(ctx(), k, dtype(), "k");
+  Buffer bv = upload_as(ctx(), v, dtype(), "v"), bm = upload_as(ctx(), mask, dtype(), "m");
+  Buffer bo = poisoned(ctx(), q.size(), dtype(), "o");
+  auto cl = ctx().command_list();
+  Ops o = ops();
+  o.attention(cl, {.batch = 2, .heads = 1, .head_dim = d, .q_len = 1, .kv_len = 3}, bq.view(), bk.view(), bv.view(),
+              bo.view(), bm.view());
+  cl.submit();
+  auto out = download_as(ctx(), bo, q.size(), dtype());
+  for (uint32_t e = 0; e < d; ++e) {
+    EXPECT_TRUE(std::isnan(out[e]));
+    EXPECT_NEAR(out[d + e], 0.3, 1e-3);
+  }
+}
+
+TEST_P(AttentionTest, WrongShapesAreClearErrors) {
+  Buffer b = ctx().buffer(256, "small");
+  auto cl = ctx().command_list();
+  Ops o = ops();
+  try {
+    o.attention(cl, {.batch = 2, .heads = 4, .head_dim = 64, .q_len = 10, .kv_len = 10}, b.view(), b.view(), b.view(),
+                b.view());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("attention: q needs"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(o.attention(cl, {.head_dim = 0}, b.view(), b.view(), b.view(), b.view()), Error);
+  cl.submit();
+}
+
+VKF_FOR_EACH_DTYPE(AttentionTest);
+
+}  // namespace
+}  // namespace vkf::test
