@@ -2,29 +2,40 @@
 // C = act(alpha * op(A) * op(B) + bias) + residual, row-major, batched.
 //
 // Each workgroup computes a BM x BN tile of C; each invocation a TM x TN register tile
-// whose rows and columns are strided by BM/TM and BN/TN, so neighbouring invocations
-// touch neighbouring elements. A and B stream through shared memory BK columns at a
-// time. Tile sizes are specialization constants chosen per device (lib/ops/gemm.cpp).
+// (rows tr + i*RT, columns tc + j*CT). Tiles of A and B pass through shared memory
+// k-contiguous, [row][BK] as vec4s, so the inner loop does one vec4 load per row and
+// per column and four FMAs per pair (dot): load instructions, not bytes, are what
+// SIMD-across-invocation drivers like lavapipe pay for, and GPUs like vec4 loads too.
+// Tile sizes are specialization constants chosen per device (lib/ops/gemm.cpp).
 //
-// Variant defines: VKF_FP16_STORAGE. Everything else is a push-constant flag.
+// Variants: VKF_FP16_STORAGE; VEC4_NT when op(A) = A [M, K] and op(B) = B^T [N, K]
+// (Linear layers, Q K^T) with K, the leading dimensions and the batch offsets
+// multiples of 4: global loads are then vec4 too. Everything else is a push constant.
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
 #include "activations.glsl"
+
+#ifdef VEC4_NT
+layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
+#define GEMM_SKIP_AB
+#endif
 #include "gemm_common.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint BM = 64;
 layout(constant_id = 2) const uint BN = 64;
-layout(constant_id = 3) const uint BK = 16;
+layout(constant_id = 3) const uint BK = 16;  // a multiple of 4
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 
 const uint RT = BM / TM;  // invocations along a tile's rows
 const uint CT = BN / TN;  // and along its columns
 const uint WG = RT * CT;
+const uint BK4 = BK / 4;
 
-shared float As[BK * BM];  // k-major: As[k * BM + m]
-shared float Bs[BK * BN];  // k-major: Bs[k * BN + n]
+shared vec4 As[BM * BK4];  // As[m * BK4 + k/4] = A(m0 + m, k0 + k .. k+3)
+shared vec4 Bs[BN * BK4];  // Bs[n * BK4 + k/4] = op(B)(k0 + k .. k+3, n0 + n)
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -37,26 +48,37 @@ void main() {
   float acc[TM * TN];
   for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
 
-  // Tile loads walk memory in its contiguous order (which depends on the transpose).
-  const bool a_m_fast = flag(FLAG_TRANS_A), b_n_fast = !flag(FLAG_TRANS_B);
   for (uint k0 = 0; k0 < pc.K; k0 += BK) {
+#ifdef VEC4_NT
+    for (uint i = tid; i < BM * BK4; i += WG) {
+      uint m = i / BK4, kq = i % BK4, gm = m0 + m, gk = k0 + 4 * kq;
+      As[i] = (gm < pc.M && gk < pc.K) ? vec4(A4[(a_off + gm * pc.lda + gk) / 4]) : vec4(0.0);
+    }
+    for (uint i = tid; i < BN * BK4; i += WG) {
+      uint n = i / BK4, kq = i % BK4, gn = n0 + n, gk = k0 + 4 * kq;
+      Bs[i] = (gn < pc.N && gk < pc.K) ? vec4(B4[(b_off + gn * pc.ldb + gk) / 4]) : vec4(0.0);
+    }
+#else
+    // Any shape and transpose: scalar loads in memory order, scattered into the tiles.
+    const bool a_m_fast = flag(FLAG_TRANS_A), b_n_fast = !flag(FLAG_TRANS_B);
     for (uint i = tid; i < BM * BK; i += WG) {
       uint m = a_m_fast ? i % BM : i / BK, k = a_m_fast ? i / BM : i % BK;
       uint gm = m0 + m, gk = k0 + k;
-      As[k * BM + m] = (gm < pc.M && gk < pc.K) ? a_at(a_off, gm, gk) : 0.0;
+      As[m * BK4 + k / 4][k % 4] = (gm < pc.M && gk < pc.K) ? a_at(a_off, gm, gk) : 0.0;
     }
     for (uint i = tid; i < BN * BK; i += WG) {
       uint n = b_n_fast ? i % BN : i / BK, k = b_n_fast ? i / BN : i % BK;
       uint gn = n0 + n, gk = k0 + k;
-      Bs[k * BN + n] = (gn < pc.N && gk < pc.K) ? b_at(b_off, gk, gn) : 0.0;
+      Bs[n * BK4 + k / 4][k % 4] = (gn < pc.N && gk < pc.K) ? b_at(b_off, gk, gn) : 0.0;
     }
+#endif
     barrier();
-    for (uint k = 0; k < BK; ++k) {
-      float a[TM], b[TN];
-      for (uint i = 0; i < TM; ++i) a[i] = As[k * BM + tr + i * RT];
-      for (uint j = 0; j < TN; ++j) b[j] = Bs[k * BN + tc + j * CT];
+    for (uint kq = 0; kq < BK4; ++kq) {
+      vec4 a[TM], b[TN];
+      for (uint i = 0; i < TM; ++i) a[i] = As[(tr + i * RT) * BK4 + kq];
+      for (uint j = 0; j < TN; ++j) b[j] = Bs[(tc + j * CT) * BK4 + kq];
       for (uint i = 0; i < TM; ++i)
-        for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(a[i], b[j], acc[i * TN + j]);
+        for (uint j = 0; j < TN; ++j) acc[i * TN + j] += dot(a[i], b[j]);
     }
     barrier();
   }

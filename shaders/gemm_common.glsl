@@ -6,8 +6,10 @@
 #ifndef VKF_GEMM_COMMON_GLSL
 #define VKF_GEMM_COMMON_GLSL
 
+#ifndef GEMM_SKIP_AB  // kernels that read A and B as vectors declare them themselves
 layout(std430, set = 0, binding = 0) readonly buffer BufA { store_t A[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB { store_t B[]; };
+#endif
 layout(std430, set = 0, binding = 2) writeonly buffer BufC { store_t C[]; };
 layout(std430, set = 0, binding = 3) readonly buffer BufBias { store_t bias[]; };  // unused without FLAG_BIAS
 layout(std430, set = 0, binding = 4) readonly buffer BufR { store_t R[]; };        // unused without FLAG_RESIDUAL
@@ -46,8 +48,10 @@ void store_c(uint z, uint m, uint n, float acc) {
   C[batch_offset(z, pc.stride_c) + m * pc.ldc + n] = store_t(v);
 }
 
+#ifndef GEMM_SKIP_AB
 // Element (m, k) of op(A) and (k, n) of op(B).
 float a_at(uint off, uint m, uint k) { return float(A[off + (flag(FLAG_TRANS_A) ? k * pc.lda + m : m * pc.lda + k)]); }
 float b_at(uint off, uint k, uint n) { return float(B[off + (flag(FLAG_TRANS_B) ? n * pc.ldb + k : k * pc.ldb + n)]); }
+#endif
 
 #endif

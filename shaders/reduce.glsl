@@ -3,6 +3,15 @@
 #ifndef VKF_REDUCE_GLSL
 #define VKF_REDUCE_GLSL
 
+#ifdef SUBGROUP_REDUCE
+// The workgroup is exactly one subgroup (the host checks the subgroup size is fixed):
+// no shared memory and no barriers. On lavapipe a barrier switches coroutines for
+// every SIMD chunk of the workgroup, which costs more than the arithmetic.
+#extension GL_KHR_shader_subgroup_arithmetic : require
+float workgroup_sum(float v) { return subgroupAdd(v); }
+float workgroup_max(float v) { return subgroupMax(v); }
+#else
+
 shared float reduce_scratch[WG_SIZE];
 
 float workgroup_sum(float v) {
@@ -30,6 +39,8 @@ float workgroup_max(float v) {
   barrier();
   return r;
 }
+
+#endif
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 #define QUIET_NAN uintBitsToFloat(0x7fc00000u)

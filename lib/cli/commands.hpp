@@ -5,5 +5,6 @@ namespace vkf::cli {
 
 int info(Args& args);
 int selftest(Args& args);
+int bench_ops(Args& args);
 
 }  // namespace vkf::cli

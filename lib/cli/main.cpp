@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "vkformer/context.hpp"
+#include "vkformer/error.hpp"
 
 namespace {
 
@@ -14,7 +15,9 @@ void usage(FILE* out) {
                "usage: vkformer <command> [options]\n\n"
                "commands:\n"
                "  info [--json]        every Vulkan device, its capabilities and what vkformer uses\n"
-               "  selftest             compile a shader, run it on the chosen device, check the answer\n\n"
+               "  selftest             compile a shader, run it on the chosen device, check the answer\n"
+               "  bench ops [--json] [--precision fp32|fp16] [--quick]\n"
+               "                       kernel throughput beside OpenBLAS and the unfused attention path\n\n"
                "common options:\n"
                "  --device N|NAME      device by index or name substring (also VKF_DEVICE)\n"
                "  --validation         enable the Khronos validation layer (also VKF_VALIDATION=1)\n",
@@ -34,6 +37,14 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   try {
+    if (command == "bench") {
+      // vkformer bench [ops] [options]
+      const bool named = argc > 2 && argv[2][0] != '-';
+      const std::string what = named ? argv[2] : "ops";
+      vkf::cli::Args args(argc, argv, named ? 3 : 2);
+      if (what == "ops") return vkf::cli::bench_ops(args);
+      throw vkf::Error("unknown benchmark '" + what + "' (available: ops)");
+    }
     vkf::cli::Args args(argc, argv, 2);
     if (command == "info") return vkf::cli::info(args);
     if (command == "selftest") return vkf::cli::selftest(args);

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "ops/gemm_tiles.hpp"
@@ -9,11 +11,21 @@ namespace vkf {
 namespace ops {
 
 GemmTiles choose_gemm_tiles(const Capabilities& caps, uint64_t large_tiles_in_c) {
+  // VKF_GEMM_TILES=bm,bn,bk,tm,tn overrides the choice, for tuning on a new device.
+  if (const char* env = std::getenv("VKF_GEMM_TILES")) {
+    GemmTiles t{};
+    if (std::sscanf(env, "%u,%u,%u,%u,%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5 || !t.tm || !t.tn ||
+        t.bm % t.tm || t.bn % t.tn || !t.bk)
+      throw Error("VKF_GEMM_TILES must be bm,bn,bk,tm,tn with tm dividing bm and tn dividing bn");
+    if (t.invocations() > caps.max_workgroup_invocations || t.shared_bytes() > caps.max_shared_memory)
+      throw Error("VKF_GEMM_TILES " + std::string(env) + " exceeds this device's workgroup or shared memory limits");
+    return t;
+  }
   GemmTiles large{128, 128, 16, 8, 8}, medium{64, 64, 16, 4, 4}, small{64, 32, 16, 4, 4};
   if (caps.type == DeviceType::Cpu) {
-    // lavapipe runs one workgroup per core, SIMD across invocations: a 64x64 tile of
-    // 4x4 blocks measured best (bench/ops_bench.cpp).
-    return {64, 64, 16, 4, 4};
+    // lavapipe runs a workgroup on one core as SIMD chunks of invocations; a 128x64
+    // tile of 8x8 blocks measured best of those tried (VKF_GEMM_TILES, bench ops).
+    return {128, 64, 16, 8, 8};
   }
   auto fits = [&](const GemmTiles& t) {
     return t.invocations() <= caps.max_workgroup_invocations && t.shared_bytes() <= caps.max_shared_memory &&
@@ -95,7 +107,14 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   } else {
     const uint64_t large_tiles = uint64_t((g.M + 127) / 128) * ((g.N + 127) / 128) * batches;
     auto t = ops::choose_gemm_tiles(caps, large_tiles);
-    k = kernel("gemm.comp", {}, 5, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
+    // vec4 global loads when every row and batch of A and B starts 16-byte aligned.
+    const bool vec4_nt = !g.trans_a && g.trans_b && g.K % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
+                         push.stride_a[0] % 4 == 0 && push.stride_a[1] % 4 == 0 && push.stride_b[0] % 4 == 0 &&
+                         push.stride_b[1] % 4 == 0 && a.offset % (4 * dtype_bytes(dtype_)) == 0 &&
+                         b.offset % (4 * dtype_bytes(dtype_)) == 0;
+    Defines d;
+    if (vec4_nt) d.emplace_back("VEC4_NT", "1");
+    k = kernel("gemm.comp", d, 5, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     groups = {(g.N + t.bn - 1) / t.bn, (g.M + t.bm - 1) / t.bm, batches};
     label = "gemm";
   }

@@ -1,4 +1,5 @@
 #include "ops/grid.hpp"
+#include "ops/reduce_config.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf {
@@ -21,7 +22,7 @@ void Ops::layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, c
     float eps;
     uint32_t flags;
   } push{n.rows, n.cols, n.eps, (residual ? 1u : 0u) | (sum_out ? 2u : 0u)};
-  Kernel k = kernel("layer_norm.comp", {}, 6, sizeof push);
+  Kernel k = kernel("layer_norm.comp", ops::row_reduce_defines(ctx_.capabilities()), 6, sizeof push);
   // Without a sum to write, y stands in for it (the kernel does not touch it).
   cl.dispatch(k, ops::grid(n.rows),
               {in(x), in(gamma), in(beta), out(y), in(residual ? *residual : x), out(sum_out ? *sum_out : y)}, push,

@@ -83,6 +83,7 @@ TEST_P(GemmTest, LargeProductAndLongK) {
   check({.M = 300, .N = 257, .K = 1030, .trans_b = true}, true, false, rng);
   check({.M = 1, .N = 1500, .K = 2049, .trans_b = true}, true, false, rng);  // decode step
   check({.M = 2, .N = 1003, .K = 700}, false, true, rng);
+  check({.M = 130, .N = 200, .K = 512, .trans_b = true, .act = Activation::Gelu}, true, true, rng);  // vec4 loads
 }
 
 TEST_P(GemmTest, BatchedWithHeadStrides) {

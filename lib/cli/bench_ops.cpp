@@ -1,0 +1,147 @@
+// `vkformer bench ops`: kernel throughput beside a baseline measured in the same run:
+// OpenBLAS sgemm on the same cores for GEMM, the unfused path for attention.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#ifdef VKF_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "vkformer/ops.hpp"
+
+namespace vkf::cli {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// Median seconds per call of `run`, repeated until ~min_seconds have passed (at least 3).
+double time_median(const std::function<void()>& run, double min_seconds = 0.3) {
+  run();  // warm-up: pipeline compile, caches
+  std::vector<double> t;
+  const auto start = clock_type::now();
+  while (t.size() < 3 || (std::chrono::duration<double>(clock_type::now() - start).count() < min_seconds && t.size() < 50)) {
+    auto t0 = clock_type::now();
+    run();
+    t.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Records `reps` copies of one op into a list and times a submit: per-op seconds.
+double time_gpu(Context& ctx, uint32_t reps, const std::function<void(CommandList&)>& record) {
+  CommandList cl = ctx.command_list();
+  for (uint32_t r = 0; r < reps; ++r) record(cl);
+  return time_median([&] { cl.submit(); }) / reps;
+}
+
+uint32_t reps_for(double flops_or_bytes, double per_second_guess) {
+  return uint32_t(std::clamp(0.05 * per_second_guess / flops_or_bytes, 1.0, 200.0));
+}
+
+}  // namespace
+
+int bench_ops(Args& args) {
+  const bool json = args.flag("--json");
+  const bool quick = args.flag("--quick");
+  const std::string precision = args.value("--precision").value_or("fp32");
+  ContextOptions options = context_options(args);
+  args.rest();
+  if (precision != "fp32" && precision != "fp16") throw Error("--precision must be fp32 or fp16");
+  Context ctx(options);
+  const DType dt = precision == "fp16" ? DType::F16 : DType::F32;
+  Ops ops(ctx, dt);
+  const auto& caps = ctx.capabilities();
+  nlohmann::json out = {{"device", caps.name}, {"driver", caps.driver_info}, {"vkformer_version", version()},
+                        {"precision", precision}, {"gemm", nlohmann::json::array()}, {"softmax", nlohmann::json::array()},
+                        {"layer_norm", nlohmann::json::array()}, {"attention", nlohmann::json::array()}};
+  auto say = [&](const char* fmt, auto... a) {
+    if (!json) std::printf(fmt, a...);
+  };
+  say("vkformer %s bench ops on %s (%s), %s storage\n", version(), caps.name.c_str(), caps.driver_info.c_str(),
+      precision.c_str());
+
+  // GEMM: C = A B^T, square, the Linear-layer layout.
+  say("\n%-24s %12s %14s %8s\n", "gemm (A B^T)", "GFLOP/s", "OpenBLAS", "ratio");
+  std::vector<uint32_t> sizes = quick ? std::vector<uint32_t>{64, 256} : std::vector<uint32_t>{64, 128, 256, 512, 1024, 2048};
+  for (uint32_t n : sizes) {
+    const uint64_t elems = uint64_t(n) * n;
+    Buffer a = ctx.buffer(elems * dtype_bytes(dt), "A"), b = ctx.buffer(elems * dtype_bytes(dt), "B");
+    Buffer c = ctx.buffer(elems * dtype_bytes(dt), "C");
+    std::vector<float> host(elems);
+    for (uint64_t i = 0; i < elems; ++i) host[i] = float((i * 7919) % 1000) / 1000.0f - 0.5f;
+    if (dt == DType::F32) {
+      ctx.upload(a, std::span<const float>(host));
+      ctx.upload(b, std::span<const float>(host));
+    }
+    const double flops = 2.0 * n * n * n;
+    const double s = time_gpu(ctx, reps_for(flops, 5e9), [&](CommandList& cl) {
+      ops.gemm(cl, {.M = n, .N = n, .K = n, .trans_b = true}, a.view(), b.view(), c.view());
+    });
+    double blas = 0;
+#ifdef VKF_HAVE_OPENBLAS
+    std::vector<float> hc(elems);
+    blas = flops / time_median([&] {
+             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(n), int(n), int(n), 1.0f, host.data(), int(n),
+                         host.data(), int(n), 0.0f, hc.data(), int(n));
+           }) / 1e9;
+#endif
+    const double gf = flops / s / 1e9;
+    say("%-24s %12.2f %14.2f %8.3f\n", (std::to_string(n) + "^3").c_str(), gf, blas, blas > 0 ? gf / blas : 0.0);
+    out["gemm"].push_back({{"n", n}, {"gflops", gf}, {"openblas_gflops", blas}, {"ratio", blas > 0 ? gf / blas : 0.0}});
+  }
+
+  // Softmax and LayerNorm: effective bandwidth of one read and one write of the tensor.
+  say("\n%-24s %12s %14s\n", "softmax / layer_norm", "GB/s", "");
+  std::vector<std::pair<uint32_t, uint32_t>> shapes = quick ? std::vector<std::pair<uint32_t, uint32_t>>{{256, 512}}
+                                                            : std::vector<std::pair<uint32_t, uint32_t>>{{4096, 512}, {64, 32000}, {1024, 4096}};
+  for (auto [rows, cols] : shapes) {
+    const uint64_t elems = uint64_t(rows) * cols, bytes = 2 * elems * dtype_bytes(dt);
+    Buffer x = ctx.buffer(elems * dtype_bytes(dt), "x"), y = ctx.buffer(elems * dtype_bytes(dt), "y");
+    Buffer g = ctx.buffer(cols * dtype_bytes(dt), "gamma");
+    const double sm = bytes / time_gpu(ctx, reps_for(double(bytes), 2e9), [&](CommandList& cl) {
+      ops.softmax(cl, {.rows = rows, .cols = cols}, x.view(), y.view());
+    }) / 1e9;
+    const double ln = bytes / time_gpu(ctx, reps_for(double(bytes), 2e9), [&](CommandList& cl) {
+      ops.layer_norm(cl, {.rows = rows, .cols = cols}, x.view(), g.view(), g.view(), y.view());
+    }) / 1e9;
+    const std::string name = std::to_string(rows) + "x" + std::to_string(cols);
+    say("%-24s %12.2f %14s\n", ("softmax " + name).c_str(), sm, "");
+    say("%-24s %12.2f %14s\n", ("layer_norm " + name).c_str(), ln, "");
+    out["softmax"].push_back({{"rows", rows}, {"cols", cols}, {"gbps", sm}});
+    out["layer_norm"].push_back({{"rows", rows}, {"cols", cols}, {"gbps", ln}});
+  }
+
+  // Attention: fused against unfused, batch 1, 8 heads of 64.
+  say("\n%-24s %12s %14s %8s\n", "attention (8x64)", "fused ms", "unfused ms", "speedup");
+  std::vector<uint32_t> lens = quick ? std::vector<uint32_t>{16, 64} : std::vector<uint32_t>{16, 64, 256, 1024};
+  for (uint32_t L : lens) {
+    const uint32_t H = 8, d = 64;
+    const uint64_t elems = uint64_t(L) * H * d;
+    Buffer q = ctx.buffer(elems * dtype_bytes(dt), "q"), o = ctx.buffer(elems * dtype_bytes(dt), "o");
+    Buffer scores = ctx.buffer(uint64_t(H) * L * L * dtype_bytes(dt), "scores");
+    Attention at{.heads = H, .head_dim = d, .q_len = L, .kv_len = L, .causal = true};
+    const double work = 4.0 * H * L * L * d;
+    const double fused = time_gpu(ctx, reps_for(work, 2e9), [&](CommandList& cl) {
+      ops.attention(cl, at, q.view(), q.view(), q.view(), o.view());
+    });
+    const double unfused = time_gpu(ctx, reps_for(work, 2e9), [&](CommandList& cl) {
+      ops.attention_unfused(cl, at, q.view(), q.view(), q.view(), o.view(), scores.view());
+    });
+    say("%-24s %12.3f %14.3f %8.2f\n", ("seq " + std::to_string(L)).c_str(), fused * 1e3, unfused * 1e3, unfused / fused);
+    out["attention"].push_back({{"seq", L}, {"heads", H}, {"head_dim", d}, {"fused_ms", fused * 1e3},
+                                {"unfused_ms", unfused * 1e3}, {"speedup", unfused / fused}});
+  }
+  if (json) std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace vkf::cli
