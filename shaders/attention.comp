@@ -33,6 +33,7 @@ layout(push_constant) uniform Push {
   uint q_batch_stride, q_row_stride;
   uint kv_batch_stride, kv_head_stride, kv_row_stride;
   uint o_batch_stride, o_row_stride;
+  uint base_q, base_k, base_v, base_o;  // element offsets into the bound views
 } pc;
 
 shared float Ks[BKV * HEAD_DIM];
@@ -46,9 +47,10 @@ void main() {
   const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
   const bool live_row = i < pc.q_len;
   const uint kv_base = b * pc.kv_batch_stride + h * pc.kv_head_stride;
+  const uint k_base = pc.base_k + kv_base, v_base = pc.base_v + kv_base;
 
   float q[HEAD_DIM], o[HEAD_DIM];
-  const uint q_base = b * pc.q_batch_stride + i * pc.q_row_stride + h * HEAD_DIM;
+  const uint q_base = pc.base_q + b * pc.q_batch_stride + i * pc.q_row_stride + h * HEAD_DIM;
   for (uint d = 0; d < HEAD_DIM; ++d) {
     q[d] = live_row ? float(Q[q_base + d]) * pc.scale : 0.0;
     o[d] = 0.0;
@@ -63,8 +65,8 @@ void main() {
     for (uint e = tid; e < BKV * HEAD_DIM; e += BQ) {
       uint j = j0 + e / HEAD_DIM, d = e % HEAD_DIM;
       bool ok = j < kv_end;
-      Ks[e] = ok ? float(K[kv_base + j * pc.kv_row_stride + d]) : 0.0;
-      Vs[e] = ok ? float(V[kv_base + j * pc.kv_row_stride + d]) : 0.0;
+      Ks[e] = ok ? float(K[k_base + j * pc.kv_row_stride + d]) : 0.0;
+      Vs[e] = ok ? float(V[v_base + j * pc.kv_row_stride + d]) : 0.0;
     }
     barrier();
     if (live_row) {
@@ -89,6 +91,6 @@ void main() {
   if (!live_row) return;
   // A row with every key masked has l == 0 and gives NaN, as PyTorch's softmax does.
   const float inv = 1.0 / l;
-  const uint o_base = b * pc.o_batch_stride + i * pc.o_row_stride + h * HEAD_DIM;
+  const uint o_base = pc.base_o + b * pc.o_batch_stride + i * pc.o_row_stride + h * HEAD_DIM;
   for (uint d = 0; d < HEAD_DIM; ++d) O[o_base + d] = store_t(l > 0.0 ? o[d] * inv : uintBitsToFloat(0x7fc00000u));
 }

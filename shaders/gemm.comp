@@ -42,8 +42,8 @@ void main() {
   const uint tr = tid / CT, tc = tid % CT;
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
   const uint z = gl_WorkGroupID.z;
-  const uint a_off = batch_offset(z, pc.stride_a);
-  const uint b_off = batch_offset(z, pc.stride_b);
+  const uint a_off = offset_a(z);
+  const uint b_off = offset_b(z);
 
   float acc[TM * TN];
   for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;

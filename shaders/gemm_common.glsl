@@ -26,11 +26,14 @@ layout(push_constant) uniform Push {
   uvec2 stride_a, stride_b, stride_c, stride_r;  // (outer, inner) element strides
   float alpha;
   uint flags;
+  uint base_a, base_b, base_c, base_r;  // element offsets into the bound views
 } pc;
 
 bool flag(uint f) { return (pc.flags & f) != 0u; }
 
 uint batch_offset(uint z, uvec2 stride) { return (z / pc.inner) * stride.x + (z % pc.inner) * stride.y; }
+uint offset_a(uint z) { return pc.base_a + batch_offset(z, pc.stride_a); }
+uint offset_b(uint z) { return pc.base_b + batch_offset(z, pc.stride_b); }
 
 float activate_flagged(float v) {
   uint act = (pc.flags >> ACT_SHIFT) & 3u;
@@ -44,8 +47,8 @@ void store_c(uint z, uint m, uint n, float acc) {
   float v = pc.alpha * acc;
   if (flag(FLAG_BIAS)) v += float(bias[n]);
   v = activate_flagged(v);
-  if (flag(FLAG_RESIDUAL)) v += float(R[batch_offset(z, pc.stride_r) + m * pc.ldr + n]);
-  C[batch_offset(z, pc.stride_c) + m * pc.ldc + n] = store_t(v);
+  if (flag(FLAG_RESIDUAL)) v += float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + n]);
+  C[pc.base_c + batch_offset(z, pc.stride_c) + m * pc.ldc + n] = store_t(v);
 }
 
 #ifndef GEMM_SKIP_AB

@@ -24,8 +24,8 @@ shared float partial[WG_SIZE];
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint z = gl_WorkGroupID.z;
-  const uint a_off = batch_offset(z, pc.stride_a);
-  const uint b_off = batch_offset(z, pc.stride_b);
+  const uint a_off = offset_a(z);
+  const uint b_off = offset_b(z);
   float acc[MAX_M];
   for (uint m = 0; m < MAX_M; ++m) acc[m] = 0.0;
 

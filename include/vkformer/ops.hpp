@@ -127,6 +127,13 @@ class Ops {
  private:
   Kernel kernel(const char* shader, Defines defines, uint32_t bindings, uint32_t push_bytes,
                 std::vector<uint32_t> spec = {});
+  // A view as the kernels bind it: moved back to the device's descriptor alignment,
+  // with the difference passed as an element offset (so any element-aligned view works).
+  struct Placed {
+    BufferView view;
+    uint32_t base;
+  };
+  Placed place(const BufferView& v, const char* op) const;
   void need(const BufferView& v, uint64_t elements, const char* op, const char* what, DType t) const;
   void need(const BufferView& v, uint64_t elements, const char* op, const char* what) const {
     need(v, elements, op, what, dtype_);

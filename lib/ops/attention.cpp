@@ -63,18 +63,26 @@ void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, c
   const uint32_t bkv = std::clamp<uint32_t>(shared / (2 * 4 * a.head_dim), 1, 64);
   Kernel kern = kernel("attention.comp",
                        {{"HEAD_DIM", std::to_string(a.head_dim)}, {"BQ", std::to_string(bq)}, {"BKV", std::to_string(bkv)}},
-                       5, 48);
+                       5, 64);
   struct {
     uint32_t q_len, kv_len;
     float scale;
     uint32_t causal_offset, flags;
     uint32_t q_batch_stride, q_row_stride, kv_batch_stride, kv_head_stride, kv_row_stride, o_batch_stride, o_row_stride;
+    uint32_t base_q, base_k, base_v, base_o;
   } push{a.q_len, a.kv_len, a.scale, a.causal_offset, (key_padding_mask ? 1u : 0u) | (a.causal ? 2u : 0u),
          u32(a.q_batch_stride), u32(a.q_row_stride), u32(a.kv_batch_stride), u32(a.kv_head_stride),
-         u32(a.kv_row_stride), u32(a.o_batch_stride), u32(a.o_row_stride)};
-  static_assert(sizeof push == 48);
+         u32(a.kv_row_stride), u32(a.o_batch_stride), u32(a.o_row_stride), 0, 0, 0, 0};
+  static_assert(sizeof push == 64);
+  const Placed pq = place(q, "attention"), pk = place(k, "attention"), pv = place(v, "attention"),
+               po = place(o, "attention"), pm = place(key_padding_mask ? *key_padding_mask : q, "attention");
+  if (pm.base) throw Error("attention: the key padding mask must start at a descriptor-aligned offset");
+  push.base_q = pq.base;
+  push.base_k = pk.base;
+  push.base_v = pv.base;
+  push.base_o = po.base;
   cl.dispatch(kern, {uint32_t(ops::ceil_div(a.q_len, bq)), a.heads, a.batch},
-              {in(q), in(k), in(v), out(o), in(key_padding_mask ? *key_padding_mask : q)}, push, "attention");
+              {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view)}, push, "attention");
 }
 
 void Ops::attention_unfused(CommandList& cl, const Attention& a0, const BufferView& q, const BufferView& k,

@@ -46,6 +46,7 @@ struct GemmPush {
   uint32_t stride_a[2], stride_b[2], stride_c[2], stride_r[2];
   float alpha;
   uint32_t flags;
+  uint32_t base_a, base_b, base_c, base_r;
 };
 
 constexpr uint32_t kSmallM = 4;  // MAX_M of gemm_small_m.comp
@@ -89,7 +90,14 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                 {narrow(g.stride_b.outer, "stride"), narrow(g.stride_b.inner, "stride")},
                 {narrow(g.stride_c.outer, "stride"), narrow(g.stride_c.inner, "stride")},
                 {narrow(g.stride_r.outer, "stride"), narrow(g.stride_r.inner, "stride")},
-                g.alpha, flags};
+                g.alpha, flags, 0, 0, 0, 0};
+  const Placed pa = place(a, "gemm"), pb = place(b, "gemm"), pc = place(c, "gemm");
+  const Placed pbias = place(bias ? *bias : a, "gemm"), pr = place(residual ? *residual : a, "gemm");
+  if (pbias.base) throw Error("gemm: the bias view must start at a descriptor-aligned offset");
+  push.base_a = pa.base;
+  push.base_b = pb.base;
+  push.base_c = pc.base;
+  push.base_r = pr.base;
   const auto& caps = ctx_.capabilities();
 
   Kernel k;
@@ -110,8 +118,7 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
     // vec4 global loads when every row and batch of A and B starts 16-byte aligned.
     const bool vec4_nt = !g.trans_a && g.trans_b && g.K % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
                          push.stride_a[0] % 4 == 0 && push.stride_a[1] % 4 == 0 && push.stride_b[0] % 4 == 0 &&
-                         push.stride_b[1] % 4 == 0 && a.offset % (4 * dtype_bytes(dtype_)) == 0 &&
-                         b.offset % (4 * dtype_bytes(dtype_)) == 0;
+                         push.stride_b[1] % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0;
     Defines d;
     if (vec4_nt) d.emplace_back("VEC4_NT", "1");
     k = kernel("gemm.comp", d, 5, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
@@ -120,7 +127,7 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   }
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
   // Absent operands are bound to A as placeholders; the kernel never reads them.
-  cl.dispatch(k, groups, {in(a), in(b), out(c), in(bias ? *bias : a), in(residual ? *residual : a)}, push, label);
+  cl.dispatch(k, groups, {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view)}, push, label);
 }
 
 }  // namespace vkf

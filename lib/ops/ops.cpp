@@ -1,5 +1,6 @@
 #include "vkformer/ops.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace vkf {
@@ -20,6 +21,15 @@ Kernel Ops::kernel(const char* shader, Defines defines, uint32_t bindings, uint3
                       .bindings = bindings,
                       .push_constant_bytes = push_bytes,
                       .spec_constants = std::move(spec)});
+}
+
+Ops::Placed Ops::place(const BufferView& v, const char* op) const {
+  const uint32_t elem = dtype_bytes(dtype_);
+  if (v.offset % elem) throw Error(std::string(op) + ": a view offset is not a whole number of elements");
+  const uint64_t align = std::max<uint64_t>(ctx_.capabilities().min_storage_buffer_offset_alignment, 1);
+  const uint64_t rem = v.offset % align;  // allocations themselves start aligned
+  if (rem % elem) throw Error(std::string(op) + ": view offset cannot be expressed in elements on this device");
+  return {BufferView{v.alloc, v.offset - rem, v.size + rem}, uint32_t(rem / elem)};
 }
 
 void Ops::need(const BufferView& v, uint64_t elements, const char* op, const char* what, DType t) const {
