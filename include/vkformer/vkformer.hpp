@@ -7,3 +7,4 @@
 #include "vkformer/kernel.hpp"
 #include "vkformer/self_test.hpp"
 #include "vkformer/ops.hpp"
+#include "vkformer/model.hpp"

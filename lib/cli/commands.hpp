@@ -6,5 +6,7 @@ namespace vkf::cli {
 int info(Args& args);
 int selftest(Args& args);
 int bench_ops(Args& args);
+int generate(Args& args);
+int score(Args& args);
 
 }  // namespace vkf::cli

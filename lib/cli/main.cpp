@@ -16,11 +16,18 @@ void usage(FILE* out) {
                "commands:\n"
                "  info [--json]        every Vulkan device, its capabilities and what vkformer uses\n"
                "  selftest             compile a shader, run it on the chosen device, check the answer\n"
+               "  generate --model DIR --src-ids 5,17,9[;4,2] [--max-new-tokens N] [--beam K] [--json]\n"
+               "           [--temperature T --top-k K --top-p P --seed S]\n"
+               "                       generated target ids after BOS (EOS included when produced)\n"
+               "  score --model DIR --src-ids 5,17,9 --tgt-ids 1,7,8 --logits-out FILE.npy\n"
+               "                       teacher-forced logits [len(tgt), tgt_vocab] as float32 .npy\n"
                "  bench ops [--json] [--precision fp32|fp16] [--quick]\n"
                "                       kernel throughput beside OpenBLAS and the unfused attention path\n\n"
                "common options:\n"
                "  --device N|NAME      device by index or name substring (also VKF_DEVICE)\n"
-               "  --validation         enable the Khronos validation layer (also VKF_VALIDATION=1)\n",
+               "  --validation         enable the Khronos validation layer (also VKF_VALIDATION=1)\n"
+               "  --precision fp32|fp16  storage precision of weights and activations (generate, score)\n"
+               "  --profile            per-dispatch GPU times (generate, score)\n",
                vkf::version());
 }
 
@@ -48,6 +55,8 @@ int main(int argc, char** argv) {
     vkf::cli::Args args(argc, argv, 2);
     if (command == "info") return vkf::cli::info(args);
     if (command == "selftest") return vkf::cli::selftest(args);
+    if (command == "generate") return vkf::cli::generate(args);
+    if (command == "score") return vkf::cli::score(args);
     std::fprintf(stderr, "vkformer: unknown command '%s'\n\n", command.c_str());
     usage(stderr);
     return 2;

@@ -1,0 +1,78 @@
+#pragma once
+// Encoder-decoder models: load once, then generate or score from any number of
+// sessions (one per thread). The first architecture is "torch-seq2seq": PyTorch's
+// nn.Transformer with token embeddings, sinusoidal positions and a generator
+// (tools/seq2seq.py defines it; tools/export.py writes a model directory).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vkformer/context.hpp"
+#include "vkformer/ops.hpp"
+
+namespace vkf {
+
+struct ModelConfig {
+  std::string architecture;
+  uint32_t d_model = 0, nhead = 0, num_encoder_layers = 0, num_decoder_layers = 0, dim_feedforward = 0;
+  Activation activation = Activation::Relu;
+  bool norm_first = false;
+  float layer_norm_eps = 1e-5f;
+  uint32_t src_vocab_size = 0, tgt_vocab_size = 0, max_position = 0;
+  bool scale_embedding = false;
+  uint32_t pad_id = 0, bos_id = 1, eos_id = 2;
+
+  uint32_t head_dim() const { return d_model / nhead; }
+  // Parses and checks config.json; errors name the file and the field.
+  static ModelConfig from_file(const std::string& path);
+};
+
+struct GenerateOptions {
+  uint32_t max_new_tokens = 64;
+  uint32_t beam = 1;            // > 1: beam search of this width (one source at a time)
+  float length_penalty = 1.0f;  // beam: score / length^penalty
+  float temperature = 0.0f;     // > 0: sampling instead of greedy
+  uint32_t top_k = 0;           // sampling: keep the k most likely tokens (0: all)
+  float top_p = 1.0f;           // sampling: keep the smallest set with this much probability
+  uint64_t seed = 0;
+};
+
+class Model {
+ public:
+  static std::shared_ptr<const Model> load(Context& ctx, const std::string& directory, DType precision = DType::F32);
+  ~Model();
+  const ModelConfig& config() const;
+  DType precision() const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Activation memory, caches and recorded command lists for one thread's work.
+class Session {
+ public:
+  explicit Session(std::shared_ptr<const Model> model);
+  ~Session();
+  Session(Session&&) noexcept;
+
+  // Per source: the generated ids after BOS, EOS included when produced.
+  std::vector<std::vector<uint32_t>> generate(const std::vector<std::vector<uint32_t>>& sources,
+                                              const GenerateOptions& options = {});
+  // Teacher-forced logits [tgt.size(), tgt_vocab_size]: row i predicts token i+1.
+  std::vector<float> score(const std::vector<uint32_t>& src, const std::vector<uint32_t>& tgt);
+
+  void set_profile(bool on);
+  std::string profile_report() const;  // per-dispatch GPU times of the last encoder and decoder steps
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vkf

@@ -1,0 +1,160 @@
+#include "model/safetensors.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "vkformer/error.hpp"
+
+namespace vkf::model {
+
+uint64_t TensorInfo::elements() const {
+  uint64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff, x;
+  if (exp == 0x1f) {
+    x = sign | 0x7f800000 | (mant << 13);
+  } else if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while (!(mant & 0x400));
+      x = sign | (uint32_t(127 - 15 - e) << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else {
+    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000;
+  const int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffff;
+  if (((x >> 23) & 0xff) == 0xff) return uint16_t(sign | 0x7c00 | (mant ? 0x200 : 0));
+  if (exp >= 31) return uint16_t(sign | 0x7c00);
+  if (exp <= 0) {
+    if (exp < -10) return uint16_t(sign);
+    mant |= 0x800000;
+    const uint32_t shift = uint32_t(14 - exp);
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) ++h;
+    return uint16_t(sign | h);
+  }
+  uint32_t h = (uint32_t(exp) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) ++h;
+  return uint16_t(sign | h);
+}
+
+SafeTensors::SafeTensors(const std::string& path) : path_(path) {
+  auto fail = [&](const std::string& why) { throw Error("model file " + path + ": " + why); };
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) fail(std::string("cannot open: ") + std::strerror(errno));
+  struct stat st{};
+  ::fstat(fd, &st);
+  size_ = uint64_t(st.st_size);
+  if (size_ < 8) {
+    ::close(fd);
+    fail("truncated: " + std::to_string(size_) + " bytes, shorter than the 8-byte header length");
+  }
+  map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map_ == MAP_FAILED) {
+    map_ = nullptr;
+    fail("cannot map it into memory");
+  }
+  const auto* bytes = static_cast<const uint8_t*>(map_);
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];  // little-endian
+  if (header_len > size_ - 8) fail("truncated: the header claims " + std::to_string(header_len) + " bytes");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
+  } catch (const std::exception& e) {
+    fail(std::string("the header is not valid JSON: ") + e.what());
+  }
+  if (!header.is_object()) fail("the header is not a JSON object");
+  const uint8_t* data = bytes + 8 + header_len;
+  const uint64_t data_size = size_ - 8 - header_len;
+  for (auto& [name, info] : header.items()) {
+    if (name == "__metadata__") continue;
+    auto bad = [&](const std::string& why) { fail("tensor '" + name + "': " + why); };
+    if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") || !info.contains("data_offsets"))
+      bad("needs dtype, shape and data_offsets");
+    TensorInfo t;
+    const std::string dtype = info["dtype"].is_string() ? info["dtype"].get<std::string>() : "";
+    uint32_t elem = 0;
+    if (dtype == "F32") t.type = TensorType::F32, elem = 4;
+    else if (dtype == "F16") t.type = TensorType::F16, elem = 2;
+    else if (dtype == "BF16") t.type = TensorType::BF16, elem = 2;
+    else bad("dtype '" + dtype + "' is not supported (F32, F16, BF16)");
+    if (!info["shape"].is_array()) bad("shape is not a list");
+    for (auto& d : info["shape"]) {
+      if (!d.is_number_unsigned()) bad("shape has a non-integer entry");
+      t.shape.push_back(d.get<uint64_t>());
+    }
+    auto& off = info["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      bad("data_offsets must be [begin, end]");
+    const uint64_t begin = off[0], end = off[1];
+    if (begin > end || end > data_size)
+      bad("data [" + std::to_string(begin) + ", " + std::to_string(end) + ") lies outside the file's " +
+          std::to_string(data_size) + " data bytes (truncated file?)");
+    t.bytes = end - begin;
+    if (t.bytes != t.elements() * elem)
+      bad("holds " + std::to_string(t.bytes) + " bytes, but its shape needs " + std::to_string(t.elements() * elem));
+    t.data = data + begin;
+    tensors_[name] = t;
+  }
+}
+
+SafeTensors::~SafeTensors() {
+  if (map_) ::munmap(map_, size_);
+}
+
+const TensorInfo& SafeTensors::at(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) throw Error("model file " + path_ + ": missing tensor '" + name + "'");
+  return it->second;
+}
+
+std::vector<float> SafeTensors::floats(const std::string& name) const {
+  const TensorInfo& t = at(name);
+  std::vector<float> out(t.elements());
+  for (uint64_t i = 0; i < out.size(); ++i) {
+    if (t.type == TensorType::F32) {
+      std::memcpy(&out[i], t.data + 4 * i, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, t.data + 2 * i, 2);
+      if (t.type == TensorType::F16) {
+        out[i] = half_to_float(h);
+      } else {
+        uint32_t x = uint32_t(h) << 16;
+        std::memcpy(&out[i], &x, 4);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace vkf::model
