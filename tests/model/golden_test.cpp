@@ -1,0 +1,106 @@
+// torch-seq2seq models against PyTorch's own nn.Transformer: goldens made by
+// tools/make_goldens.py (the CTest fixture "goldens" runs it into build/goldens).
+//
+// Logits tolerance, as a fraction of the logits' norm: fp32 1e-4 (each kernel is good
+// to ~1e-6 relative; a dozen layers of them, and PyTorch's own fp32 rounding, stay
+// well inside). fp16 stores every activation at 2^-11 ≈ 4.9e-4 relative, re-rounded at
+// each of up to ~40 kernels a token passes: 1e-2. Token-for-token agreement is checked
+// in fp32; in fp16 a near tie may legitimately flip, so it is not.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/gpu_test.hpp"
+#include "vkformer/model.hpp"
+
+namespace fs = std::filesystem;
+
+namespace vkf::test {
+namespace {
+
+std::string golden_dir() {
+  const char* d = std::getenv("VKF_GOLDEN_DIR");
+  return d ? d : VKF_GOLDEN_DIR_DEFAULT;
+}
+
+std::vector<float> read_npy(const std::string& path, std::vector<size_t>& shape) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[8];
+  f.read(magic, 8);
+  uint16_t len = 0;
+  f.read(reinterpret_cast<char*>(&len), 2);
+  std::string header(len, ' ');
+  f.read(header.data(), len);
+  EXPECT_NE(header.find("'<f4'"), std::string::npos) << header;
+  auto open = header.find('('), close = header.find(')');
+  std::string dims = header.substr(open + 1, close - open - 1);
+  size_t n = 1;
+  for (size_t pos = 0; pos < dims.size();) {
+    size_t next = dims.find(',', pos);
+    std::string item = dims.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    if (item.find_first_of("0123456789") != std::string::npos) {
+      shape.push_back(std::stoul(item));
+      n *= shape.back();
+    }
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  std::vector<float> v(n);
+  f.read(reinterpret_cast<char*>(v.data()), std::streamsize(n * 4));
+  return v;
+}
+
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    den += double(want[i]) * want[i];
+  }
+  return std::sqrt(num / den);
+}
+
+class Golden : public GpuTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(Golden, MatchesPyTorchTransformer) {
+  const std::string dir = golden_dir();
+  if (dir.empty() || !fs::exists(dir)) GTEST_SKIP() << "no goldens (VKF_GOLDEN_DIR); python3-torch missing?";
+  const bool f16 = GetParam() == DType::F16;
+  int cases = 0;
+  for (auto& entry : fs::directory_iterator(dir)) {
+    if (!fs::exists(entry.path() / "golden.json")) continue;
+    ++cases;
+    SCOPED_TRACE(entry.path().string());
+    std::ifstream f(entry.path() / "golden.json");
+    auto g = nlohmann::json::parse(f);
+    auto model = Model::load(ctx(), entry.path().string(), GetParam());
+    Session session(model);
+
+    std::vector<size_t> shape;
+    auto want = read_npy((entry.path() / "logits.npy").string(), shape);
+    auto got = session.score(g["score"]["src"].get<std::vector<uint32_t>>(), g["score"]["tgt"].get<std::vector<uint32_t>>());
+    ASSERT_EQ(got.size(), want.size());
+    const double err = relative_error(got, want);
+    EXPECT_LT(err, f16 ? 1e-2 : 1e-4) << "teacher-forced logits, relative to their norm";
+    RecordProperty(entry.path().filename().string() + (f16 ? "_fp16" : "_fp32"), std::to_string(err));
+    if (f16) continue;
+
+    GenerateOptions o{.max_new_tokens = g["max_new_tokens"]};
+    auto sources = g["sources"].get<std::vector<std::vector<uint32_t>>>();
+    auto single = g["greedy_single"].get<std::vector<std::vector<uint32_t>>>();
+    for (size_t i = 0; i < sources.size(); ++i) EXPECT_EQ(session.generate({sources[i]}, o)[0], single[i]) << "greedy, source " << i;
+    EXPECT_EQ(session.generate(sources, o), g["greedy"].get<std::vector<std::vector<uint32_t>>>()) << "padded batch";
+    GenerateOptions beam = o;
+    beam.beam = g["beam"]["width"];
+    beam.length_penalty = g["beam"]["length_penalty"];
+    EXPECT_EQ(session.generate({g["beam"]["source"].get<std::vector<uint32_t>>()}, beam)[0],
+              g["beam"]["ids"].get<std::vector<uint32_t>>())
+        << "beam search";
+  }
+  EXPECT_GT(cases, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(, Golden, ::testing::Values(DType::F32, DType::F16),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+}  // namespace
+}  // namespace vkf::test
