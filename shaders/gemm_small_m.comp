@@ -1,11 +1,22 @@
 #version 450
 // The decode-step GEMM: M is 1 to MAX_M rows, N and K large; every weight element is
-// read once. With op(B) = B^T (Linear weights, [N, K]) a group of LANES invocations
-// splits one output column's K and reduces in shared memory; otherwise each invocation
-// owns one column and walks K (rows of B are contiguous along N, so reads coalesce).
+// read once, so this kernel is about memory, not arithmetic.
+//
+// op(B) = B^T (Linear weights, [N, K]):
+//   SUBGROUP_REDUCE: each subgroup owns COLS output columns, its lanes split K and sum
+//     with subgroupAdd: no shared memory, no barriers (lavapipe pays a coroutine switch
+//     per SIMD chunk at every barrier). With VEC4_K the loads are vec4 along K.
+//   otherwise: LANES invocations per column reduce through shared memory.
+// op(B) = B ([K, N]): each invocation owns one column and walks K (coalesced rows).
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
 #include "activations.glsl"
+
+#ifdef VEC4_K
+layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
+#define GEMM_SKIP_AB
+#endif
 #include "gemm_common.glsl"
 
 #ifndef MAX_M
@@ -15,9 +26,54 @@
 #define WG_SIZE 256
 #endif
 #ifndef LANES
-#define LANES 32  // invocations per output column with B^T; a power of two
+#define LANES 32  // invocations per output column (a power of two; the subgroup size with SUBGROUP_REDUCE)
+#endif
+#ifndef COLS
+#define COLS 4  // output columns per subgroup (SUBGROUP_REDUCE)
 #endif
 layout(local_size_x = WG_SIZE) in;
+
+#ifdef SUBGROUP_REDUCE
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+
+void main() {
+  const uint z = gl_WorkGroupID.z;
+  const uint a_off = offset_a(z), b_off = offset_b(z);
+  const uint lane = gl_SubgroupInvocationID;
+  const uint n0 = (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * COLS;
+  uint cols[COLS];
+  for (uint c = 0; c < COLS; ++c) cols[c] = min(n0 + c, pc.N - 1);  // clamped: loads stay in bounds
+  float acc[MAX_M * COLS];
+  for (uint i = 0; i < MAX_M * COLS; ++i) acc[i] = 0.0;
+#ifdef VEC4_K
+  const uint K4 = pc.K / 4, lda4 = pc.lda / 4, ldb4 = pc.ldb / 4;
+  for (uint k = lane; k < K4; k += gl_SubgroupSize) {
+    vec4 a[MAX_M];
+    for (uint m = 0; m < MAX_M; ++m) a[m] = m < pc.M ? vec4(A4[a_off / 4 + m * lda4 + k]) : vec4(0.0);
+    for (uint c = 0; c < COLS; ++c) {
+      vec4 b = vec4(B4[b_off / 4 + cols[c] * ldb4 + k]);
+      for (uint m = 0; m < MAX_M; ++m) acc[m * COLS + c] += dot(a[m], b);
+    }
+  }
+#else
+  for (uint k = lane; k < pc.K; k += gl_SubgroupSize) {
+    float a[MAX_M];
+    for (uint m = 0; m < MAX_M; ++m) a[m] = m < pc.M ? a_at(a_off, m, k) : 0.0;
+    for (uint c = 0; c < COLS; ++c) {
+      float b = float(B[b_off + cols[c] * pc.ldb + k]);
+      for (uint m = 0; m < MAX_M; ++m) acc[m * COLS + c] = fma(a[m], b, acc[m * COLS + c]);
+    }
+  }
+#endif
+  for (uint m = 0; m < MAX_M; ++m)
+    for (uint c = 0; c < COLS; ++c) {
+      float s = subgroupAdd(acc[m * COLS + c]);
+      if (lane == 0 && m < pc.M && n0 + c < pc.N) store_c(z, m, n0 + c, s);
+    }
+}
+
+#else
 
 shared float partial[WG_SIZE];
 
@@ -62,3 +118,4 @@ void main() {
       if (m < pc.M) store_c(z, m, n, acc[m]);
   }
 }
+#endif

@@ -105,12 +105,26 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   std::string label;
   if (g.M <= kSmallM) {
     // Decode step: stream the weights once.
-    const uint32_t wg = std::min<uint32_t>(256, caps.max_workgroup_invocations);
-    const uint32_t lanes = caps.type == DeviceType::Cpu ? 8 : std::min<uint32_t>(32, wg);
-    k = kernel("gemm_small_m.comp", {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}}, 5,
-               sizeof push);
-    const uint32_t cols = g.trans_b ? wg / lanes : wg;
-    groups = {(g.N + cols - 1) / cols, 1, batches};
+    const bool subgroups = g.trans_b && caps.subgroup_arithmetic && caps.min_subgroup_size == caps.max_subgroup_size &&
+                           caps.subgroup_size >= 4 && caps.subgroup_size <= 64;
+    if (subgroups) {
+      const uint32_t wg = std::max<uint32_t>(64, caps.subgroup_size), cols = 4;
+      const bool vec4 = g.K % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0 &&
+                        push.stride_a[0] % 4 == 0 && push.stride_a[1] % 4 == 0 && push.stride_b[0] % 4 == 0 &&
+                        push.stride_b[1] % 4 == 0;
+      Defines d = {{"SUBGROUP_REDUCE", "1"}, {"WG_SIZE", std::to_string(wg)}, {"COLS", std::to_string(cols)}};
+      if (vec4) d.emplace_back("VEC4_K", "1");
+      k = kernel("gemm_small_m.comp", d, 5, sizeof push);
+      const uint32_t per_group = wg / caps.subgroup_size * cols;
+      groups = {(g.N + per_group - 1) / per_group, 1, batches};
+    } else {
+      const uint32_t wg = std::min<uint32_t>(256, caps.max_workgroup_invocations);
+      const uint32_t lanes = std::min<uint32_t>(32, wg);
+      k = kernel("gemm_small_m.comp", {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}}, 5,
+                 sizeof push);
+      const uint32_t cols = g.trans_b ? wg / lanes : wg;
+      groups = {(g.N + cols - 1) / cols, 1, batches};
+    }
     label = "gemm_small_m";
   } else {
     const uint64_t large_tiles = uint64_t((g.M + 127) / 128) * ((g.N + 127) / 128) * batches;
