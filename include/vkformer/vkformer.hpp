@@ -8,3 +8,4 @@
 #include "vkformer/self_test.hpp"
 #include "vkformer/ops.hpp"
 #include "vkformer/model.hpp"
+#include "vkformer/tokenizer.hpp"

@@ -8,5 +8,6 @@ int selftest(Args& args);
 int bench_ops(Args& args);
 int generate(Args& args);
 int score(Args& args);
+int translate(Args& args);
 
 }  // namespace vkf::cli

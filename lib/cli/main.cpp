@@ -21,6 +21,8 @@ void usage(FILE* out) {
                "                       generated target ids after BOS (EOS included when produced)\n"
                "  score --model DIR --src-ids 5,17,9 --tgt-ids 1,7,8 --logits-out FILE.npy\n"
                "                       teacher-forced logits [len(tgt), tgt_vocab] as float32 .npy\n"
+               "  translate --model DIR [\"text\" ...] [--beam K] [--batch N]\n"
+               "                       text in, text out (stdin, one input per line, when no text is given)\n"
                "  bench ops [--json] [--precision fp32|fp16] [--quick]\n"
                "                       kernel throughput beside OpenBLAS and the unfused attention path\n\n"
                "common options:\n"
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
     if (command == "selftest") return vkf::cli::selftest(args);
     if (command == "generate") return vkf::cli::generate(args);
     if (command == "score") return vkf::cli::score(args);
+    if (command == "translate") return vkf::cli::translate(args);
     std::fprintf(stderr, "vkformer: unknown command '%s'\n\n", command.c_str());
     usage(stderr);
     return 2;

@@ -1,0 +1,66 @@
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "vkformer/error.hpp"
+#include "vkformer/tokenizer.hpp"
+
+namespace vkf {
+
+namespace {
+// Length of the UTF-8 sequence starting with byte c (1 for stray continuation bytes).
+size_t utf8_length(unsigned char c) {
+  if (c >= 0xF0) return 4;
+  if (c >= 0xE0) return 3;
+  if (c >= 0xC0) return 2;
+  return 1;
+}
+}  // namespace
+
+CharTokenizer CharTokenizer::from_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw Error("tokenizer " + path + " cannot be read (a translator model directory needs vocab.json)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const std::exception& e) {
+    throw Error("tokenizer " + path + " is not valid JSON: " + e.what());
+  }
+  if (!j.is_object() || j.value("type", "") != "characters" || !j.contains("tokens") || !j["tokens"].is_array())
+    throw Error("tokenizer " + path + ": expected {\"type\": \"characters\", \"tokens\": [...]}");
+  CharTokenizer t;
+  for (auto& tok : j["tokens"]) {
+    if (!tok.is_string()) throw Error("tokenizer " + path + ": every token must be a string");
+    t.index_.emplace(tok.get<std::string>(), uint32_t(t.tokens_.size()));
+    t.tokens_.push_back(tok.get<std::string>());
+  }
+  t.pad_ = j.value("pad_id", 0u);
+  t.bos_ = j.value("bos_id", 1u);
+  t.eos_ = j.value("eos_id", 2u);
+  t.unk_ = j.value("unk_id", 3u);
+  if (std::max({t.pad_, t.bos_, t.eos_, t.unk_}) >= t.tokens_.size())
+    throw Error("tokenizer " + path + ": a special token id is outside the vocabulary");
+  return t;
+}
+
+std::vector<uint32_t> CharTokenizer::encode(std::string_view text) const {
+  std::vector<uint32_t> ids;
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = std::min(utf8_length(static_cast<unsigned char>(text[i])), text.size() - i);
+    auto it = index_.find(std::string(text.substr(i, n)));
+    ids.push_back(it == index_.end() ? unk_ : it->second);
+    i += n;
+  }
+  return ids;
+}
+
+std::string CharTokenizer::decode(const std::vector<uint32_t>& ids) const {
+  std::string out;
+  for (uint32_t id : ids) {
+    if (id == eos_) break;
+    if (id == pad_ || id == bos_ || id == unk_ || id >= tokens_.size()) continue;
+    out += tokens_[id];
+  }
+  return out;
+}
+
+}  // namespace vkf
