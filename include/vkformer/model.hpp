@@ -36,6 +36,7 @@ struct GenerateOptions {
   uint32_t top_k = 0;           // sampling: keep the k most likely tokens (0: all)
   float top_p = 1.0f;           // sampling: keep the smallest set with this much probability
   uint64_t seed = 0;
+  bool stop_at_eos = true;  // false: always max_new_tokens (benchmarks)
 };
 
 class Model {

@@ -13,7 +13,7 @@
 #endif
 
 #include "cli/commands.hpp"
-#include "cli/options.hpp"
+#include "cli/bench.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf::cli {
@@ -49,20 +49,13 @@ uint32_t reps_for(double flops_or_bytes, double per_second_guess) {
 
 }  // namespace
 
-int bench_ops(Args& args) {
-  const bool json = args.flag("--json");
-  const bool quick = args.flag("--quick");
-  const std::string precision = args.value("--precision").value_or("fp32");
-  ContextOptions options = context_options(args);
-  args.rest();
-  if (precision != "fp32" && precision != "fp16") throw Error("--precision must be fp32 or fp16");
-  Context ctx(options);
-  const DType dt = precision == "fp16" ? DType::F16 : DType::F32;
+nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print) {
   Ops ops(ctx, dt);
   const auto& caps = ctx.capabilities();
-  nlohmann::json out = {{"device", caps.name}, {"driver", caps.driver_info}, {"vkformer_version", version()},
-                        {"precision", precision}, {"gemm", nlohmann::json::array()}, {"softmax", nlohmann::json::array()},
+  const std::string precision = to_string(dt);
+  nlohmann::json out = {{"gemm", nlohmann::json::array()}, {"softmax", nlohmann::json::array()},
                         {"layer_norm", nlohmann::json::array()}, {"attention", nlohmann::json::array()}};
+  const bool json = !print;
   auto say = [&](const char* fmt, auto... a) {
     if (!json) std::printf(fmt, a...);
   };
@@ -140,8 +133,7 @@ int bench_ops(Args& args) {
     out["attention"].push_back({{"seq", L}, {"heads", H}, {"head_dim", d}, {"fused_ms", fused * 1e3},
                                 {"unfused_ms", unfused * 1e3}, {"speedup", unfused / fused}});
   }
-  if (json) std::printf("%s\n", out.dump(2).c_str());
-  return 0;
+  return out;
 }
 
 }  // namespace vkf::cli

@@ -23,8 +23,11 @@ void usage(FILE* out) {
                "                       teacher-forced logits [len(tgt), tgt_vocab] as float32 .npy\n"
                "  translate --model DIR [\"text\" ...] [--beam K] [--batch N]\n"
                "                       text in, text out (stdin, one input per line, when no text is given)\n"
-               "  bench ops [--json] [--precision fp32|fp16] [--quick]\n"
-               "                       kernel throughput beside OpenBLAS and the unfused attention path\n\n"
+               "  bench [ops|model|all] [--json | --json-out FILE] [--svg FILE] [--precision P] [--quick] [--model DIR]\n"
+               "                       kernels beside OpenBLAS and the unfused attention path, and model\n"
+               "                       decoding speed, on every device (or --device)\n"
+               "  bench chart REPORT.json... --svg OUT.svg\n"
+               "                       one chart comparing the runs of several reports\n\n"
                "common options:\n"
                "  --device N|NAME      device by index or name substring (also VKF_DEVICE)\n"
                "  --validation         enable the Khronos validation layer (also VKF_VALIDATION=1)\n"
@@ -49,10 +52,9 @@ int main(int argc, char** argv) {
     if (command == "bench") {
       // vkformer bench [ops] [options]
       const bool named = argc > 2 && argv[2][0] != '-';
-      const std::string what = named ? argv[2] : "ops";
+      const std::string what = named ? argv[2] : "all";
       vkf::cli::Args args(argc, argv, named ? 3 : 2);
-      if (what == "ops") return vkf::cli::bench_ops(args);
-      throw vkf::Error("unknown benchmark '" + what + "' (available: ops)");
+      return vkf::cli::bench(args, what);
     }
     vkf::cli::Args args(argc, argv, 2);
     if (command == "info") return vkf::cli::info(args);

@@ -153,7 +153,7 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
     for (uint32_t b = 0; b < B; ++b) {
       if (done[b]) continue;
       out[b].push_back(next[b]);
-      done[b] = next[b] == c.eos_id;
+      done[b] = o.stop_at_eos && next[b] == c.eos_id;
     }
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
     for (uint32_t b = 0; b < B; ++b) feed[b] = done[b] ? c.eos_id : next[b];

@@ -1,0 +1,115 @@
+// `vkformer bench`: kernel and model benchmarks on every Vulkan device (or the one
+// chosen), a table on the terminal, a JSON report and an SVG chart.
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/bench.hpp"
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "vkformer/model.hpp"
+
+namespace vkf::cli {
+
+namespace fs = std::filesystem;
+
+nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bool quick, bool print) {
+  auto model = Model::load(ctx, dir, dtype);
+  Session session(model);
+  const auto& c = model->config();
+  nlohmann::json out = {{"model", dir}, {"d_model", c.d_model}, {"layers", c.num_encoder_layers + c.num_decoder_layers}};
+  std::vector<uint32_t> src;
+  for (uint32_t i = 0; i < 20; ++i) src.push_back(4 + (i * 7) % (c.src_vocab_size - 4));
+  const uint32_t tokens = quick ? 8 : 24;
+  for (uint32_t batch : {1u, quick ? 4u : 32u}) {
+    std::vector<std::vector<uint32_t>> sources(batch, src);
+    GenerateOptions o{.max_new_tokens = tokens, .stop_at_eos = false};
+    session.generate(sources, {.max_new_tokens = 2});  // warm-up: pipelines compiled
+    auto t0 = std::chrono::steady_clock::now();
+    auto ids = session.generate(sources, o);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    size_t n = 0;
+    for (auto& v : ids) n += v.size();
+    out["greedy"].push_back({{"batch", batch}, {"tokens", n}, {"seconds", s}, {"tokens_per_second", n / s}});
+    if (print) std::printf("%-24s %12.1f tokens/s (batch %u, %zu tokens)\n", "greedy decoding", n / s, batch, n);
+  }
+  return out;
+}
+
+int bench(Args& args, const std::string& what) {
+  const bool quick = args.flag("--quick");
+  auto json_path = args.value("--json-out");
+  const bool json_stdout = args.flag("--json");
+  auto svg_path = args.value("--svg");
+  const std::string precision = args.value("--precision").value_or("fp32");
+  std::string model_dir = args.value("--model").value_or("samples/dates");
+  ContextOptions options = context_options(args);
+  auto extra = args.rest();
+  if (precision != "fp32" && precision != "fp16") throw Error("--precision must be fp32 or fp16");
+  const DType dt = precision == "fp16" ? DType::F16 : DType::F32;
+
+  if (what == "chart") {  // vkformer bench chart a.json b.json --svg out.svg
+    if (extra.empty() || !svg_path) throw Error("usage: vkformer bench chart REPORT.json... --svg OUT.svg");
+    std::vector<nlohmann::json> reports;
+    for (auto& f : extra) {
+      std::ifstream in(f);
+      if (!in) throw Error("cannot read " + f);
+      reports.push_back(nlohmann::json::parse(in));
+    }
+    std::ofstream(*svg_path) << bench_chart(reports);
+    std::printf("wrote %s\n", svg_path->c_str());
+    return 0;
+  }
+  if (what != "ops" && what != "model" && what != "all") throw Error("unknown benchmark '" + what + "' (ops, model, all, chart)");
+
+  // Every device unless one was chosen.
+  auto devices = list_devices(options);
+  std::vector<uint32_t> indices;
+  if (!options.device.empty() || std::getenv("VKF_DEVICE")) {
+    std::string choice = options.device.empty() ? std::getenv("VKF_DEVICE") : options.device;
+    indices.push_back(choose_device(devices, choice));
+  } else {
+    for (auto& d : devices) indices.push_back(d.index);
+  }
+  const bool print = !json_stdout;
+  nlohmann::json report = {{"schema", "vkformer-bench/1"}, {"vkformer_version", version()}, {"runs", nlohmann::json::array()}};
+  for (uint32_t index : indices) {
+    ContextOptions o = options;
+    o.device = std::to_string(index);
+    Context ctx(o);
+    const auto& c = ctx.capabilities();
+    char stamp[32];
+    std::time_t now = std::time(nullptr);
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    nlohmann::json run = {
+        {"device", {{"index", c.index}, {"name", c.name}, {"type", to_string(c.type)}, {"vendor", c.vendor},
+                    {"driver_name", c.driver_name}, {"driver_info", c.driver_info}, {"api_version", c.api_version_string}}},
+        {"vkformer_version", version()},
+        {"settings", {{"precision", precision}, {"quick", quick}, {"benchmark", what}, {"time", stamp}}}};
+    if (what == "ops" || what == "all") run["ops"] = bench_ops(ctx, dt, quick, print);
+    if (what == "model" || what == "all") {
+      if (fs::exists(fs::path(model_dir) / "model.safetensors")) {
+        if (print) std::printf("\nmodel %s\n", model_dir.c_str());
+        run["model"] = bench_model(ctx, model_dir, dt, quick, print);
+        run["settings"]["model"] = model_dir;
+      } else if (print) {
+        std::printf("\n(no model at %s: pass --model DIR for the model benchmark)\n", model_dir.c_str());
+      }
+    }
+    report["runs"].push_back(run);
+  }
+  if (json_stdout) std::printf("%s\n", report.dump(2).c_str());
+  if (json_path) {
+    std::ofstream(*json_path) << report.dump(2) << "\n";
+    if (print) std::printf("\nwrote %s\n", json_path->c_str());
+  }
+  if (svg_path) {
+    std::ofstream(*svg_path) << bench_chart({report});
+    if (print) std::printf("wrote %s\n", svg_path->c_str());
+  }
+  return 0;
+}
+
+}  // namespace vkf::cli

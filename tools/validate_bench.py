@@ -1,0 +1,26 @@
+#!/usr/bin/python3
+"""Validates a `vkformer bench --json-out` report against docs/bench.schema.json, and
+checks the SVG chart beside it parses. Exit status 0 when both are valid."""
+import json
+import sys
+import xml.dom.minidom
+
+import jsonschema
+
+
+def main():
+    schema_path, report_path = sys.argv[1], sys.argv[2]
+    with open(schema_path) as f:
+        schema = json.load(f)
+    with open(report_path) as f:
+        report = json.load(f)
+    jsonschema.validate(report, schema)
+    runs = report["runs"]
+    assert all("ops" in r and "model" in r for r in runs), "a run lacks ops or model results"
+    for svg in sys.argv[3:]:
+        xml.dom.minidom.parse(svg)
+    print(f"{report_path}: valid ({len(runs)} run(s))")
+
+
+if __name__ == "__main__":
+    main()
