@@ -5,6 +5,7 @@
 
 #include "model/safetensors.hpp"
 #include "model/seq2seq.hpp"
+#include "model/uploader.hpp"
 
 namespace vkf {
 
@@ -59,44 +60,6 @@ std::vector<std::pair<std::string, Shape>> expected_tensors(const ModelConfig& c
   return t;
 }
 
-class Uploader {
- public:
-  Uploader(Context& ctx, const model::SafeTensors& file, DType dtype) : ctx_(ctx), file_(file), dtype_(dtype) {}
-
-  // Rows [row0, row0 + rows) of a tensor (all of it by default), in the model's precision.
-  Buffer tensor(const std::string& name, uint64_t row0 = 0, uint64_t rows = 0) {
-    auto f = file_.floats(name);
-    const auto& shape = file_.at(name).shape;
-    const uint64_t width = shape.size() > 1 ? shape[1] : 1;
-    if (!rows) rows = shape[0];
-    const float* src = f.data() + row0 * width;
-    const uint64_t n = rows * width;
-    Buffer b = ctx_.buffer(n * dtype_bytes(dtype_), name);
-    if (dtype_ == DType::F16) {
-      std::vector<uint16_t> h(n);
-      for (uint64_t i = 0; i < n; ++i) h[i] = model::float_to_half(src[i]);
-      ctx_.upload(b, h.data(), n * 2);
-    } else {
-      ctx_.upload(b, src, n * 4);
-    }
-    return b;
-  }
-  Linear linear(const std::string& p) {
-    const auto& s = file_.at(p + ".weight").shape;
-    return {tensor(p + ".weight"), tensor(p + ".bias"), uint32_t(s[0]), uint32_t(s[1])};
-  }
-  // Part of an attention's input projection: rows [row0, row0 + rows) of in_proj.
-  Linear in_proj(const std::string& p, uint32_t row0, uint32_t rows, uint32_t d) {
-    return {tensor(p + ".in_proj_weight", row0, rows), tensor(p + ".in_proj_bias", row0, rows), rows, d};
-  }
-  Norm norm(const std::string& p) { return {tensor(p + ".weight"), tensor(p + ".bias")}; }
-
- private:
-  Context& ctx_;
-  const model::SafeTensors& file_;
-  DType dtype_;
-};
-
 }  // namespace
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -128,7 +91,7 @@ std::shared_ptr<const Model> Model::load(Context& ctx, const std::string& direct
     throw Error("fp16 precision needs 16-bit storage, which device '" + ctx.capabilities().name + "' lacks");
 
   auto m = std::make_unique<Impl>(Impl{ctx, c, precision, {}, {}, {}, {}, {}, {}, {}, {}});
-  Uploader up(ctx, file, precision);
+  model::Uploader up(ctx, file, precision);
   const uint32_t D = c.d_model;
   m->src_embed = up.tensor("src_embed.weight");
   m->tgt_embed = up.tensor("tgt_embed.weight");
@@ -136,10 +99,7 @@ std::shared_ptr<const Model> Model::load(Context& ctx, const std::string& direct
   m->positions = ctx.buffer(pe.size() * 4, "positions");
   ctx.upload(m->positions, std::span<const float>(pe));
   for (uint32_t i = 0; i < c.num_encoder_layers; ++i) {
-    const std::string p = "transformer.encoder.layers." + std::to_string(i);
-    m->encoder.push_back({up.in_proj(p + ".self_attn", 0, 3 * D, D), up.linear(p + ".self_attn.out_proj"),
-                          up.linear(p + ".linear1"), up.linear(p + ".linear2"), up.norm(p + ".norm1"),
-                          up.norm(p + ".norm2")});
+    m->encoder.push_back(up.encoder_layer("transformer.encoder.layers." + std::to_string(i), D));
   }
   for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
     const std::string p = "transformer.decoder.layers." + std::to_string(i);

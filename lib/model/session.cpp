@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/encoder_stack.hpp"
 #include "model/safetensors.hpp"
 
 namespace vkf {
@@ -106,35 +107,14 @@ void Session::Impl::encode(const std::vector<std::vector<uint32_t>>& sources, ui
   ops.embedding(cl, {.rows = rows, .vocab = c.src_vocab_size, .dim = D, .scale = scale, .seq_len = S,
                      .positions = c.max_position},
                 src_ids.view(), m.src_embed.view(), m.positions.view(), x.view());
-  for (const auto& layer : m.encoder) encoder_layer(cl, layer, rows);
+  const model::EncoderShape shape{.batch = batch, .seq_len = S, .d_model = D, .heads = c.nhead,
+                                  .activation = c.activation, .norm_first = c.norm_first, .eps = c.layer_norm_eps};
+  const model::EncoderBuffers buffers{x, y, qkv, attn, hidden};
+  for (const auto& layer : m.encoder) model::record_encoder_layer(ops, cl, layer, shape, buffers, src_mask.view());
   norm(cl, m.encoder_norm, x.view(), rows, memory.view());
   // Cross-attention keys and values, once per source for every decoding step.
   for (size_t l = 0; l < m.decoder.size(); ++l) linear(cl, m.decoder[l].cross_kv, memory.view(), rows, cross_kv[l].view());
   finish(cl, encoder_report);
-}
-
-void Session::Impl::encoder_layer(CommandList& cl, const EncoderLayer& l, uint32_t rows) {
-  const ModelConfig& c = m.config;
-  const uint32_t D = c.d_model, S = src_len;
-  Attention self{.batch = batch, .heads = c.nhead, .head_dim = c.head_dim(), .q_len = S, .kv_len = S,
-                 .q_row_stride = 3 * D, .kv_batch_stride = uint64_t(S) * 3 * D, .kv_row_stride = 3 * D};
-  if (!c.norm_first) {
-    linear(cl, l.self_qkv, x.view(), rows, qkv.view());
-    ops.attention(cl, self, at(qkv, 0), at(qkv, D), at(qkv, 2 * D), attn.view(), src_mask.view());
-    linear(cl, l.self_out, attn.view(), rows, y.view(), Activation::None, x.view());
-    norm(cl, l.norm1, y.view(), rows, x.view());
-    linear(cl, l.linear1, x.view(), rows, hidden.view(), c.activation);
-    linear(cl, l.linear2, hidden.view(), rows, y.view(), Activation::None, x.view());
-    norm(cl, l.norm2, y.view(), rows, x.view());
-  } else {
-    norm(cl, l.norm1, x.view(), rows, y.view());
-    linear(cl, l.self_qkv, y.view(), rows, qkv.view());
-    ops.attention(cl, self, at(qkv, 0), at(qkv, D), at(qkv, 2 * D), attn.view(), src_mask.view());
-    linear(cl, l.self_out, attn.view(), rows, x.view(), Activation::None, x.view());
-    norm(cl, l.norm2, x.view(), rows, y.view());
-    linear(cl, l.linear1, y.view(), rows, hidden.view(), c.activation);
-    linear(cl, l.linear2, hidden.view(), rows, x.view(), Activation::None, x.view());
-  }
 }
 
 void Session::Impl::decoder_layer(CommandList& cl, const DecoderLayer& l, size_t index, uint32_t t0, uint32_t n) {

@@ -41,7 +41,6 @@ struct Session::Impl {
   void linear(CommandList& cl, const Linear& l, const BufferView& x, uint32_t rows, const BufferView& y,
               Activation act = Activation::None, std::optional<BufferView> residual = {});
   void norm(CommandList& cl, const Norm& n, const BufferView& x, uint32_t rows, const BufferView& y);
-  void encoder_layer(CommandList& cl, const EncoderLayer& l, uint32_t rows);
   void decoder_layer(CommandList& cl, const DecoderLayer& l, size_t index, uint32_t t0, uint32_t n);
   CommandList begin();
   void finish(CommandList& cl, std::string& report);

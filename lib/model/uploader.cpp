@@ -1,0 +1,39 @@
+#include "model/uploader.hpp"
+
+namespace vkf::model {
+
+Buffer Uploader::tensor(const std::string& name, uint64_t row0, uint64_t rows) {
+  auto f = file_.floats(name);
+  const auto& shape = file_.at(name).shape;
+  const uint64_t width = shape.size() > 1 ? shape[1] : 1;
+  if (!rows) rows = shape[0];
+  const float* src = f.data() + row0 * width;
+  const uint64_t n = rows * width;
+  Buffer b = ctx_.buffer(n * dtype_bytes(dtype_), name);
+  if (dtype_ == DType::F16) {
+    std::vector<uint16_t> h(n);
+    for (uint64_t i = 0; i < n; ++i) h[i] = float_to_half(src[i]);
+    ctx_.upload(b, h.data(), n * 2);
+  } else {
+    ctx_.upload(b, src, n * 4);
+  }
+  return b;
+}
+
+Linear Uploader::linear(const std::string& p) {
+  const auto& s = file_.at(p + ".weight").shape;
+  return {tensor(p + ".weight"), tensor(p + ".bias"), uint32_t(s[0]), uint32_t(s[1])};
+}
+
+Linear Uploader::in_proj(const std::string& p, uint32_t row0, uint32_t rows, uint32_t d) {
+  return {tensor(p + ".in_proj_weight", row0, rows), tensor(p + ".in_proj_bias", row0, rows), rows, d};
+}
+
+Norm Uploader::norm(const std::string& p) { return {tensor(p + ".weight"), tensor(p + ".bias")}; }
+
+EncoderLayer Uploader::encoder_layer(const std::string& p, uint32_t d) {
+  return {in_proj(p + ".self_attn", 0, 3 * d, d), linear(p + ".self_attn.out_proj"), linear(p + ".linear1"),
+          linear(p + ".linear2"), norm(p + ".norm1"), norm(p + ".norm2")};
+}
+
+}  // namespace vkf::model

@@ -1,0 +1,29 @@
+#pragma once
+// Tensors from a safetensors file to GPU buffers in a model's precision.
+#include <string>
+
+#include "model/safetensors.hpp"
+#include "model/seq2seq.hpp"
+
+namespace vkf::model {
+
+class Uploader {
+ public:
+  Uploader(Context& ctx, const SafeTensors& file, DType dtype) : ctx_(ctx), file_(file), dtype_(dtype) {}
+
+  // Rows [row0, row0 + rows) of a tensor (all of it by default), in the model's precision.
+  Buffer tensor(const std::string& name, uint64_t row0 = 0, uint64_t rows = 0);
+  Linear linear(const std::string& prefix);
+  // Part of an attention's input projection: rows [row0, row0 + rows) of in_proj.
+  Linear in_proj(const std::string& attention, uint32_t row0, uint32_t rows, uint32_t d);
+  Norm norm(const std::string& prefix);
+  // nn.TransformerEncoderLayer's weights under `prefix`.
+  EncoderLayer encoder_layer(const std::string& prefix, uint32_t d_model);
+
+ private:
+  Context& ctx_;
+  const SafeTensors& file_;
+  DType dtype_;
+};
+
+}  // namespace vkf::model
