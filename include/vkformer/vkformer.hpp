@@ -9,3 +9,4 @@
 #include "vkformer/ops.hpp"
 #include "vkformer/model.hpp"
 #include "vkformer/tokenizer.hpp"
+#include "vkformer/forecaster.hpp"

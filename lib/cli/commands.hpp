@@ -9,5 +9,6 @@ int bench(Args& args, const std::string& what);
 int generate(Args& args);
 int score(Args& args);
 int translate(Args& args);
+int forecast(Args& args);
 
 }  // namespace vkf::cli

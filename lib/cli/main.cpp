@@ -23,6 +23,8 @@ void usage(FILE* out) {
                "                       teacher-forced logits [len(tgt), tgt_vocab] as float32 .npy\n"
                "  translate --model DIR [\"text\" ...] [--beam K] [--batch N]\n"
                "                       text in, text out (stdin, one input per line, when no text is given)\n"
+               "  forecast --model DIR [--series FILE]\n"
+               "                       forecasts from a series (one value per line), beside a naive forecast\n"
                "  bench [ops|model|all] [--json | --json-out FILE] [--svg FILE] [--precision P] [--quick] [--model DIR]\n"
                "                       kernels beside OpenBLAS and the unfused attention path, and model\n"
                "                       decoding speed, on every device (or --device)\n"
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
     if (command == "generate") return vkf::cli::generate(args);
     if (command == "score") return vkf::cli::score(args);
     if (command == "translate") return vkf::cli::translate(args);
+    if (command == "forecast") return vkf::cli::forecast(args);
     std::fprintf(stderr, "vkformer: unknown command '%s'\n\n", command.c_str());
     usage(stderr);
     return 2;
