@@ -8,5 +8,7 @@ tools/build.sh
 build/vkformer info
 build/vkformer selftest
 echo
+build/vkformer forecast --model samples/forecast
+echo
 build/vkformer translate --model samples/dates \
   "the 3rd of March 1998" "3/3/98" "March 3, 1998" "1998年3月3日" "Tuesday, July 4, 2023" "25.12.1969"

@@ -42,8 +42,9 @@ def main():
     warnings.filterwarnings("ignore")
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="samples/dates")
-    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--steps", type=int, default=6000)
     ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=2e-3)
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)  # measured faster than 2 on 2 cores (less contention)
@@ -54,8 +55,8 @@ def main():
               "layer_norm_eps": 1e-5, "src_vocab_size": len(vocab), "tgt_vocab_size": len(vocab),
               "max_position": 64, "scale_embedding": True, "pad_id": PAD, "bos_id": BOS, "eos_id": EOS}
     model = Seq2Seq(config)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-3, total_steps=args.steps, pct_start=0.1)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.steps, pct_start=0.1)
     loss_fn = nn.CrossEntropyLoss(ignore_index=PAD)
     train = dataset(args.steps * args.batch, seed=1)
     t0 = time.time()

@@ -6,6 +6,7 @@
 
 #include "support/gpu_test.hpp"
 #include "vkformer/model.hpp"
+#include "vkformer/forecaster.hpp"
 #include "vkformer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
@@ -45,6 +46,46 @@ TEST_F(GpuTest, DateTranslatorAgreesWithPyTorchOnEveryHeldOutExample) {
   std::printf("date translator: %zu/%zu agree with PyTorch, %zu/%zu exactly right\n", agree, inputs.size(), correct,
               inputs.size());
   EXPECT_GE(double(correct) / inputs.size(), 0.95) << "the shipped model should be good at its task";
+}
+
+}  // namespace
+}  // namespace vkf::test
+
+namespace vkf::test {
+namespace {
+
+// The shipped forecaster against PyTorch's forecasts for the same test windows
+// (test_torch.txt, recorded by tools/forecast.py). Tolerance 1e-4 of the forecasts'
+// norm, as for the seq2seq goldens; and it must beat the naive last-value forecast.
+TEST_F(GpuTest, ForecasterMatchesPyTorchAndBeatsNaive) {
+  const fs::path dir = fs::path(VKF_SOURCE_DIR) / "samples" / "forecast";
+  ASSERT_TRUE(fs::exists(dir / "model.safetensors")) << "the shipped forecaster is missing";
+  auto model = Forecaster::load(ctx(), dir.string());
+  const auto& c = model->config();
+  std::vector<float> series, want;
+  std::ifstream s(dir / "test_series.txt"), t(dir / "test_torch.txt");
+  for (float v; s >> v;) series.push_back(v);
+  for (float v; t >> v;) want.push_back(v);
+  const size_t n = series.size() - c.window - c.horizon + 1;
+  ASSERT_EQ(want.size(), n * c.horizon);
+  std::vector<float> windows;
+  for (size_t i = 0; i < n; ++i) windows.insert(windows.end(), series.begin() + long(i), series.begin() + long(i + c.window));
+  auto got = model->predict(windows);
+  ASSERT_EQ(got.size(), want.size());
+  double err = 0, norm = 0, mae = 0, naive = 0;
+  for (size_t i = 0; i < n; ++i)
+    for (uint32_t h = 0; h < c.horizon; ++h) {
+      const size_t k = i * c.horizon + h;
+      err += (got[k] - want[k]) * double(got[k] - want[k]);
+      norm += double(want[k]) * want[k];
+      mae += std::abs(got[k] - series[i + c.window + h]);
+      naive += std::abs(series[i + c.window - 1] - series[i + c.window + h]);
+    }
+  EXPECT_LT(std::sqrt(err / norm), 1e-4);
+  EXPECT_LT(mae, naive) << "the model should forecast better than repeating the last value";
+  std::printf("forecaster: relative difference from PyTorch %.2e; MAE %.3f vs naive %.3f\n", std::sqrt(err / norm),
+              mae / (n * c.horizon), naive / (n * c.horizon));
+  EXPECT_THROW(model->predict(std::vector<float>(c.window + 1, 1.0f)), Error);
 }
 
 }  // namespace
