@@ -10,3 +10,4 @@
 #include "vkformer/model.hpp"
 #include "vkformer/tokenizer.hpp"
 #include "vkformer/forecaster.hpp"
+#include "vkformer/half.hpp"

@@ -1,5 +1,4 @@
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include "model/json_file.hpp"
 
 #include "vkformer/error.hpp"
 #include "vkformer/tokenizer.hpp"
@@ -17,15 +16,8 @@ size_t utf8_length(unsigned char c) {
 }  // namespace
 
 CharTokenizer CharTokenizer::from_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw Error("tokenizer " + path + " cannot be read (a translator model directory needs vocab.json)");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const std::exception& e) {
-    throw Error("tokenizer " + path + " is not valid JSON: " + e.what());
-  }
-  if (!j.is_object() || j.value("type", "") != "characters" || !j.contains("tokens") || !j["tokens"].is_array())
+  const nlohmann::json j = model::read_json_object(path, "tokenizer");
+  if (j.value("type", "") != "characters" || !j.contains("tokens") || !j["tokens"].is_array())
     throw Error("tokenizer " + path + ": expected {\"type\": \"characters\", \"tokens\": [...]}");
   CharTokenizer t;
   for (auto& tok : j["tokens"]) {

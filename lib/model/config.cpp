@@ -1,5 +1,4 @@
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include "model/json_file.hpp"
 
 #include "vkformer/error.hpp"
 #include "vkformer/model.hpp"
@@ -8,15 +7,7 @@ namespace vkf {
 
 ModelConfig ModelConfig::from_file(const std::string& path) {
   auto fail = [&](const std::string& why) { throw Error("config " + path + ": " + why); };
-  std::ifstream f(path);
-  if (!f) fail("cannot be read");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const std::exception& e) {
-    fail(std::string("is not valid JSON: ") + e.what());
-  }
-  if (!j.is_object()) fail("is not a JSON object");
+  const nlohmann::json j = model::read_json_object(path, "config");
   auto need = [&](const char* key) -> const nlohmann::json& {
     if (!j.contains(key)) fail(std::string("missing field '") + key + "'");
     return j[key];

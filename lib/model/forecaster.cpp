@@ -9,20 +9,15 @@
 #include <nlohmann/json.hpp>
 
 #include "model/encoder_stack.hpp"
+#include "model/json_file.hpp"
+#include "model/tensor_io.hpp"
 #include "model/uploader.hpp"
 
 namespace vkf {
 
 ForecasterConfig ForecasterConfig::from_file(const std::string& path) {
   auto fail = [&](const std::string& why) { throw Error("config " + path + ": " + why); };
-  std::ifstream f(path);
-  if (!f) fail("cannot be read");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const std::exception& e) {
-    fail(std::string("is not valid JSON: ") + e.what());
-  }
+  const nlohmann::json j = model::read_json_object(path, "config");
   if (j.value("architecture", "") != "torch-patch-forecaster")
     fail("architecture must be \"torch-patch-forecaster\", got '" + j.value("architecture", "") + "'");
   auto count = [&](const char* key) {
@@ -89,14 +84,7 @@ std::shared_ptr<const Forecaster> Forecaster::load(Context& ctx, const std::stri
   }
   m->final_norm = up.norm("encoder.norm");
   auto pe = sinusoidal_positions(uint32_t(P), c.d_model);
-  m->positions = ctx.buffer(pe.size() * dtype_bytes(precision), "positions");
-  if (precision == DType::F16) {
-    std::vector<uint16_t> h(pe.size());
-    for (size_t i = 0; i < pe.size(); ++i) h[i] = model::float_to_half(pe[i]);
-    ctx.upload(m->positions, h.data(), h.size() * 2);
-  } else {
-    ctx.upload(m->positions, std::span<const float>(pe));
-  }
+  m->positions = model::upload_floats(ctx, pe, precision, "positions");
   return std::shared_ptr<const Forecaster>(new Forecaster(std::move(m)));
 }
 
@@ -123,14 +111,7 @@ std::vector<float> Forecaster::predict(const std::vector<float>& windows) const 
   Context& ctx = m.ctx;
   Ops ops(ctx, m.dtype);
   const uint32_t e = dtype_bytes(m.dtype);
-  Buffer series = ctx.buffer(uint64_t(norm.size()) * e, "series");
-  if (m.dtype == DType::F16) {
-    std::vector<uint16_t> h(norm.size());
-    for (size_t i = 0; i < h.size(); ++i) h[i] = model::float_to_half(norm[i]);
-    ctx.upload(series, h.data(), h.size() * 2);
-  } else {
-    ctx.upload(series, std::span<const float>(norm));
-  }
+  Buffer series = model::upload_floats(ctx, norm, m.dtype, "series");
   model::EncoderBuffers buf{ctx.buffer(uint64_t(rows) * D * e, "x"), ctx.buffer(uint64_t(rows) * D * e, "y"),
                             ctx.buffer(uint64_t(rows) * 3 * D * e, "qkv"), ctx.buffer(uint64_t(rows) * D * e, "attn"),
                             ctx.buffer(uint64_t(rows) * c.dim_feedforward * e, "hidden")};
@@ -153,14 +134,7 @@ std::vector<float> Forecaster::predict(const std::vector<float>& windows) const 
            m.head.bias.view());
   cl.submit();
 
-  std::vector<float> result(uint64_t(B) * c.horizon);
-  if (m.dtype == DType::F16) {
-    std::vector<uint16_t> h(result.size());
-    ctx.download(out, h.data(), h.size() * 2);
-    for (size_t i = 0; i < h.size(); ++i) result[i] = model::half_to_float(h[i]);
-  } else {
-    ctx.download(out, result.data(), result.size() * 4);
-  }
+  std::vector<float> result = model::download_floats(ctx, out, uint64_t(B) * c.horizon, m.dtype);
   for (uint32_t b = 0; b < B; ++b)
     for (uint32_t h = 0; h < c.horizon; ++h) result[b * c.horizon + h] = float(result[b * c.horizon + h] * scale[b] + mean[b]);
   return result;

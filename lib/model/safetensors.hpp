@@ -37,7 +37,4 @@ class SafeTensors {
   std::map<std::string, TensorInfo> tensors_;
 };
 
-float half_to_float(uint16_t h);
-uint16_t float_to_half(float f);
-
 }  // namespace vkf::model

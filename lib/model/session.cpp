@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "model/encoder_stack.hpp"
-#include "model/safetensors.hpp"
+#include "model/tensor_io.hpp"
 
 namespace vkf {
 
@@ -194,15 +194,7 @@ std::vector<float> Session::Impl::decode(uint32_t t0, uint32_t n, const std::vec
   }
   finish(cl, decoder_report);
   if (!download) return {};
-  std::vector<float> out(uint64_t(last_rows) * V);
-  if (m.dtype == DType::F16) {
-    std::vector<uint16_t> h(out.size());
-    ctx.download(logits, h.data(), h.size() * 2);
-    for (size_t i = 0; i < h.size(); ++i) out[i] = model::half_to_float(h[i]);
-  } else {
-    ctx.download(logits, out.data(), out.size() * 4);
-  }
-  return out;
+  return model::download_floats(ctx, logits, uint64_t(last_rows) * V, m.dtype);
 }
 
 std::vector<uint32_t> Session::Impl::argmax_last() {

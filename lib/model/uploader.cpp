@@ -1,5 +1,7 @@
 #include "model/uploader.hpp"
 
+#include "model/tensor_io.hpp"
+
 namespace vkf::model {
 
 Buffer Uploader::tensor(const std::string& name, uint64_t row0, uint64_t rows) {
@@ -7,17 +9,7 @@ Buffer Uploader::tensor(const std::string& name, uint64_t row0, uint64_t rows) {
   const auto& shape = file_.at(name).shape;
   const uint64_t width = shape.size() > 1 ? shape[1] : 1;
   if (!rows) rows = shape[0];
-  const float* src = f.data() + row0 * width;
-  const uint64_t n = rows * width;
-  Buffer b = ctx_.buffer(n * dtype_bytes(dtype_), name);
-  if (dtype_ == DType::F16) {
-    std::vector<uint16_t> h(n);
-    for (uint64_t i = 0; i < n; ++i) h[i] = float_to_half(src[i]);
-    ctx_.upload(b, h.data(), n * 2);
-  } else {
-    ctx_.upload(b, src, n * 4);
-  }
-  return b;
+  return upload_floats(ctx_, std::span<const float>(f.data() + row0 * width, rows * width), dtype_, name);
 }
 
 Linear Uploader::linear(const std::string& p) {
