@@ -23,6 +23,8 @@ layout(std430, set = 0, binding = 1) readonly buffer Kb { store_t K[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Vb { store_t V[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Ob { store_t O[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Mb { store_t key_mask[]; };  // [batch, kv_len], FLAG_KEY_MASK
+#define STEP_BINDING 5
+#include "step.glsl"
 
 const uint FLAG_KEY_MASK = 1u, FLAG_CAUSAL = 2u;
 layout(push_constant) uniform Push {
@@ -34,6 +36,8 @@ layout(push_constant) uniform Push {
   uint kv_batch_stride, kv_head_stride, kv_row_stride;
   uint o_batch_stride, o_row_stride;
   uint base_q, base_k, base_v, base_o;  // element offsets into the bound views
+  uint step_q;                          // per decoding step: queries advance this many elements,
+  uint kv_per_step;                     // and kv_len and causal_offset grow by this (0 or 1)
 } pc;
 
 shared float Ks[BKV * HEAD_DIM];
@@ -43,6 +47,8 @@ shared float Vs[BKV * HEAD_DIM];
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
+  const uint step = (pc.step_q | pc.kv_per_step) != 0u ? step_counter[0] : 0u;
+  const uint kv_len = pc.kv_len + step * pc.kv_per_step, causal_offset = pc.causal_offset + step * pc.kv_per_step;
   const uint i = gl_WorkGroupID.x * BQ + tid;  // query row
   const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
   const bool live_row = i < pc.q_len;
@@ -50,16 +56,16 @@ void main() {
   const uint k_base = pc.base_k + kv_base, v_base = pc.base_v + kv_base;
 
   float q[HEAD_DIM], o[HEAD_DIM];
-  const uint q_base = pc.base_q + b * pc.q_batch_stride + i * pc.q_row_stride + h * HEAD_DIM;
+  const uint q_base = pc.base_q + step * pc.step_q + b * pc.q_batch_stride + i * pc.q_row_stride + h * HEAD_DIM;
   for (uint d = 0; d < HEAD_DIM; ++d) {
     q[d] = live_row ? float(Q[q_base + d]) * pc.scale : 0.0;
     o[d] = 0.0;
   }
   float m = NEG_INF, l = 0.0;
   // Keys past this one are causally masked for every row of the workgroup.
-  uint kv_end = pc.kv_len;
+  uint kv_end = kv_len;
   if ((pc.flags & FLAG_CAUSAL) != 0u)
-    kv_end = min(pc.kv_len, min(pc.q_len, gl_WorkGroupID.x * BQ + BQ) + pc.causal_offset);
+    kv_end = min(kv_len, min(pc.q_len, gl_WorkGroupID.x * BQ + BQ) + causal_offset);
 
   for (uint j0 = 0; j0 < kv_end; j0 += BKV) {
     for (uint e = tid; e < BKV * HEAD_DIM; e += BQ) {
@@ -73,10 +79,10 @@ void main() {
       for (uint jj = 0; jj < BKV; ++jj) {
         uint j = j0 + jj;
         if (j >= kv_end) break;
-        if ((pc.flags & FLAG_CAUSAL) != 0u && j > i + pc.causal_offset) break;
+        if ((pc.flags & FLAG_CAUSAL) != 0u && j > i + causal_offset) break;
         float s = 0.0;
         for (uint d = 0; d < HEAD_DIM; ++d) s = fma(q[d], Ks[jj * HEAD_DIM + d], s);
-        if ((pc.flags & FLAG_KEY_MASK) != 0u) s += float(key_mask[b * pc.kv_len + j]);
+        if ((pc.flags & FLAG_KEY_MASK) != 0u) s += float(key_mask[b * pc.kv_len + j]);  // masks and growth never meet (host)
         if (s == NEG_INF) continue;  // a dropped key adds nothing
         float m_new = max(m, s);
         float correction = exp(m - m_new);  // 0 while m is still -inf

@@ -11,10 +11,13 @@ layout(std430, set = 0, binding = 0) readonly buffer Ids { uint ids[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Table { store_t table[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Pe { float pe[]; };  // fp32 always
 layout(std430, set = 0, binding = 3) writeonly buffer Out { store_t result[]; };
+#define STEP_BINDING 4
+#include "step.glsl"
 
 layout(push_constant) uniform Push {
   uint rows, vocab, dim, seq_len, position_offset, positional;
   float scale;
+  uint position_per_step;  // 1: positions advance with the decoding step counter
 } pc;
 
 void main() {
@@ -24,6 +27,7 @@ void main() {
   uint id = ids[r];
   // The host rejects bad ids; a bad id that slips through reads nothing and poisons.
   float v = id < pc.vocab ? float(table[id * pc.dim + c]) * pc.scale : uintBitsToFloat(0x7fc00000u);
-  if (pc.positional != 0u) v += pe[(pc.position_offset + r % pc.seq_len) * pc.dim + c];
+  const uint offset = pc.position_offset + (pc.position_per_step != 0u ? step_counter[0] : 0u);
+  if (pc.positional != 0u) v += pe[(offset + r % pc.seq_len) * pc.dim + c];
   result[e] = store_t(v);
 }

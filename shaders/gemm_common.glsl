@@ -13,6 +13,8 @@ layout(std430, set = 0, binding = 1) readonly buffer BufB { store_t B[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer BufC { store_t C[]; };
 layout(std430, set = 0, binding = 3) readonly buffer BufBias { store_t bias[]; };  // unused without FLAG_BIAS
 layout(std430, set = 0, binding = 4) readonly buffer BufR { store_t R[]; };        // unused without FLAG_RESIDUAL
+#define STEP_BINDING 5
+#include "step.glsl"
 
 const uint FLAG_TRANS_A = 1u, FLAG_TRANS_B = 2u, FLAG_BIAS = 4u, FLAG_RESIDUAL = 8u;
 const uint ACT_SHIFT = 4u;  // 2 bits: 0 none, 1 ReLU, 2 GELU (erf), 3 GELU (tanh)
@@ -27,6 +29,7 @@ layout(push_constant) uniform Push {
   float alpha;
   uint flags;
   uint base_a, base_b, base_c, base_r;  // element offsets into the bound views
+  uint step_c;                          // C advances this many elements per decoding step
 } pc;
 
 bool flag(uint f) { return (pc.flags & f) != 0u; }
@@ -48,7 +51,8 @@ void store_c(uint z, uint m, uint n, float acc) {
   if (flag(FLAG_BIAS)) v += float(bias[n]);
   v = activate_flagged(v);
   if (flag(FLAG_RESIDUAL)) v += float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + n]);
-  C[pc.base_c + batch_offset(z, pc.stride_c) + m * pc.ldc + n] = store_t(v);
+  const uint step_offset = pc.step_c != 0u ? step_counter[0] * pc.step_c : 0u;
+  C[pc.base_c + step_offset + batch_offset(z, pc.stride_c) + m * pc.ldc + n] = store_t(v);
 }
 
 #ifndef GEMM_SKIP_AB

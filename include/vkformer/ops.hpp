@@ -33,6 +33,10 @@ struct Gemm {
   uint32_t lda = 0, ldb = 0, ldc = 0, ldr = 0;
   uint32_t batch = 1, heads = 1;
   Strides stride_a, stride_b, stride_c, stride_r;
+  // Decoding: C starts step * step_c elements further on, step read on the GPU from the
+  // counter passed to gemm() (so a recorded step replays at every position); max_step
+  // bounds it for the size checks.
+  uint32_t step_c = 0, max_step = 0;
 };
 
 // y = softmax(scale * x + mask) over the last axis of a [rows, cols] matrix. The
@@ -70,6 +74,11 @@ struct Attention {
   uint64_t q_batch_stride = 0, q_row_stride = 0;
   uint64_t kv_batch_stride = 0, kv_head_stride = 0, kv_row_stride = 0;
   uint64_t o_batch_stride = 0, o_row_stride = 0;
+  // Decoding with a step counter (see Gemm): queries start step * step_q elements on, and
+  // with kv_grows kv_len and causal_offset grow by step. No key padding mask then.
+  uint32_t step_q = 0;
+  bool kv_grows = false;
+  uint32_t max_step = 0;
 };
 
 struct Embedding {
@@ -77,6 +86,8 @@ struct Embedding {
   float scale = 1.0f;
   uint32_t seq_len = 1, position_offset = 0;
   uint32_t positions = 0;  // rows in the pe table (checked against the positions used)
+  bool position_per_step = false;  // positions advance with the step counter (up to max_step)
+  uint32_t max_step = 0;
 };
 
 // PE[p, 2i] = sin(p / 10000^(2i/dim)), PE[p, 2i+1] = cos(...), computed in double and
@@ -91,8 +102,10 @@ class Ops {
   Context& context() { return ctx_; }
   DType dtype() const { return dtype_; }
 
+  // `step`: a uint32 step counter on the GPU, needed when g.step_c is set.
   void gemm(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b, const BufferView& c,
-            const std::optional<BufferView>& bias = {}, const std::optional<BufferView>& residual = {});
+            const std::optional<BufferView>& bias = {}, const std::optional<BufferView>& residual = {},
+            const std::optional<BufferView>& step = {});
   void softmax(CommandList& cl, const Softmax& s, const BufferView& x, const BufferView& y,
                const std::optional<BufferView>& mask = {});
   void layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, const BufferView& gamma,
@@ -100,7 +113,8 @@ class Ops {
                   const std::optional<BufferView>& sum_out = {});
   // key_padding_mask: additive [batch, kv_len] (0 keeps a key, -inf drops it).
   void attention(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k, const BufferView& v,
-                 const BufferView& o, const std::optional<BufferView>& key_padding_mask = {});
+                 const BufferView& o, const std::optional<BufferView>& key_padding_mask = {},
+                 const std::optional<BufferView>& step = {});
   // The same as GEMM + softmax + GEMM through `scores` (batch*heads*q_len*kv_len elements).
   void attention_unfused(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k,
                          const BufferView& v, const BufferView& o, const BufferView& scores,
@@ -112,7 +126,7 @@ class Ops {
   // an fp32 [positions, dim] table (sinusoidal_positions) or none. ids are uint32; an
   // id >= vocab gives a row of NaN (hosts check ids before they get here).
   void embedding(CommandList& cl, const Embedding& e, const BufferView& ids, const BufferView& table,
-                 const std::optional<BufferView>& pe, const BufferView& out);
+                 const std::optional<BufferView>& pe, const BufferView& out, const std::optional<BufferView>& step = {});
   void add(CommandList& cl, const BufferView& a, const BufferView& b, const BufferView& y, uint32_t count);
   void relu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count);
   void gelu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count, bool tanh_form = false);

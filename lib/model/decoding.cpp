@@ -98,7 +98,8 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
         std::vector<uint32_t> feed(K, c.bos_id);
         for (uint32_t k = 0; k < live.size(); ++k)
           if (!live[k].ids.empty()) feed[k] = live[k].ids.back();
-        auto logits = s.decode(t, 1, feed, false);
+        std::vector<float> logits;
+        s.step(t, feed, &logits);
         // Rank every (beam, token) continuation of the live beams; ties: lower flat index.
         std::vector<std::pair<double, uint32_t>> cand;
         for (uint32_t k = 0; k < live.size(); ++k) {
@@ -143,12 +144,11 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   std::mt19937_64 rng(o.seed);
   for (uint32_t t = 0; t < o.max_new_tokens; ++t) {
     const bool sampling = o.temperature > 0;
-    std::vector<float> logits = s.decode(t, 1, feed, false, sampling);
-    std::vector<uint32_t> next;
-    if (o.temperature > 0) {
+    std::vector<float> logits;
+    std::vector<uint32_t> next = s.step(t, feed, sampling ? &logits : nullptr);
+    if (sampling) {
+      next.clear();
       for (uint32_t b = 0; b < B; ++b) next.push_back(sample(logits.data() + uint64_t(b) * V, V, o, rng));
-    } else {
-      next = s.argmax_last();
     }
     for (uint32_t b = 0; b < B; ++b) {
       if (done[b]) continue;

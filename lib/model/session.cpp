@@ -64,6 +64,7 @@ void Session::Impl::encode(const std::vector<std::vector<uint32_t>>& sources, ui
   if (target_capacity > c.max_position)
     throw Error("decoding " + std::to_string(target_capacity) + " target positions exceeds the model's max_position " +
                 std::to_string(c.max_position));
+  step_list.reset();  // it refers to buffers that may be reallocated below
   batch = uint32_t(sources.size()) * copies;
   capacity = target_capacity;
   const uint32_t D = c.d_model, S = src_len, rows = batch * S;
@@ -117,21 +118,29 @@ void Session::Impl::encode(const std::vector<std::vector<uint32_t>>& sources, ui
   finish(cl, encoder_report);
 }
 
-void Session::Impl::decoder_layer(CommandList& cl, const DecoderLayer& l, size_t index, uint32_t t0, uint32_t n) {
+void Session::Impl::decoder_layer(CommandList& cl, const DecoderLayer& l, size_t index, uint32_t t0, uint32_t n,
+                                  bool stepped) {
   const ModelConfig& c = m.config;
   const uint32_t D = c.d_model, rows = batch * n, H = c.nhead, d = c.head_dim();
   const Buffer& cache = self_cache[index];
   const uint64_t cache_stride = uint64_t(capacity) * 3 * D;
-  // Self-attention: this chunk's q, k, v go straight into the cache rows [t0, t0 + n).
+  // Self-attention: this chunk's q, k, v go straight into the cache rows [t0, t0 + n);
+  // stepped, t0 is the GPU's step counter instead (one row further per step).
+  const std::optional<BufferView> step = stepped ? std::optional(step_counter.view()) : std::nullopt;
+  const uint32_t max_step = stepped ? capacity - 1 : 0;
   auto self_attention = [&](const BufferView& in) {
     Gemm g{.M = n, .N = 3 * D, .K = D, .trans_b = true, .batch = batch};
     g.stride_a = {uint64_t(n) * D, 0};
     g.stride_c = {cache_stride, 0};
-    ops.gemm(cl, g, in, l.self_qkv.weight.view(), at(cache, uint64_t(t0) * 3 * D), l.self_qkv.bias.view());
+    if (stepped) g.step_c = 3 * D, g.max_step = max_step;
+    ops.gemm(cl, g, in, l.self_qkv.weight.view(), at(cache, uint64_t(t0) * 3 * D), l.self_qkv.bias.view(),
+             std::nullopt, step);
     Attention a{.batch = batch, .heads = H, .head_dim = d, .q_len = n, .kv_len = t0 + n, .causal = true,
                 .causal_offset = t0, .q_batch_stride = cache_stride, .q_row_stride = 3 * D,
                 .kv_batch_stride = cache_stride, .kv_row_stride = 3 * D};
-    ops.attention(cl, a, at(cache, uint64_t(t0) * 3 * D), at(cache, D), at(cache, 2 * D), attn.view());
+    if (stepped) a.step_q = 3 * D, a.kv_grows = true, a.max_step = max_step;
+    ops.attention(cl, a, at(cache, uint64_t(t0) * 3 * D), at(cache, D), at(cache, 2 * D), attn.view(), std::nullopt,
+                  step);
   };
   auto cross_attention = [&](const BufferView& in) {
     linear(cl, l.cross_q, in, rows, queries.view());
@@ -162,27 +171,15 @@ void Session::Impl::decoder_layer(CommandList& cl, const DecoderLayer& l, size_t
   }
 }
 
-std::vector<float> Session::Impl::decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids, bool all_rows,
-                                         bool download) {
+void Session::Impl::record_decoder(CommandList& cl, uint32_t t0, uint32_t n, bool all_rows, bool stepped) {
   const ModelConfig& c = m.config;
   const uint32_t D = c.d_model, rows = batch * n, V = c.tgt_vocab_size;
-  if (ids.size() != rows) throw Error("decode: expected " + std::to_string(rows) + " target ids");
-  if (t0 + n > capacity)
-    throw Error("target position " + std::to_string(t0 + n) + " is past the decoding capacity " + std::to_string(capacity));
-  for (uint32_t id : ids)
-    if (id >= V)
-      throw Error("target token id " + std::to_string(id) + " is outside the target vocabulary of " + std::to_string(V));
-  ensure(tgt_ids, rows, "tgt_ids", 4);
-  ctx.upload(tgt_ids, ids.data(), rows * 4);
-  last_rows = all_rows ? rows : batch;
-  ensure(logits, uint64_t(last_rows) * V, "logits");
-
-  CommandList cl = begin();
   const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
   ops.embedding(cl, {.rows = rows, .vocab = V, .dim = D, .scale = scale, .seq_len = n, .position_offset = t0,
-                     .positions = c.max_position},
-                tgt_ids.view(), m.tgt_embed.view(), m.positions.view(), x.view());
-  for (size_t l = 0; l < m.decoder.size(); ++l) decoder_layer(cl, m.decoder[l], l, t0, n);
+                     .positions = c.max_position, .position_per_step = stepped, .max_step = stepped ? capacity - 1 : 0},
+                tgt_ids.view(), m.tgt_embed.view(), m.positions.view(), x.view(),
+                stepped ? std::optional(step_counter.view()) : std::nullopt);
+  for (size_t l = 0; l < m.decoder.size(); ++l) decoder_layer(cl, m.decoder[l], l, t0, n, stepped);
   norm(cl, m.decoder_norm, x.view(), rows, y.view());
   if (all_rows) {
     linear(cl, m.generator, y.view(), rows, logits.view());
@@ -192,33 +189,72 @@ std::vector<float> Session::Impl::decode(uint32_t t0, uint32_t n, const std::vec
     g.stride_c = {V, 0};
     ops.gemm(cl, g, at(y, uint64_t(n - 1) * D), m.generator.weight.view(), logits.view(), m.generator.bias.view());
   }
+}
+
+void Session::Impl::check_ids(const std::vector<uint32_t>& ids) const {
+  for (uint32_t id : ids)
+    if (id >= m.config.tgt_vocab_size)
+      throw Error("target token id " + std::to_string(id) + " is outside the target vocabulary of " +
+                  std::to_string(m.config.tgt_vocab_size));
+}
+
+std::vector<float> Session::Impl::decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids, bool all_rows,
+                                         bool download) {
+  const uint32_t rows = batch * n, V = m.config.tgt_vocab_size;
+  if (ids.size() != rows) throw Error("decode: expected " + std::to_string(rows) + " target ids");
+  if (t0 + n > capacity)
+    throw Error("target position " + std::to_string(t0 + n) + " is past the decoding capacity " + std::to_string(capacity));
+  check_ids(ids);
+  ensure(tgt_ids, rows, "tgt_ids", 4);
+  ctx.upload(tgt_ids, ids.data(), rows * 4);
+  last_rows = all_rows ? rows : batch;
+  ensure(logits, uint64_t(last_rows) * V, "logits");
+  CommandList cl = begin();
+  record_decoder(cl, t0, n, all_rows, false);
   finish(cl, decoder_report);
   if (!download) return {};
   return model::download_floats(ctx, logits, uint64_t(last_rows) * V, m.dtype);
 }
 
-std::vector<uint32_t> Session::Impl::argmax_last() {
-  ensure(next_ids, last_rows, "next_ids", 4);
-  CommandList cl = ctx.command_list();
-  ops.argmax(cl, logits.view(), next_ids.view(), last_rows, m.config.tgt_vocab_size);
-  cl.submit();
-  std::vector<uint32_t> ids(last_rows);
-  ctx.download(next_ids, ids.data(), ids.size() * 4);
-  return ids;
+std::vector<uint32_t> Session::Impl::step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out) {
+  const uint32_t V = m.config.tgt_vocab_size;
+  if (ids.size() != batch) throw Error("step: expected one id per sequence");
+  if (t >= capacity) throw Error("step: position " + std::to_string(t) + " is past the decoding capacity");
+  check_ids(ids);
+  if (!step_list) {
+    ensure(step_counter, 1, "step_counter", 4);
+    ensure(tgt_ids, batch, "tgt_ids", 4);
+    ensure(logits, uint64_t(batch) * V, "logits");
+    ensure(next_ids, batch, "next_ids", 4);
+    step_list.emplace(begin());
+    record_decoder(*step_list, 0, 1, false, true);
+    ops.argmax(*step_list, logits.view(), next_ids.view(), batch, V);
+  }
+  last_rows = batch;
+  ctx.upload(step_counter, &t, 4);
+  ctx.upload(tgt_ids, ids.data(), batch * 4);
+  finish(*step_list, decoder_report);
+  if (logits_out) *logits_out = model::download_floats(ctx, logits, uint64_t(batch) * V, m.dtype);
+  std::vector<uint32_t> next(batch);
+  ctx.download(next_ids, next.data(), batch * 4);
+  return next;
 }
 
 void Session::Impl::reorder(const std::vector<uint32_t>& parent, uint32_t t_filled) {
   const uint64_t row_bytes = uint64_t(capacity) * 3 * m.config.d_model * dtype_bytes(m.dtype);
   const uint64_t used = uint64_t(t_filled) * 3 * m.config.d_model * dtype_bytes(m.dtype);
   if (!used) return;
+  // Gather into the spare cache, then copy back: the caches keep their buffers, which
+  // the recorded decode step refers to.
   CommandList cl = ctx.command_list();
   for (size_t l = 0; l < self_cache.size(); ++l) {
     ensure(spare_cache[l], uint64_t(batch) * capacity * 3 * m.config.d_model, "self_cache");
     for (uint32_t k = 0; k < parent.size(); ++k)
       cl.copy(self_cache[l].view(parent[k] * row_bytes, used), spare_cache[l].view(k * row_bytes, used));
+    for (uint32_t k = 0; k < parent.size(); ++k)
+      cl.copy(spare_cache[l].view(k * row_bytes, used), self_cache[l].view(k * row_bytes, used));
   }
   cl.submit();
-  std::swap(self_cache, spare_cache);
 }
 
 }  // namespace vkf

@@ -17,8 +17,10 @@ struct Session::Impl {
   // or for every new token with all_rows ([rows, tgt_vocab]).
   std::vector<float> decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids, bool all_rows,
                             bool download = true);
-  // Greedy decoding's next tokens, argmax on the GPU over the last decode's logits.
-  std::vector<uint32_t> argmax_last();
+  // One decoding step for every sequence at position t: a command list recorded once per
+  // encode and re-submitted, the position read on the GPU from a step counter. Returns
+  // the argmax tokens; the logits when want_logits (sampling, beams).
+  std::vector<uint32_t> step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out);
   // Beam search: sequence k continues from sequence parent[k] (caches are reordered).
   void reorder(const std::vector<uint32_t>& parent, uint32_t t_filled);
 
@@ -34,6 +36,8 @@ struct Session::Impl {
   Buffer x, y, attn, queries, hidden, qkv, memory, logits, next_ids;
   std::vector<Buffer> cross_kv, self_cache, spare_cache;
   uint32_t last_rows = 0;  // rows of logits from the last decode
+  Buffer step_counter;
+  std::optional<CommandList> step_list;  // recorded by step(), dropped by encode()
 
  private:
   Buffer& ensure(Buffer& b, uint64_t elements, const char* name, uint32_t elem_bytes = 0);
@@ -41,7 +45,9 @@ struct Session::Impl {
   void linear(CommandList& cl, const Linear& l, const BufferView& x, uint32_t rows, const BufferView& y,
               Activation act = Activation::None, std::optional<BufferView> residual = {});
   void norm(CommandList& cl, const Norm& n, const BufferView& x, uint32_t rows, const BufferView& y);
-  void decoder_layer(CommandList& cl, const DecoderLayer& l, size_t index, uint32_t t0, uint32_t n);
+  void decoder_layer(CommandList& cl, const DecoderLayer& l, size_t index, uint32_t t0, uint32_t n, bool stepped);
+  void record_decoder(CommandList& cl, uint32_t t0, uint32_t n, bool all_rows, bool stepped);
+  void check_ids(const std::vector<uint32_t>& ids) const;
   CommandList begin();
   void finish(CommandList& cl, std::string& report);
 };

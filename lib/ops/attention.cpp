@@ -43,12 +43,18 @@ bool Ops::fused_attention_fits(uint32_t head_dim) const {
 }
 
 void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, const BufferView& k,
-                    const BufferView& v, const BufferView& o, const std::optional<BufferView>& key_padding_mask) {
+                    const BufferView& v, const BufferView& o, const std::optional<BufferView>& key_padding_mask,
+                    const std::optional<BufferView>& step) {
   const Attention a = resolve(a0);
   const uint64_t width = uint64_t(a.heads) * a.head_dim;
-  need(q, (a.batch - 1) * a.q_batch_stride + (a.q_len - 1) * a.q_row_stride + width, "attention", "q");
+  if ((a.step_q || a.kv_grows) && !step) throw Error("attention: step_q and kv_grows need a step counter");
+  if (a.kv_grows && key_padding_mask) throw Error("attention: a key padding mask cannot grow with kv_grows");
+  const uint64_t grow = a.kv_grows ? a.max_step : 0;
+  need(q, (a.batch - 1) * a.q_batch_stride + (a.q_len - 1) * a.q_row_stride + width + uint64_t(a.max_step) * a.step_q,
+       "attention", "q");
+  if (step) need(*step, 1, "attention", "step counter", DType::F32);
   const uint64_t kv = (a.batch - 1) * a.kv_batch_stride + (a.heads - 1) * a.kv_head_stride +
-                      (a.kv_len - 1) * a.kv_row_stride + a.head_dim;
+                      (a.kv_len + grow - 1) * a.kv_row_stride + a.head_dim;
   need(k, kv, "attention", "k");
   need(v, kv, "attention", "v");
   need(o, (a.batch - 1) * a.o_batch_stride + (a.q_len - 1) * a.o_row_stride + width, "attention", "o");
@@ -63,17 +69,18 @@ void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, c
   const uint32_t bkv = std::clamp<uint32_t>(shared / (2 * 4 * a.head_dim), 1, 64);
   Kernel kern = kernel("attention.comp",
                        {{"HEAD_DIM", std::to_string(a.head_dim)}, {"BQ", std::to_string(bq)}, {"BKV", std::to_string(bkv)}},
-                       5, 64);
+                       6, 72);
   struct {
     uint32_t q_len, kv_len;
     float scale;
     uint32_t causal_offset, flags;
     uint32_t q_batch_stride, q_row_stride, kv_batch_stride, kv_head_stride, kv_row_stride, o_batch_stride, o_row_stride;
     uint32_t base_q, base_k, base_v, base_o;
+    uint32_t step_q, kv_per_step;
   } push{a.q_len, a.kv_len, a.scale, a.causal_offset, (key_padding_mask ? 1u : 0u) | (a.causal ? 2u : 0u),
          u32(a.q_batch_stride), u32(a.q_row_stride), u32(a.kv_batch_stride), u32(a.kv_head_stride),
-         u32(a.kv_row_stride), u32(a.o_batch_stride), u32(a.o_row_stride), 0, 0, 0, 0};
-  static_assert(sizeof push == 64);
+         u32(a.kv_row_stride), u32(a.o_batch_stride), u32(a.o_row_stride), 0, 0, 0, 0, a.step_q, a.kv_grows ? 1u : 0u};
+  static_assert(sizeof push == 72);
   const Placed pq = place(q, "attention"), pk = place(k, "attention"), pv = place(v, "attention"),
                po = place(o, "attention"), pm = place(key_padding_mask ? *key_padding_mask : q, "attention");
   if (pm.base) throw Error("attention: the key padding mask must start at a descriptor-aligned offset");
@@ -82,7 +89,8 @@ void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, c
   push.base_v = pv.base;
   push.base_o = po.base;
   cl.dispatch(kern, {uint32_t(ops::ceil_div(a.q_len, bq)), a.heads, a.batch},
-              {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view)}, push, "attention");
+              {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view), in(step ? *step : pq.view)}, push,
+              "attention");
 }
 
 void Ops::attention_unfused(CommandList& cl, const Attention& a0, const BufferView& q, const BufferView& k,

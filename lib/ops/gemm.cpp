@@ -47,6 +47,7 @@ struct GemmPush {
   float alpha;
   uint32_t flags;
   uint32_t base_a, base_b, base_c, base_r;
+  uint32_t step_c;
 };
 
 constexpr uint32_t kSmallM = 4;  // MAX_M of gemm_small_m.comp
@@ -59,7 +60,8 @@ uint32_t narrow(uint64_t v, const char* what) {
 }  // namespace
 
 void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b, const BufferView& c,
-               const std::optional<BufferView>& bias, const std::optional<BufferView>& residual) {
+               const std::optional<BufferView>& bias, const std::optional<BufferView>& residual,
+               const std::optional<BufferView>& step) {
   Gemm g = g0;
   if (g.M == 0 || g.N == 0 || g.K == 0 || g.batch == 0 || g.heads == 0)
     throw Error("gemm: M, N, K, batch and heads must be at least 1 (got M=" + std::to_string(g.M) +
@@ -79,7 +81,9 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   const uint64_t b_rows = g.trans_b ? g.N : g.K, b_cols = g.trans_b ? g.K : g.N;
   need(a, last(g.stride_a) + (a_rows - 1) * g.lda + a_cols, "gemm", "A");
   need(b, last(g.stride_b) + (b_rows - 1) * g.ldb + b_cols, "gemm", "B");
-  need(c, last(g.stride_c) + (uint64_t(g.M) - 1) * g.ldc + g.N, "gemm", "C");
+  if (g.step_c && !step) throw Error("gemm: step_c needs a step counter");
+  need(c, last(g.stride_c) + (uint64_t(g.M) - 1) * g.ldc + g.N + uint64_t(g.max_step) * g.step_c, "gemm", "C");
+  if (step) need(*step, 1, "gemm", "step counter", DType::F32);
   if (bias) need(*bias, g.N, "gemm", "bias");
   if (residual) need(*residual, last(g.stride_r) + (uint64_t(g.M) - 1) * g.ldr + g.N, "gemm", "residual");
 
@@ -90,7 +94,7 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                 {narrow(g.stride_b.outer, "stride"), narrow(g.stride_b.inner, "stride")},
                 {narrow(g.stride_c.outer, "stride"), narrow(g.stride_c.inner, "stride")},
                 {narrow(g.stride_r.outer, "stride"), narrow(g.stride_r.inner, "stride")},
-                g.alpha, flags, 0, 0, 0, 0};
+                g.alpha, flags, 0, 0, 0, 0, g.step_c};
   const Placed pa = place(a, "gemm"), pb = place(b, "gemm"), pc = place(c, "gemm");
   const Placed pbias = place(bias ? *bias : a, "gemm"), pr = place(residual ? *residual : a, "gemm");
   if (pbias.base) throw Error("gemm: the bias view must start at a descriptor-aligned offset");
@@ -114,13 +118,13 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                         push.stride_b[1] % 4 == 0;
       Defines d = {{"SUBGROUP_REDUCE", "1"}, {"WG_SIZE", std::to_string(wg)}, {"COLS", std::to_string(cols)}};
       if (vec4) d.emplace_back("VEC4_K", "1");
-      k = kernel("gemm_small_m.comp", d, 5, sizeof push);
+      k = kernel("gemm_small_m.comp", d, 6, sizeof push);
       const uint32_t per_group = wg / caps.subgroup_size * cols;
       groups = {(g.N + per_group - 1) / per_group, 1, batches};
     } else {
       const uint32_t wg = std::min<uint32_t>(256, caps.max_workgroup_invocations);
       const uint32_t lanes = std::min<uint32_t>(32, wg);
-      k = kernel("gemm_small_m.comp", {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}}, 5,
+      k = kernel("gemm_small_m.comp", {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}}, 6,
                  sizeof push);
       const uint32_t cols = g.trans_b ? wg / lanes : wg;
       groups = {(g.N + cols - 1) / cols, 1, batches};
@@ -135,13 +139,14 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                          push.stride_b[1] % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0;
     Defines d;
     if (vec4_nt) d.emplace_back("VEC4_NT", "1");
-    k = kernel("gemm.comp", d, 5, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
+    k = kernel("gemm.comp", d, 6, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     groups = {(g.N + t.bn - 1) / t.bn, (g.M + t.bm - 1) / t.bm, batches};
     label = "gemm";
   }
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
   // Absent operands are bound to A as placeholders; the kernel never reads them.
-  cl.dispatch(k, groups, {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view)}, push, label);
+  cl.dispatch(k, groups, {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step ? *step : pa.view)},
+              push, label);
 }
 
 }  // namespace vkf

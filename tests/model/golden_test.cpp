@@ -133,6 +133,26 @@ TEST_F(GpuTest, SamplingRespectsSeedTopKAndTopP) {
   EXPECT_TRUE(any_different) << "sampling ignores the seed";
 }
 
+// A decode step is recorded once per generate call and re-submitted for every token:
+// recordings do not grow with the number of tokens, submits do.
+TEST_F(GpuTest, DecodeStepIsRecordedOnceAndReplayed) {
+  const std::string dir = golden_dir() + "/case_2";
+  if (!fs::exists(dir + "/golden.json")) GTEST_SKIP() << "no goldens";
+  auto model = Model::load(ctx(), dir);
+  Session s(model);
+  auto count = [&](uint32_t tokens) {
+    const auto before = ctx().counters();
+    auto out = s.generate({{3, 4, 5}, {6}}, {.max_new_tokens = tokens, .stop_at_eos = false});
+    EXPECT_EQ(out[0].size(), tokens);
+    const auto after = ctx().counters();
+    return std::make_pair(after.recordings - before.recordings, after.submits - before.submits);
+  };
+  auto [rec2, sub2] = count(2);
+  auto [rec12, sub12] = count(12);
+  EXPECT_EQ(rec2, rec12) << "recordings grew with the number of tokens";
+  EXPECT_EQ(sub12 - sub2, 10u) << "one submit per extra token";
+}
+
 INSTANTIATE_TEST_SUITE_P(, Golden, ::testing::Values(DType::F32, DType::F16),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
