@@ -69,7 +69,7 @@ std::vector<float> Session::score(const std::vector<uint32_t>& src, const std::v
   if (tgt.empty()) throw Error("score: the target is empty (it starts with BOS)");
   Impl& s = *impl_;
   s.encode({src}, 1, uint32_t(tgt.size()));
-  return s.decode(0, uint32_t(tgt.size()), tgt, true);
+  return s.decode(0, uint32_t(tgt.size()), tgt);
 }
 
 std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vector<uint32_t>>& sources,

@@ -198,8 +198,7 @@ void Session::Impl::check_ids(const std::vector<uint32_t>& ids) const {
                   std::to_string(m.config.tgt_vocab_size));
 }
 
-std::vector<float> Session::Impl::decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids, bool all_rows,
-                                         bool download) {
+std::vector<float> Session::Impl::decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
   const uint32_t rows = batch * n, V = m.config.tgt_vocab_size;
   if (ids.size() != rows) throw Error("decode: expected " + std::to_string(rows) + " target ids");
   if (t0 + n > capacity)
@@ -207,13 +206,11 @@ std::vector<float> Session::Impl::decode(uint32_t t0, uint32_t n, const std::vec
   check_ids(ids);
   ensure(tgt_ids, rows, "tgt_ids", 4);
   ctx.upload(tgt_ids, ids.data(), rows * 4);
-  last_rows = all_rows ? rows : batch;
-  ensure(logits, uint64_t(last_rows) * V, "logits");
+  ensure(logits, uint64_t(rows) * V, "logits");
   CommandList cl = begin();
-  record_decoder(cl, t0, n, all_rows, false);
+  record_decoder(cl, t0, n, true, false);
   finish(cl, decoder_report);
-  if (!download) return {};
-  return model::download_floats(ctx, logits, uint64_t(last_rows) * V, m.dtype);
+  return model::download_floats(ctx, logits, uint64_t(rows) * V, m.dtype);
 }
 
 std::vector<uint32_t> Session::Impl::step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out) {
@@ -230,7 +227,6 @@ std::vector<uint32_t> Session::Impl::step(uint32_t t, const std::vector<uint32_t
     record_decoder(*step_list, 0, 1, false, true);
     ops.argmax(*step_list, logits.view(), next_ids.view(), batch, V);
   }
-  last_rows = batch;
   ctx.upload(step_counter, &t, 4);
   ctx.upload(tgt_ids, ids.data(), batch * 4);
   finish(*step_list, decoder_report);

@@ -13,10 +13,8 @@ struct Session::Impl {
   // leaves memory and every decoder layer's cross-attention keys/values on the GPU.
   void encode(const std::vector<std::vector<uint32_t>>& sources, uint32_t copies, uint32_t target_capacity);
   // Runs the decoder over n new tokens per sequence at positions [t0, t0 + n), appending
-  // to the self-attention caches; returns logits for the last token of each sequence,
-  // or for every new token with all_rows ([rows, tgt_vocab]).
-  std::vector<float> decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids, bool all_rows,
-                            bool download = true);
+  // to the self-attention caches; returns the logits of every new token ([rows, tgt_vocab]).
+  std::vector<float> decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids);
   // One decoding step for every sequence at position t: a command list recorded once per
   // encode and re-submitted, the position read on the GPU from a step counter. Returns
   // the argmax tokens; the logits when want_logits (sampling, beams).
@@ -35,7 +33,6 @@ struct Session::Impl {
   Buffer src_ids, src_mask, tgt_ids;
   Buffer x, y, attn, queries, hidden, qkv, memory, logits, next_ids;
   std::vector<Buffer> cross_kv, self_cache, spare_cache;
-  uint32_t last_rows = 0;  // rows of logits from the last decode
   Buffer step_counter;
   std::optional<CommandList> step_list;  // recorded by step(), dropped by encode()
 
