@@ -8,6 +8,7 @@
 // in fp32; in fp16 a near tie may legitimately flip, so it is not.
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "support/gpu_test.hpp"
@@ -151,6 +152,29 @@ TEST_F(GpuTest, DecodeStepIsRecordedOnceAndReplayed) {
   auto [rec12, sub12] = count(12);
   EXPECT_EQ(rec2, rec12) << "recordings grew with the number of tokens";
   EXPECT_EQ(sub12 - sub2, 10u) << "one submit per extra token";
+}
+
+// Load once, generate from several threads at once, a session each: same answers as alone.
+TEST_F(GpuTest, SessionsOnSeveralThreadsShareOneModel) {
+  const std::string dir = golden_dir() + "/case_3";
+  if (!fs::exists(dir + "/golden.json")) GTEST_SKIP() << "no goldens";
+  std::ifstream f(dir + "/golden.json");
+  auto g = nlohmann::json::parse(f);
+  auto model = Model::load(ctx(), dir);
+  auto sources = g["sources"].get<std::vector<std::vector<uint32_t>>>();
+  auto want = g["greedy_single"].get<std::vector<std::vector<uint32_t>>>();
+  GenerateOptions o{.max_new_tokens = g["max_new_tokens"]};
+  std::vector<std::vector<std::vector<uint32_t>>> got(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Session s(model);
+      for (int round = 0; round < 2; ++round)
+        for (auto& src : sources) got[t].push_back(s.generate({src}, o)[0]);
+    });
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < 4; ++t)
+    for (size_t i = 0; i < got[t].size(); ++i) EXPECT_EQ(got[t][i], want[i % sources.size()]) << "thread " << t;
 }
 
 INSTANTIATE_TEST_SUITE_P(, Golden, ::testing::Values(DType::F32, DType::F16),
