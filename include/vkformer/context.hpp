@@ -98,7 +98,6 @@ class Context {
   void save_caches();                    // also done on destruction
 
   struct Impl;
-  Impl& impl() { return *impl_; }
 
  private:
   std::shared_ptr<Impl> impl_;

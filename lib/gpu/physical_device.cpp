@@ -5,7 +5,6 @@
 
 namespace vkf::gpu {
 
-const char* vkf_device_type_name(DeviceType t);
 
 bool PhysicalDevice::has_extension(const char* name) const {
   return std::find(extensions.begin(), extensions.end(), name) != extensions.end();
