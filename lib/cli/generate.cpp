@@ -1,4 +1,5 @@
 // `vkformer generate` and `vkformer score`.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -85,7 +86,8 @@ int generate(Args& args) {
   auto src = args.value("--src-ids");
   if (!src) throw Error("--src-ids 5,17,9 is required (several sources: separate them with ';')");
   GenerateOptions o;
-  o.max_new_tokens = parse_count(args.value("--max-new-tokens"), 64, "--max-new-tokens");
+  const auto max_new = args.value("--max-new-tokens");
+  o.max_new_tokens = parse_count(max_new, 64, "--max-new-tokens");
   o.beam = parse_count(args.value("--beam"), 1, "--beam");
   if (auto t = args.value("--temperature")) o.temperature = std::stof(*t);
   o.top_k = parse_count(args.value("--top-k"), 0, "--top-k");
@@ -101,6 +103,7 @@ int generate(Args& args) {
   Context ctx(co);
   auto t0 = std::chrono::steady_clock::now();
   auto model = Model::load(ctx, ma.dir, ma.precision);
+  if (!max_new) o.max_new_tokens = std::min(o.max_new_tokens, model->config().max_position);
   auto t1 = std::chrono::steady_clock::now();
   Session session(model);
   session.set_profile(ma.profile);

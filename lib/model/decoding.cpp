@@ -79,7 +79,8 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   const uint32_t V = c.tgt_vocab_size;
   if (o.max_new_tokens == 0) return std::vector<std::vector<uint32_t>>(sources.size());
   if (o.temperature < 0 || !(o.top_p > 0 && o.top_p <= 1)) throw Error("generate: temperature must be >= 0 and top_p in (0, 1]");
-  if (uint64_t(o.max_new_tokens) + 1 > c.max_position)
+  // Positions 0 (BOS) .. max_new_tokens - 1 are fed to the decoder.
+  if (o.max_new_tokens > c.max_position)
     throw Error("generate: max_new_tokens " + std::to_string(o.max_new_tokens) + " needs more positions than the model's max_position " +
                 std::to_string(c.max_position));
   const uint32_t capacity = o.max_new_tokens;  // positions 0 (BOS) .. max_new_tokens - 1 are fed

@@ -118,7 +118,8 @@ TEST_F(Malformed, BadInputsToAGoodModel) {
   expect([&] { s.generate({{3, c.src_vocab_size}}); }, "outside the source vocabulary");
   expect([&] { s.generate({{}}); }, "is empty");
   expect([&] { s.generate({std::vector<uint32_t>(c.max_position + 1, 3)}); }, "more than the model's max_position");
-  expect([&] { s.generate({{3}}, {.max_new_tokens = c.max_position + 5}); }, "max_position");
+  expect([&] { s.generate({{3}}, {.max_new_tokens = c.max_position + 1}); }, "max_position");
+  EXPECT_EQ(s.generate({{3}}, {.max_new_tokens = c.max_position, .stop_at_eos = false})[0].size(), c.max_position);
   expect([&] { s.score({3}, {c.bos_id, c.tgt_vocab_size}); }, "outside the target vocabulary");
   expect([&] { s.score({3}, std::vector<uint32_t>(c.max_position + 1, c.bos_id)); }, "max_position");
   // The session still works after every error.
