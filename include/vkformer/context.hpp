@@ -35,6 +35,11 @@ struct ContextOptions {
   // Always copy through host-visible staging memory, even where device memory can be
   // mapped (unified memory). Mostly for testing the staging path.
   bool force_staging = false;
+  // "portable": kernels choose as for a modest mobile GPU (16 KiB shared memory, 128
+  // invocations, no subgroup arithmetic, a GPU's tile shapes), whatever the device.
+  // Tests run the kernels this way too, so GPU code paths are exercised on lavapipe.
+  // Unset: $VKF_PROFILE.
+  std::string profile;
   // Size of the device memory blocks buffers are carved from.
   uint64_t block_bytes = 64ull << 20;
   LogSink log;  // default: warnings and errors to stderr (VKF_LOG=debug|info|warning|error)

@@ -26,6 +26,11 @@ Context::Impl::Impl(const ContextOptions& opts) : options(opts), log(opts.log) {
     if (const char* env = std::getenv("VKF_DEVICE")) choice = env;
   const uint32_t chosen = choose_device(caps, choice);
   device = std::make_unique<gpu::Device>(*instance, std::move(devices[chosen]));
+  std::string profile = options.profile;
+  if (profile.empty())
+    if (const char* env = std::getenv("VKF_PROFILE")) profile = env;
+  if (profile == "portable") device->clamp_to_portable_profile();
+  else if (!profile.empty()) throw Error("unknown profile '" + profile + "' (known: portable)");
   log.info("using device [" + std::to_string(chosen) + "] " + device->caps().name);
 
   disk_cache = std::make_unique<gpu::DiskCache>(gpu::resolve_cache_dir(options), device->caps(), log);

@@ -1,5 +1,6 @@
 #include "gpu/device.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -80,6 +81,16 @@ Device::~Device() {
     vkDeviceWaitIdle(device_);
     vkDestroyDevice(device_, nullptr);
   }
+}
+
+void Device::clamp_to_portable_profile() {
+  Capabilities& c = physical_.caps;
+  if (c.type == DeviceType::Cpu || c.type == DeviceType::Other) c.type = DeviceType::IntegratedGpu;
+  c.max_shared_memory = std::min<uint32_t>(c.max_shared_memory, 16384);
+  c.max_workgroup_invocations = std::min<uint32_t>(c.max_workgroup_invocations, 128);
+  for (auto& s : c.max_workgroup_size) s = std::min<uint32_t>(s, 128);
+  c.subgroup_arithmetic = c.subgroup_shuffle = false;  // shared-memory reductions instead
+  c.quirks.emplace_back("portable profile: kernels chosen for 16 KiB shared memory, 128 invocations, no subgroup arithmetic");
 }
 
 void Device::submit_and_wait(VkCommandBuffer cb, VkFence fence) {

@@ -20,6 +20,9 @@ class Device {
   const Capabilities& caps() const { return physical_.caps; }
   const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_; }
 
+  // Narrows the capabilities kernels choose from (never widens them).
+  void clamp_to_portable_profile();
+
   // Submits one command buffer and waits for it; the queue is shared, so this locks.
   void submit_and_wait(VkCommandBuffer cb, VkFence fence);
 

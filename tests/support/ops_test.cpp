@@ -6,6 +6,39 @@
 
 namespace vkf::test {
 
+namespace {
+struct ProfileContext {
+  MessageLog log;
+  std::unique_ptr<Context> ctx;
+};
+ProfileContext& profile_context(bool portable) {
+  static ProfileContext contexts[2];
+  ProfileContext& p = contexts[portable ? 1 : 0];
+  if (!p.ctx) {
+    ContextOptions o = test_options(p.log);
+    o.profile = portable ? "portable" : "";
+    p.ctx = std::make_unique<Context>(o);
+  }
+  return p;
+}
+}  // namespace
+
+Context& OpsTest::context(bool portable) { return *profile_context(portable).ctx; }
+
+void OpsTest::SetUp() {
+  ASSERT_TRUE(ctx().validation_enabled()) << "the Khronos validation layer is required for tests";
+  messages_before_ = ctx().validation_messages();
+}
+
+void OpsTest::TearDown() {
+  EXPECT_EQ(ctx().validation_messages(), messages_before_)
+      << "validation layer messages:\n" << profile_context(GetParam().portable).log.joined();
+}
+
+std::string ops_param_name(const ::testing::TestParamInfo<OpsParam>& info) {
+  return std::string(to_string(info.param.dtype)) + (info.param.portable ? "_portable" : "");
+}
+
 uint16_t to_half(float f) { return float_to_half(f); }
 float from_half(uint16_t h) { return half_to_float(h); }
 

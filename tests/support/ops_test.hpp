@@ -31,16 +31,32 @@ Buffer upload_u32(Context& ctx, const std::vector<uint32_t>& v, const char* name
 ::testing::AssertionResult close(const std::vector<double>& got, const std::vector<double>& want,
                                  const std::vector<double>& scale, double rtol, double atol = 0);
 
-class OpsTest : public GpuTest, public ::testing::WithParamInterface<DType> {
- protected:
-  DType dtype() const { return GetParam(); }
-  Ops ops() { return Ops(ctx(), dtype()); }
-  // Relative error of storing one value: fp32 rounds at 2^-24, fp16 at 2^-11.
-  double store_rtol() const { return dtype() == DType::F16 ? 1e-3 : 1e-6; }
+// Kernel tests run per storage type and per profile: the device as it is, and clamped
+// to the portable profile (ContextOptions::profile), so the kernel variants a GPU
+// would get (shared-memory reductions, GPU tile shapes) run here too.
+struct OpsParam {
+  DType dtype;
+  bool portable;
 };
 
-inline std::string dtype_name(const ::testing::TestParamInfo<DType>& info) { return to_string(info.param); }
-#define VKF_FOR_EACH_DTYPE(Suite) \
-  INSTANTIATE_TEST_SUITE_P(, Suite, ::testing::Values(DType::F32, DType::F16), dtype_name)
+class OpsTest : public ::testing::TestWithParam<OpsParam> {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  Context& ctx() { return context(GetParam().portable); }
+  DType dtype() const { return GetParam().dtype; }
+  Ops ops() { return Ops(ctx(), dtype()); }
+
+ private:
+  static Context& context(bool portable);
+  uint64_t messages_before_ = 0;
+};
+
+std::string ops_param_name(const ::testing::TestParamInfo<OpsParam>& info);
+#define VKF_FOR_EACH_DTYPE(Suite)                                                                                  \
+  INSTANTIATE_TEST_SUITE_P(, Suite,                                                                                \
+                           ::testing::Values(OpsParam{DType::F32, false}, OpsParam{DType::F16, false},            \
+                                             OpsParam{DType::F32, true}, OpsParam{DType::F16, true}),             \
+                           ops_param_name)
 
 }  // namespace vkf::test
