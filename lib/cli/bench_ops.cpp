@@ -14,6 +14,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/bench.hpp"
+#include "model/tensor_io.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf::cli {
@@ -55,9 +56,15 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print) {
   const std::string precision = to_string(dt);
   nlohmann::json out = {{"gemm", nlohmann::json::array()}, {"softmax", nlohmann::json::array()},
                         {"layer_norm", nlohmann::json::array()}, {"attention", nlohmann::json::array()}};
-  const bool json = !print;
   auto say = [&](const char* fmt, auto... a) {
-    if (!json) std::printf(fmt, a...);
+    if (print) std::printf(fmt, a...);
+  };
+  // Inputs hold real values in the benchmarked precision: uninitialised memory may
+  // hold NaNs or denormals, which some devices (CPUs) process far more slowly.
+  auto filled = [&](uint64_t n, const char* name) {
+    std::vector<float> v(n);
+    for (uint64_t i = 0; i < n; ++i) v[i] = float((i * 7919) % 1000) / 1000.0f - 0.5f;
+    return model::upload_floats(ctx, v, dt, name);
   };
   say("vkformer %s bench ops on %s (%s), %s storage\n", version(), caps.name.c_str(), caps.driver_info.c_str(),
       precision.c_str());
@@ -67,21 +74,16 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print) {
   std::vector<uint32_t> sizes = quick ? std::vector<uint32_t>{64, 256} : std::vector<uint32_t>{64, 128, 256, 512, 1024, 2048};
   for (uint32_t n : sizes) {
     const uint64_t elems = uint64_t(n) * n;
-    Buffer a = ctx.buffer(elems * dtype_bytes(dt), "A"), b = ctx.buffer(elems * dtype_bytes(dt), "B");
+    Buffer a = filled(elems, "A"), b = filled(elems, "B");
     Buffer c = ctx.buffer(elems * dtype_bytes(dt), "C");
-    std::vector<float> host(elems);
-    for (uint64_t i = 0; i < elems; ++i) host[i] = float((i * 7919) % 1000) / 1000.0f - 0.5f;
-    if (dt == DType::F32) {
-      ctx.upload(a, std::span<const float>(host));
-      ctx.upload(b, std::span<const float>(host));
-    }
     const double flops = 2.0 * n * n * n;
     const double s = time_gpu(ctx, reps_for(flops, 5e9), [&](CommandList& cl) {
       ops.gemm(cl, {.M = n, .N = n, .K = n, .trans_b = true}, a.view(), b.view(), c.view());
     });
     double blas = 0;
 #ifdef VKF_HAVE_OPENBLAS
-    std::vector<float> hc(elems);
+    std::vector<float> host(elems), hc(elems);
+    for (uint64_t i = 0; i < elems; ++i) host[i] = float((i * 7919) % 1000) / 1000.0f - 0.5f;
     blas = flops / time_median([&] {
              cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(n), int(n), int(n), 1.0f, host.data(), int(n),
                          host.data(), int(n), 0.0f, hc.data(), int(n));
@@ -98,8 +100,8 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print) {
                                                             : std::vector<std::pair<uint32_t, uint32_t>>{{4096, 512}, {64, 32000}, {1024, 4096}};
   for (auto [rows, cols] : shapes) {
     const uint64_t elems = uint64_t(rows) * cols, bytes = 2 * elems * dtype_bytes(dt);
-    Buffer x = ctx.buffer(elems * dtype_bytes(dt), "x"), y = ctx.buffer(elems * dtype_bytes(dt), "y");
-    Buffer g = ctx.buffer(cols * dtype_bytes(dt), "gamma");
+    Buffer x = filled(elems, "x"), y = ctx.buffer(elems * dtype_bytes(dt), "y");
+    Buffer g = filled(cols, "gamma");
     const double sm = bytes / time_gpu(ctx, reps_for(double(bytes), 2e9), [&](CommandList& cl) {
       ops.softmax(cl, {.rows = rows, .cols = cols}, x.view(), y.view());
     }) / 1e9;
@@ -119,7 +121,7 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print) {
   for (uint32_t L : lens) {
     const uint32_t H = 8, d = 64;
     const uint64_t elems = uint64_t(L) * H * d;
-    Buffer q = ctx.buffer(elems * dtype_bytes(dt), "q"), o = ctx.buffer(elems * dtype_bytes(dt), "o");
+    Buffer q = filled(elems, "q"), o = ctx.buffer(elems * dtype_bytes(dt), "o");
     Buffer scores = ctx.buffer(uint64_t(H) * L * L * dtype_bytes(dt), "scores");
     Attention at{.heads = H, .head_dim = d, .q_len = L, .kv_len = L, .causal = true};
     const double work = 4.0 * H * L * L * d;
