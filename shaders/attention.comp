@@ -26,7 +26,9 @@ layout(std430, set = 0, binding = 4) readonly buffer Mb { store_t key_mask[]; };
 #define STEP_BINDING 5
 #include "step.glsl"
 
-const uint FLAG_KEY_MASK = 1u, FLAG_CAUSAL = 2u;
+// FLAG_STEP: a replayed decoding step; kv_len is the state's key count and the queries
+// are the last q_len of those keys (causal_offset = key count - q_len).
+const uint FLAG_KEY_MASK = 1u, FLAG_CAUSAL = 2u, FLAG_STEP = 4u;
 layout(push_constant) uniform Push {
   uint q_len, kv_len;
   float scale;
@@ -36,8 +38,6 @@ layout(push_constant) uniform Push {
   uint kv_batch_stride, kv_head_stride, kv_row_stride;
   uint o_batch_stride, o_row_stride;
   uint base_q, base_k, base_v, base_o;  // element offsets into the bound views
-  uint step_q;                          // per decoding step: queries advance this many elements,
-  uint kv_per_step;                     // and kv_len and causal_offset grow by this (0 or 1)
 } pc;
 
 shared float Ks[BKV * HEAD_DIM];
@@ -47,8 +47,9 @@ shared float Vs[BKV * HEAD_DIM];
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
-  const uint step = (pc.step_q | pc.kv_per_step) != 0u ? step_counter[0] : 0u;
-  const uint kv_len = pc.kv_len + step * pc.kv_per_step, causal_offset = pc.causal_offset + step * pc.kv_per_step;
+  const bool stepped = (pc.flags & FLAG_STEP) != 0u;
+  const uint kv_len = stepped ? step_state[DECODE_KEY_COUNT_WORD] : pc.kv_len;
+  const uint causal_offset = stepped ? kv_len - pc.q_len : pc.causal_offset;
   const uint i = gl_WorkGroupID.x * BQ + tid;  // query row
   const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
   const bool live_row = i < pc.q_len;
@@ -56,7 +57,7 @@ void main() {
   const uint k_base = pc.base_k + kv_base, v_base = pc.base_v + kv_base;
 
   float q[HEAD_DIM], o[HEAD_DIM];
-  const uint q_base = pc.base_q + step * pc.step_q + b * pc.q_batch_stride + i * pc.q_row_stride + h * HEAD_DIM;
+  const uint q_base = pc.base_q + b * pc.q_batch_stride + i * pc.q_row_stride + h * HEAD_DIM;
   for (uint d = 0; d < HEAD_DIM; ++d) {
     q[d] = live_row ? float(Q[q_base + d]) * pc.scale : 0.0;
     o[d] = 0.0;

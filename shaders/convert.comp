@@ -3,6 +3,7 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#include "rounding.glsl"  // FROM_F32: round to nearest even where the device can
 
 layout(local_size_x = 256) in;
 #include "grid.glsl"  // after the local size: it reads gl_WorkGroupSize

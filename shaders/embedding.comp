@@ -17,7 +17,7 @@ layout(std430, set = 0, binding = 3) writeonly buffer Out { store_t result[]; };
 layout(push_constant) uniform Push {
   uint rows, vocab, dim, seq_len, position_offset, positional;
   float scale;
-  uint position_per_step;  // 1: positions advance with the decoding step counter
+  uint positions_from_step;  // 1: the first position is the decode step state's position
 } pc;
 
 void main() {
@@ -27,7 +27,7 @@ void main() {
   uint id = ids[r];
   // The host rejects bad ids; a bad id that slips through reads nothing and poisons.
   float v = id < pc.vocab ? float(table[id * pc.dim + c]) * pc.scale : uintBitsToFloat(0x7fc00000u);
-  const uint offset = pc.position_offset + (pc.position_per_step != 0u ? step_counter[0] : 0u);
+  const uint offset = pc.positions_from_step != 0u ? step_state[DECODE_POSITION_WORD] : pc.position_offset;
   if (pc.positional != 0u) v += pe[(offset + r % pc.seq_len) * pc.dim + c];
   result[e] = store_t(v);
 }

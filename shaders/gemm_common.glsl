@@ -16,8 +16,9 @@ layout(std430, set = 0, binding = 4) readonly buffer BufR { store_t R[]; };     
 #define STEP_BINDING 5
 #include "step.glsl"
 
-const uint FLAG_TRANS_A = 1u, FLAG_TRANS_B = 2u, FLAG_BIAS = 4u, FLAG_RESIDUAL = 8u;
-const uint ACT_SHIFT = 4u;  // 2 bits: 0 none, 1 ReLU, 2 GELU (erf), 3 GELU (tanh)
+#include "gemm_flags.h"  // flag bits shared with lib/ops/gemm.cpp
+const uint FLAG_TRANS_A = GEMM_FLAG_TRANS_A, FLAG_TRANS_B = GEMM_FLAG_TRANS_B;
+const uint FLAG_BIAS = GEMM_FLAG_BIAS, FLAG_RESIDUAL = GEMM_FLAG_RESIDUAL, FLAG_STEP_ROWS = GEMM_FLAG_STEP_ROWS;
 
 // Batches are two-level, (outer, inner) = (batch item, head), each operand with its
 // own element strides, so per-head views of [B, L, H*d] tensors need no copies.
@@ -29,7 +30,6 @@ layout(push_constant) uniform Push {
   float alpha;
   uint flags;
   uint base_a, base_b, base_c, base_r;  // element offsets into the bound views
-  uint step_c;                          // C advances this many elements per decoding step
 } pc;
 
 bool flag(uint f) { return (pc.flags & f) != 0u; }
@@ -39,10 +39,10 @@ uint offset_a(uint z) { return pc.base_a + batch_offset(z, pc.stride_a); }
 uint offset_b(uint z) { return pc.base_b + batch_offset(z, pc.stride_b); }
 
 float activate_flagged(float v) {
-  uint act = (pc.flags >> ACT_SHIFT) & 3u;
-  if (act == 1u) return max(v, 0.0);
-  if (act == 2u) return gelu_erf(v);
-  if (act == 3u) return gelu_tanh(v);
+  uint act = (pc.flags >> GEMM_ACT_SHIFT) & GEMM_ACT_MASK;
+  if (act == GEMM_ACT_RELU) return max(v, 0.0);
+  if (act == GEMM_ACT_GELU) return gelu_erf(v);
+  if (act == GEMM_ACT_GELU_TANH) return gelu_tanh(v);
   return v;
 }
 
@@ -51,8 +51,9 @@ void store_c(uint z, uint m, uint n, float acc) {
   if (flag(FLAG_BIAS)) v += float(bias[n]);
   v = activate_flagged(v);
   if (flag(FLAG_RESIDUAL)) v += float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + n]);
-  const uint step_offset = pc.step_c != 0u ? step_counter[0] * pc.step_c : 0u;
-  C[pc.base_c + step_offset + batch_offset(z, pc.stride_c) + m * pc.ldc + n] = store_t(v);
+  // Decoding: row m of this step's product is row step + m of C (a cache of positions).
+  const uint row = flag(FLAG_STEP_ROWS) ? step_state[DECODE_STEP_WORD] + m : m;
+  C[pc.base_c + batch_offset(z, pc.stride_c) + row * pc.ldc + n] = store_t(v);
 }
 
 #ifndef GEMM_SKIP_AB

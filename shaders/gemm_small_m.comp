@@ -19,9 +19,7 @@ layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
 #endif
 #include "gemm_common.glsl"
 
-#ifndef MAX_M
-#define MAX_M 4
-#endif
+#define MAX_M GEMM_SMALL_M_MAX_M  // gemm_flags.h, shared with the host
 #ifndef WG_SIZE
 #define WG_SIZE 256
 #endif

@@ -1,11 +1,11 @@
-// The decoding step counter: a uint in a buffer the host rewrites between submits, so
-// one recorded decode step serves every position. Kernels add step * (their per-step
-// increments, push constants) to offsets and lengths; with increments of 0 the counter
-// (bound to a placeholder) is never read.
+// The decoding step state (decode_step.h): bound by kernels that can replay at every
+// position of a recorded decoder step. Where a dispatch does not step, a placeholder is
+// bound and the kernel never reads it (a push-constant flag says which).
 #ifndef VKF_STEP_GLSL
 #define VKF_STEP_GLSL
 #ifndef STEP_BINDING
 #error "define STEP_BINDING before including step.glsl"
 #endif
-layout(std430, set = 0, binding = STEP_BINDING) readonly buffer StepCounter { uint step_counter[]; };
+#include "decode_step.h"
+layout(std430, set = 0, binding = STEP_BINDING) readonly buffer DecodeStepState { uint step_state[]; };
 #endif

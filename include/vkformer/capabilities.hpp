@@ -49,12 +49,13 @@ struct Capabilities {
 
   // Optional features: supported by the device (and enabled by vkformer when it opens it).
   bool storage_16bit = false;
-  bool float16_arithmetic = false;
-  bool storage_8bit = false;
+  bool rounding_rte_fp16 = false;  // fp16 results can be made to round to nearest even (used by every fp16 kernel)
+  bool float16_arithmetic = false;  // recorded, unused: every kernel computes in fp32
+  bool storage_8bit = false;        // recorded, unused: no int8 weights yet
   bool subgroup_basic = false, subgroup_arithmetic = false, subgroup_shuffle = false;
   bool subgroup_size_control = false;
   bool portability_subset = false;  // MoltenVK and other layered implementations
-  bool cooperative_matrix_nv = false;
+  bool cooperative_matrix_nv = false;  // recorded, unused: no cooperative-matrix GEMM yet
   bool compute_only_queue = false;  // a queue family with compute and no graphics
 
   std::vector<std::string> quirks;  // workarounds from the vendor table that apply here

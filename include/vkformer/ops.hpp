@@ -33,10 +33,6 @@ struct Gemm {
   uint32_t lda = 0, ldb = 0, ldc = 0, ldr = 0;
   uint32_t batch = 1, heads = 1;
   Strides stride_a, stride_b, stride_c, stride_r;
-  // Decoding: C starts step * step_c elements further on, step read on the GPU from the
-  // counter passed to gemm() (so a recorded step replays at every position); max_step
-  // bounds it for the size checks.
-  uint32_t step_c = 0, max_step = 0;
 };
 
 // y = softmax(scale * x + mask) over the last axis of a [rows, cols] matrix. The
@@ -74,11 +70,6 @@ struct Attention {
   uint64_t q_batch_stride = 0, q_row_stride = 0;
   uint64_t kv_batch_stride = 0, kv_head_stride = 0, kv_row_stride = 0;
   uint64_t o_batch_stride = 0, o_row_stride = 0;
-  // Decoding with a step counter (see Gemm): queries start step * step_q elements on, and
-  // with kv_grows kv_len and causal_offset grow by step. No key padding mask then.
-  uint32_t step_q = 0;
-  bool kv_grows = false;
-  uint32_t max_step = 0;
 };
 
 struct Embedding {
@@ -86,8 +77,28 @@ struct Embedding {
   float scale = 1.0f;
   uint32_t seq_len = 1, position_offset = 0;
   uint32_t positions = 0;  // rows in the pe table (checked against the positions used)
-  bool position_per_step = false;  // positions advance with the step counter (up to max_step)
+};
+
+// A decoder step recorded once and replayed at every position: what changes from one
+// step to the next lives in a small buffer the model owns and rewrites before each
+// submit, never in push constants. `state` holds uint32 words (shaders/decode_step.h):
+//   [0] step       rows already in the self-attention cache; this step's rows go there
+//   [1] position   row of the positional table for the step's first token
+//   [2] key_count  keys the step's queries attend over (cached + new)
+// (one set for the whole batch: every sequence advances together). The ops that take a
+// DecodeStep use it so:
+//   gemm       row m of C is written at row step + m (C is a cache of positions)
+//   attention  kv_len is key_count (Attention::kv_len is then the most there can be, for
+//              the size checks), causal_offset is key_count - q_len; no padding mask
+//   embedding  positions start at `position` instead of Embedding::position_offset
+// max_step bounds step and position for the size checks; the host must keep to it.
+struct DecodeStep {
+  BufferView state;
   uint32_t max_step = 0;
+
+  struct State {
+    uint32_t step, position, key_count;
+  };
 };
 
 // PE[p, 2i] = sin(p / 10000^(2i/dim)), PE[p, 2i+1] = cos(...), computed in double and
@@ -99,13 +110,11 @@ std::vector<float> sinusoidal_positions(uint32_t positions, uint32_t dim);
 class Ops {
  public:
   explicit Ops(Context& ctx, DType dtype = DType::F32);
-  Context& context() { return ctx_; }
   DType dtype() const { return dtype_; }
 
-  // `step`: a uint32 step counter on the GPU, needed when g.step_c is set.
   void gemm(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b, const BufferView& c,
             const std::optional<BufferView>& bias = {}, const std::optional<BufferView>& residual = {},
-            const std::optional<BufferView>& step = {});
+            const std::optional<DecodeStep>& step = {});
   void softmax(CommandList& cl, const Softmax& s, const BufferView& x, const BufferView& y,
                const std::optional<BufferView>& mask = {});
   void layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, const BufferView& gamma,
@@ -114,19 +123,21 @@ class Ops {
   // key_padding_mask: additive [batch, kv_len] (0 keeps a key, -inf drops it).
   void attention(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k, const BufferView& v,
                  const BufferView& o, const std::optional<BufferView>& key_padding_mask = {},
-                 const std::optional<BufferView>& step = {});
+                 const std::optional<DecodeStep>& step = {});
   // The same as GEMM + softmax + GEMM through `scores` (batch*heads*q_len*kv_len elements).
   void attention_unfused(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k,
                          const BufferView& v, const BufferView& o, const BufferView& scores,
                          const std::optional<BufferView>& key_padding_mask = {});
-  // Whether the fused kernel fits this device for this head dimension.
+  // Whether the fused kernel fits this device for this head dimension (models check it
+  // when they load: decoding has no other path).
   bool fused_attention_fits(uint32_t head_dim) const;
+  static constexpr uint32_t kMaxFusedHeadDim = 128;  // q and o live in registers: 2 * head_dim floats
 
   // out[r, :] = table[ids[r], :] * scale + pe[position_offset + r % seq_len, :], with pe
   // an fp32 [positions, dim] table (sinusoidal_positions) or none. ids are uint32; an
   // id >= vocab gives a row of NaN (hosts check ids before they get here).
   void embedding(CommandList& cl, const Embedding& e, const BufferView& ids, const BufferView& table,
-                 const std::optional<BufferView>& pe, const BufferView& out, const std::optional<BufferView>& step = {});
+                 const std::optional<BufferView>& pe, const BufferView& out, const std::optional<DecodeStep>& step = {});
   void add(CommandList& cl, const BufferView& a, const BufferView& b, const BufferView& y, uint32_t count);
   void relu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count);
   void gelu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count, bool tanh_form = false);
@@ -148,6 +159,9 @@ class Ops {
     uint32_t base;
   };
   Placed place(const BufferView& v, const char* op) const;
+  void elementwise(CommandList& cl, uint32_t op, const BufferView& a, const BufferView& b, const BufferView& y,
+                   uint32_t count);
+  void need_step(const DecodeStep& step, const char* op) const;
   void need(const BufferView& v, uint64_t elements, const char* op, const char* what, DType t) const;
   void need(const BufferView& v, uint64_t elements, const char* op, const char* what) const {
     need(v, elements, op, what, dtype_);

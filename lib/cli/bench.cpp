@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cli/bench.hpp"
-#include "cli/commands.hpp"
-#include "cli/options.hpp"
+#include "bench.hpp"
+#include "commands.hpp"
+#include "options.hpp"
 #include "vkformer/model.hpp"
 
 namespace vkf::cli {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "cli/bench.hpp"
+#include "bench.hpp"
 
 namespace vkf::cli {
 

@@ -12,9 +12,9 @@
 #include <cblas.h>
 #endif
 
-#include "cli/commands.hpp"
-#include "cli/bench.hpp"
-#include "model/tensor_io.hpp"
+#include "commands.hpp"
+#include "bench.hpp"
+#include "vkformer/tensor_io.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf::cli {
@@ -64,7 +64,7 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print) {
   auto filled = [&](uint64_t n, const char* name) {
     std::vector<float> v(n);
     for (uint64_t i = 0; i < n; ++i) v[i] = float((i * 7919) % 1000) / 1000.0f - 0.5f;
-    return model::upload_floats(ctx, v, dt, name);
+    return upload_floats(ctx, v, dt, name);
   };
   say("vkformer %s bench ops on %s (%s), %s storage\n", version(), caps.name.c_str(), caps.driver_info.c_str(),
       precision.c_str());

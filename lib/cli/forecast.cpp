@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cli/commands.hpp"
-#include "cli/options.hpp"
+#include "commands.hpp"
+#include "options.hpp"
 #include "vkformer/forecaster.hpp"
 
 namespace vkf::cli {

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli/commands.hpp"
-#include "cli/options.hpp"
+#include "commands.hpp"
+#include "options.hpp"
 #include "vkformer/model.hpp"
 
 namespace vkf::cli {

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.hpp"
-#include "cli/options.hpp"
+#include "commands.hpp"
+#include "options.hpp"
 #include "vkformer/context.hpp"
 
 namespace vkf::cli {
@@ -25,15 +25,22 @@ std::string uuid_hex(const std::array<uint8_t, 16>& u) {
 std::vector<std::string> features_used(const Capabilities& c) {
   std::vector<std::string> f;
   if (c.storage_16bit) f.push_back("fp16 storage");
-  if (c.float16_arithmetic) f.push_back("fp16 arithmetic");
-  if (c.storage_8bit) f.push_back("8-bit storage");
+  if (c.rounding_rte_fp16) f.push_back("fp16 round-to-nearest-even");
   if (c.subgroup_arithmetic) f.push_back("subgroup arithmetic");
   if (c.subgroup_shuffle) f.push_back("subgroup shuffle");
   if (c.subgroup_size_control) f.push_back("subgroup size control");
   if (c.compute_only_queue) f.push_back("compute-only queue");
   if (c.unified_memory) f.push_back("direct host access (unified memory)");
   if (c.portability_subset) f.push_back("portability subset");
-  if (c.cooperative_matrix_nv) f.push_back("NV cooperative matrix (recorded)");
+  return f;
+}
+
+// Enabled on the device where offered, but no kernel uses them yet.
+std::vector<std::string> features_recorded(const Capabilities& c) {
+  std::vector<std::string> f;
+  if (c.float16_arithmetic) f.push_back("fp16 arithmetic");
+  if (c.storage_8bit) f.push_back("8-bit storage");
+  if (c.cooperative_matrix_nv) f.push_back("NV cooperative matrix");
   return f;
 }
 
@@ -70,6 +77,7 @@ nlohmann::json to_json(const Capabilities& c, bool is_default) {
       {"memory_heaps", heaps},
       {"unified_memory", c.unified_memory},
       {"features_used", features_used(c)},
+      {"features_recorded_unused", features_recorded(c)},
       {"quirks", c.quirks},
   };
 }
@@ -116,6 +124,9 @@ int info(Args& args) {
     std::string used;
     for (auto& f : features_used(c)) used += (used.empty() ? "" : ", ") + f;
     std::printf("    uses       %s\n", used.empty() ? "(no optional features)" : used.c_str());
+    std::string recorded;
+    for (auto& f : features_recorded(c)) recorded += (recorded.empty() ? "" : ", ") + f;
+    if (!recorded.empty()) std::printf("    recorded   %s (enabled, unused by any kernel yet)\n", recorded.c_str());
     for (auto& q : c.quirks) std::printf("    quirk      %s\n", q.c_str());
   }
   std::printf("\n* default device (choose with --device N|NAME or VKF_DEVICE)\n");

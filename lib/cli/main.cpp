@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "cli/commands.hpp"
+#include "commands.hpp"
 #include "vkformer/context.hpp"
 #include "vkformer/error.hpp"
 

@@ -1,5 +1,5 @@
 #pragma once
-#include "cli/args.hpp"
+#include "args.hpp"
 #include "vkformer/context.hpp"
 
 namespace vkf::cli {

@@ -1,7 +1,7 @@
 #include <cstdio>
 
-#include "cli/commands.hpp"
-#include "cli/options.hpp"
+#include "commands.hpp"
+#include "options.hpp"
 #include "vkformer/self_test.hpp"
 
 namespace vkf::cli {

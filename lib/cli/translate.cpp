@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "cli/commands.hpp"
-#include "cli/options.hpp"
+#include "commands.hpp"
+#include "options.hpp"
 #include "vkformer/model.hpp"
 #include "vkformer/tokenizer.hpp"
 

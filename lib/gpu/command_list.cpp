@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "gpu/context_impl.hpp"
+#include "context_impl.hpp"
 
 namespace vkf::gpu {
 

@@ -1,6 +1,6 @@
 #include <cstdlib>
 
-#include "gpu/context_impl.hpp"
+#include "context_impl.hpp"
 
 namespace vkf {
 

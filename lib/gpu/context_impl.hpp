@@ -3,12 +3,12 @@
 #include <memory>
 #include <mutex>
 
-#include "gpu/device.hpp"
-#include "gpu/disk_cache.hpp"
-#include "gpu/instance.hpp"
-#include "gpu/log.hpp"
-#include "gpu/memory.hpp"
-#include "gpu/pipelines.hpp"
+#include "device.hpp"
+#include "disk_cache.hpp"
+#include "instance.hpp"
+#include "log.hpp"
+#include "memory.hpp"
+#include "pipelines.hpp"
 #include "vkformer/context.hpp"
 
 namespace vkf {

@@ -1,4 +1,4 @@
-#include "gpu/device.hpp"
+#include "device.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -57,6 +57,8 @@ Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(p
     sizectl.computeFullSubgroups = VK_TRUE;
     chain(sizectl);
   }
+  // fp16 stores round to nearest even (shaders declare RoundingModeRTE, types.glsl).
+  if (c.rounding_rte_fp16 && api < VK_API_VERSION_1_2) enable_ext(VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
   // Recorded for the cooperative-matrix GEMM to come; enabling it costs nothing.
   if (c.cooperative_matrix_nv) enable_ext("VK_NV_cooperative_matrix");
 

@@ -1,8 +1,8 @@
 #pragma once
 #include <mutex>
 
-#include "gpu/instance.hpp"
-#include "gpu/physical_device.hpp"
+#include "instance.hpp"
+#include "physical_device.hpp"
 
 namespace vkf::gpu {
 

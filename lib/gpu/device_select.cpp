@@ -2,8 +2,8 @@
 #include <cctype>
 #include <string>
 
-#include "gpu/instance.hpp"
-#include "gpu/physical_device.hpp"
+#include "instance.hpp"
+#include "physical_device.hpp"
 #include "vkformer/context.hpp"
 
 namespace vkf {

@@ -1,4 +1,4 @@
-#include "gpu/disk_cache.hpp"
+#include "disk_cache.hpp"
 
 #include <unistd.h>
 
@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gpu/shader_compiler.hpp"
-#include "gpu/vk.hpp"
+#include "shader_compiler.hpp"
+#include "vk.hpp"
 
 namespace fs = std::filesystem;
 

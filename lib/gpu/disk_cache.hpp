@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/log.hpp"
+#include "log.hpp"
 #include "vkformer/capabilities.hpp"
 #include "vkformer/context.hpp"
 

@@ -1,4 +1,4 @@
-#include "gpu/instance.hpp"
+#include "instance.hpp"
 
 #include <cstring>
 #include <mutex>

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpu/log.hpp"
-#include "gpu/vk.hpp"
+#include "log.hpp"
+#include "vk.hpp"
 
 namespace vkf::gpu {
 

@@ -1,4 +1,4 @@
-#include "gpu/log.hpp"
+#include "log.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "gpu/memory.hpp"
+#include "memory.hpp"
 
 #include <algorithm>
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/device.hpp"
+#include "device.hpp"
 #include "vkformer/context.hpp"
 
 namespace vkf::gpu {

@@ -1,4 +1,4 @@
-#include "gpu/physical_device.hpp"
+#include "physical_device.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -78,6 +78,9 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
   if (has_driver_props) chain(ptail, driver);
   const bool has_sizectl = usable(VK_API_VERSION_1_3, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
   if (has_sizectl) chain(ptail, sizectl);
+  VkPhysicalDeviceFloatControlsProperties float_controls{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
+  const bool has_float_controls = usable(VK_API_VERSION_1_2, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
+  if (has_float_controls) chain(ptail, float_controls);
   vkGetPhysicalDeviceProperties2(handle, &props);
 
   c.name = base.deviceName;
@@ -145,6 +148,7 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
   c.subgroup_size_control = has_sizectl && sizectl_f.subgroupSizeControl && sizectl_f.computeFullSubgroups;
   c.portability_subset = pd.has_extension("VK_KHR_portability_subset");
   c.cooperative_matrix_nv = pd.has_extension("VK_NV_cooperative_matrix");
+  c.rounding_rte_fp16 = c.storage_16bit && has_float_controls && float_controls.shaderRoundingModeRTEFloat16;
 
   // Memory: unified when every device-local heap can also be mapped by the host.
   VkPhysicalDeviceMemoryProperties mem{};

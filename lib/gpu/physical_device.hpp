@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/vk.hpp"
+#include "vk.hpp"
 #include "vkformer/capabilities.hpp"
 
 namespace vkf::gpu {

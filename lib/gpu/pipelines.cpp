@@ -1,8 +1,8 @@
-#include "gpu/pipelines.hpp"
+#include "pipelines.hpp"
 
 #include <vector>
 
-#include "gpu/shader_compiler.hpp"
+#include "shader_compiler.hpp"
 
 namespace vkf {
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "gpu/device.hpp"
-#include "gpu/disk_cache.hpp"
+#include "device.hpp"
+#include "disk_cache.hpp"
 #include "vkformer/kernel.hpp"
 
 namespace vkf::gpu {

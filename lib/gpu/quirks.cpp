@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gpu/physical_device.hpp"
+#include "physical_device.hpp"
 
 namespace vkf::gpu {
 

@@ -1,4 +1,4 @@
-#include "gpu/shader_compiler.hpp"
+#include "shader_compiler.hpp"
 
 #include <glslang/Public/ResourceLimits.h>
 #include <glslang/Public/ShaderLang.h>
@@ -7,7 +7,7 @@
 
 #include <mutex>
 
-#include "gpu/embedded_shaders.hpp"
+#include "embedded_shaders.hpp"
 #include "vkformer/error.hpp"
 
 namespace vkf::gpu {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "gpu/context_impl.hpp"
+#include "context_impl.hpp"
 
 namespace vkf {
 

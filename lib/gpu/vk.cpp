@@ -1,4 +1,4 @@
-#include "gpu/vk.hpp"
+#include "vk.hpp"
 
 namespace vkf::gpu {
 

@@ -1,4 +1,4 @@
-#include "model/json_file.hpp"
+#include "json_file.hpp"
 
 #include "vkformer/error.hpp"
 #include "vkformer/tokenizer.hpp"

@@ -5,42 +5,40 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
-#include "model/encoder_stack.hpp"
-#include "model/json_file.hpp"
-#include "model/tensor_io.hpp"
-#include "model/uploader.hpp"
+#include "config_reader.hpp"
+#include "encoder_layer.hpp"
+#include "expected_tensors.hpp"
+#include "uploader.hpp"
+#include "vkformer/tensor_io.hpp"
 
 namespace vkf {
 
 ForecasterConfig ForecasterConfig::from_file(const std::string& path) {
-  auto fail = [&](const std::string& why) { throw Error("config " + path + ": " + why); };
-  const nlohmann::json j = model::read_json_object(path, "config");
-  if (j.value("architecture", "") != "torch-patch-forecaster")
-    fail("architecture must be \"torch-patch-forecaster\", got '" + j.value("architecture", "") + "'");
-  auto count = [&](const char* key) {
-    if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() < 1 || j[key].get<int64_t>() > (1 << 24))
-      fail(std::string("field '") + key + "' must be a positive integer");
-    return j[key].get<uint32_t>();
-  };
+  const model::ConfigReader r(path);
+  const std::string arch = r.string("architecture");
+  if (arch != "torch-patch-forecaster")
+    r.fail("architecture must be \"torch-patch-forecaster\", got '" + arch + "'");
   ForecasterConfig c;
-  c.window = count("window");
-  c.patch_len = count("patch_len");
-  c.stride = count("stride");
-  c.horizon = count("horizon");
-  c.d_model = count("d_model");
-  c.nhead = count("nhead");
-  c.num_layers = count("num_layers");
-  c.dim_feedforward = count("dim_feedforward");
-  const std::string act = j.value("activation", "relu");
-  if (act != "relu" && act != "gelu") fail("field 'activation' must be \"relu\" or \"gelu\"");
-  c.activation = act == "gelu" ? Activation::Gelu : Activation::Relu;
-  c.norm_first = j.value("norm_first", false);
-  c.layer_norm_eps = j.value("layer_norm_eps", 1e-5f);
-  if (c.patch_len > c.window) fail("patch_len is longer than the window");
-  if (c.d_model % c.nhead) fail("d_model is not divisible by nhead");
+  c.window = r.count("window", 1);
+  c.patch_len = r.count("patch_len", 1);
+  c.stride = r.count("stride", 1);
+  c.horizon = r.count("horizon", 1);
+  c.d_model = r.count("d_model", 1);
+  c.nhead = r.count("nhead", 1);
+  c.num_layers = r.count("num_layers", 0);
+  c.dim_feedforward = r.count("dim_feedforward", 1);
+  c.activation = r.activation("activation");
+  c.norm_first = r.flag("norm_first");
+  c.layer_norm_eps = r.number("layer_norm_eps", 0, 1);
+  if (c.patch_len > c.window) r.fail("patch_len is longer than the window");
+  if (c.d_model % c.nhead)
+    r.fail("d_model " + std::to_string(c.d_model) + " is not divisible by nhead " + std::to_string(c.nhead));
+  if (c.d_model / c.nhead > Ops::kMaxFusedHeadDim)
+    r.fail("head_dim " + std::to_string(c.d_model / c.nhead) + " (d_model / nhead) is larger than the " +
+           std::to_string(Ops::kMaxFusedHeadDim) + " vkformer's attention kernel supports");
+  if (uint64_t(c.patches()) * c.d_model > (1u << 24))
+    r.fail("patches x d_model is too large for the head (" + std::to_string(uint64_t(c.patches()) * c.d_model) + ")");
   return c;
 }
 
@@ -48,10 +46,10 @@ struct Forecaster::Impl {
   Context& ctx;
   ForecasterConfig config;
   DType dtype;
-  Linear patch_embed, head;
-  Buffer positions;  // [patches, d_model] in the model's precision
-  std::vector<EncoderLayer> layers;
-  Norm final_norm;
+  model::Linear patch_embed, head;     // [D, patch_len], [horizon, patches * D]
+  Buffer positions;                    // [patches, D] in the model's precision
+  std::vector<model::EncoderLayer> layers;
+  model::Norm final_norm;
 };
 
 Forecaster::Forecaster(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -60,31 +58,33 @@ const ForecasterConfig& Forecaster::config() const { return impl_->config; }
 
 std::shared_ptr<const Forecaster> Forecaster::load(Context& ctx, const std::string& dir, DType precision) {
   namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw Error("model directory '" + dir + "' does not exist");
   auto c = ForecasterConfig::from_file((fs::path(dir) / "config.json").string());
   model::SafeTensors file((fs::path(dir) / "model.safetensors").string());
   const uint64_t D = c.d_model, P = c.patches();
-  auto expect = [&](const std::string& name, std::vector<uint64_t> shape) {
-    if (file.at(name).shape != shape) throw Error("model " + dir + ": tensor '" + name + "' has the wrong shape");
-  };
-  expect("patch_embed.weight", {D, c.patch_len});
-  expect("head.weight", {c.horizon, P * D});
-  expect("encoder.norm.weight", {D});
-  size_t expected = 6 + 12 * size_t(c.num_layers);
-  if (file.tensors().size() != expected)
-    throw Error("model " + dir + ": " + std::to_string(file.tensors().size()) + " tensors, a forecaster with this config has " +
-                std::to_string(expected));
+  // Names and shapes first: nothing is uploaded from a model that does not match.
+  model::ExpectedTensors expected;
+  expected.linear("patch_embed", D, c.patch_len);
+  for (uint32_t i = 0; i < c.num_layers; ++i)
+    expected.encoder_layer("encoder.layers." + std::to_string(i), D, c.dim_feedforward);
+  expected.norm("encoder.norm", D);
+  expected.linear("head", c.horizon, P * D);
+  expected.check(file, dir, "torch-patch-forecaster");
+  if (precision == DType::F16 && !ctx.capabilities().storage_16bit)
+    throw Error("fp16 precision needs 16-bit storage, which device '" + ctx.capabilities().name + "' lacks");
+  if (!Ops(ctx, precision).fused_attention_fits(uint32_t(D / c.nhead)))
+    throw Error("model " + dir + ": head_dim " + std::to_string(D / c.nhead) +
+                " does not fit vkformer's attention kernel on device '" + ctx.capabilities().name + "'");
+
   auto m = std::make_unique<Impl>(Impl{ctx, c, precision, {}, {}, {}, {}, {}});
   model::Uploader up(ctx, file, precision);
   m->patch_embed = up.linear("patch_embed");
   m->head = up.linear("head");
-  for (uint32_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = "encoder.layers." + std::to_string(i);
-    expect(p + ".linear1.weight", {c.dim_feedforward, D});
-    m->layers.push_back(up.encoder_layer(p, c.d_model));
-  }
+  for (uint32_t i = 0; i < c.num_layers; ++i)
+    m->layers.push_back(up.encoder_layer("encoder.layers." + std::to_string(i), c.d_model));
   m->final_norm = up.norm("encoder.norm");
   auto pe = sinusoidal_positions(uint32_t(P), c.d_model);
-  m->positions = model::upload_floats(ctx, pe, precision, "positions");
+  m->positions = upload_floats(ctx, pe, precision, "positions");
   return std::shared_ptr<const Forecaster>(new Forecaster(std::move(m)));
 }
 
@@ -111,11 +111,13 @@ std::vector<float> Forecaster::predict(const std::vector<float>& windows) const 
   Context& ctx = m.ctx;
   Ops ops(ctx, m.dtype);
   const uint32_t e = dtype_bytes(m.dtype);
-  Buffer series = model::upload_floats(ctx, norm, m.dtype, "series");
-  model::EncoderBuffers buf{ctx.buffer(uint64_t(rows) * D * e, "x"), ctx.buffer(uint64_t(rows) * D * e, "y"),
-                            ctx.buffer(uint64_t(rows) * 3 * D * e, "qkv"), ctx.buffer(uint64_t(rows) * D * e, "attn"),
-                            ctx.buffer(uint64_t(rows) * c.dim_feedforward * e, "hidden")};
-  Buffer out = ctx.buffer(uint64_t(B) * c.horizon * e, "forecast");
+  Buffer series = upload_floats(ctx, norm, m.dtype, "series");
+  const model::EncoderBuffers buf{ctx.buffer(uint64_t(rows) * D * e, "x"),          // [B*P, D]
+                                  ctx.buffer(uint64_t(rows) * D * e, "y"),          // [B*P, D]
+                                  ctx.buffer(uint64_t(rows) * 3 * D * e, "qkv"),    // [B*P, 3D]
+                                  ctx.buffer(uint64_t(rows) * D * e, "attn"),       // [B*P, D]
+                                  ctx.buffer(uint64_t(rows) * c.dim_feedforward * e, "hidden")};  // [B*P, FFN]
+  Buffer out = ctx.buffer(uint64_t(B) * c.horizon * e, "forecast");  // [B, horizon]
 
   CommandList cl = ctx.command_list();
   // patches[b, p, :] = series[b, p*stride .. p*stride + patch_len): A rows overlap.
@@ -125,16 +127,16 @@ std::vector<float> Forecaster::predict(const std::vector<float>& windows) const 
   embed.stride_r = {0, 0};  // the same positions for every window
   ops.gemm(cl, embed, series.view(), m.patch_embed.weight.view(), buf.x.view(), m.patch_embed.bias.view(),
            m.positions.view());
-  const model::EncoderShape shape{.batch = B, .seq_len = P, .d_model = D, .heads = c.nhead, .activation = c.activation,
-                                  .norm_first = c.norm_first, .eps = c.layer_norm_eps};
-  for (const auto& layer : m.layers) model::record_encoder_layer(ops, cl, layer, shape, buf, std::nullopt);
-  ops.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, buf.x.view(), m.final_norm.gamma.view(),
-                 m.final_norm.beta.view(), buf.y.view());
+  const model::LayerRecorder r{.ops = ops, .cl = cl, .rows = rows, .d_model = D, .norm_first = c.norm_first,
+                               .eps = c.layer_norm_eps, .activation = c.activation};
+  for (const auto& layer : m.layers)
+    model::record_encoder_layer(r, layer, {.batch = B, .seq_len = P, .heads = c.nhead}, buf, std::nullopt);
+  r.norm(m.final_norm, buf.x.view(), buf.y.view());  // y [B*P, D]
   ops.gemm(cl, {.M = B, .N = c.horizon, .K = P * D, .trans_b = true}, buf.y.view(), m.head.weight.view(), out.view(),
            m.head.bias.view());
   cl.submit();
 
-  std::vector<float> result = model::download_floats(ctx, out, uint64_t(B) * c.horizon, m.dtype);
+  std::vector<float> result = download_floats(ctx, out, uint64_t(B) * c.horizon, m.dtype);
   for (uint32_t b = 0; b < B; ++b)
     for (uint32_t h = 0; h < c.horizon; ++h) result[b * c.horizon + h] = float(result[b * c.horizon + h] * scale[b] + mean[b]);
   return result;

@@ -1,4 +1,4 @@
-#include "model/safetensors.hpp"
+#include "safetensors.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

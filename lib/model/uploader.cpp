@@ -1,6 +1,6 @@
-#include "model/uploader.hpp"
+#include "uploader.hpp"
 
-#include "model/tensor_io.hpp"
+#include "vkformer/tensor_io.hpp"
 
 namespace vkf::model {
 
@@ -23,9 +23,14 @@ Linear Uploader::in_proj(const std::string& p, uint32_t row0, uint32_t rows, uin
 
 Norm Uploader::norm(const std::string& p) { return {tensor(p + ".weight"), tensor(p + ".bias")}; }
 
+FeedForward Uploader::feed_forward(const std::string& p) { return {linear(p + ".linear1"), linear(p + ".linear2")}; }
+
 EncoderLayer Uploader::encoder_layer(const std::string& p, uint32_t d) {
-  return {in_proj(p + ".self_attn", 0, 3 * d, d), linear(p + ".self_attn.out_proj"), linear(p + ".linear1"),
-          linear(p + ".linear2"), norm(p + ".norm1"), norm(p + ".norm2")};
+  return {.self_qkv = in_proj(p + ".self_attn", 0, 3 * d, d),
+          .self_out = linear(p + ".self_attn.out_proj"),
+          .ffn = feed_forward(p),
+          .norm1 = norm(p + ".norm1"),
+          .norm2 = norm(p + ".norm2")};
 }
 
 }  // namespace vkf::model

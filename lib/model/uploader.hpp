@@ -2,8 +2,8 @@
 // Tensors from a safetensors file to GPU buffers in a model's precision.
 #include <string>
 
-#include "model/safetensors.hpp"
-#include "model/seq2seq.hpp"
+#include "safetensors.hpp"
+#include "weights.hpp"
 
 namespace vkf::model {
 
@@ -17,6 +17,8 @@ class Uploader {
   // Part of an attention's input projection: rows [row0, row0 + rows) of in_proj.
   Linear in_proj(const std::string& attention, uint32_t row0, uint32_t rows, uint32_t d);
   Norm norm(const std::string& prefix);
+  // linear1 and linear2 under `prefix`.
+  FeedForward feed_forward(const std::string& prefix);
   // nn.TransformerEncoderLayer's weights under `prefix`.
   EncoderLayer encoder_layer(const std::string& prefix, uint32_t d_model);
 

@@ -1,16 +1,15 @@
 // Multi-head attention: the fused online-softmax kernel, and the unfused GEMM +
-// softmax + GEMM path it is tested against (and that devices use where it does not fit).
+// softmax + GEMM path it is tested and benchmarked against. Models need the fused
+// kernel (a replayed decode step has no unfused form) and check that it fits at load.
 #include <algorithm>
 #include <cmath>
 
-#include "ops/grid.hpp"
+#include "grid.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf {
 
 namespace {
-
-constexpr uint32_t kMaxFusedHeadDim = 128;  // q and o live in registers: 2 * d floats
 
 // Fills the packed [B, L, H*d] defaults and checks the buffers hold every element used.
 Attention resolve(const Attention& a0) {
@@ -44,43 +43,43 @@ bool Ops::fused_attention_fits(uint32_t head_dim) const {
 
 void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, const BufferView& k,
                     const BufferView& v, const BufferView& o, const std::optional<BufferView>& key_padding_mask,
-                    const std::optional<BufferView>& step) {
+                    const std::optional<DecodeStep>& step) {
   const Attention a = resolve(a0);
   const uint64_t width = uint64_t(a.heads) * a.head_dim;
-  if ((a.step_q || a.kv_grows) && !step) throw Error("attention: step_q and kv_grows need a step counter");
-  if (a.kv_grows && key_padding_mask) throw Error("attention: a key padding mask cannot grow with kv_grows");
-  const uint64_t grow = a.kv_grows ? a.max_step : 0;
-  need(q, (a.batch - 1) * a.q_batch_stride + (a.q_len - 1) * a.q_row_stride + width + uint64_t(a.max_step) * a.step_q,
-       "attention", "q");
-  if (step) need(*step, 1, "attention", "step counter", DType::F32);
+  if (step && key_padding_mask) throw Error("attention: a key padding mask cannot be used with a decode step");
+  if (step && uint64_t(step->max_step) + a.q_len > a.kv_len)
+    throw Error("attention: a decode step up to " + std::to_string(step->max_step) + " with " + std::to_string(a.q_len) +
+                " queries needs kv_len of at least " + std::to_string(uint64_t(step->max_step) + a.q_len));
+  need(q, (a.batch - 1) * a.q_batch_stride + (a.q_len - 1) * a.q_row_stride + width, "attention", "q");
+  if (step) need_step(*step, "attention");
   const uint64_t kv = (a.batch - 1) * a.kv_batch_stride + (a.heads - 1) * a.kv_head_stride +
-                      (a.kv_len + grow - 1) * a.kv_row_stride + a.head_dim;
+                      (a.kv_len - 1) * a.kv_row_stride + a.head_dim;
   need(k, kv, "attention", "k");
   need(v, kv, "attention", "v");
   need(o, (a.batch - 1) * a.o_batch_stride + (a.q_len - 1) * a.o_row_stride + width, "attention", "o");
   if (key_padding_mask) need(*key_padding_mask, uint64_t(a.batch) * a.kv_len, "attention", "key_padding_mask");
   if (!fused_attention_fits(a.head_dim))
     throw Error("attention: the fused kernel does not fit head_dim " + std::to_string(a.head_dim) +
-                " on this device; use attention_unfused");
+                " on this device (at most " + std::to_string(kMaxFusedHeadDim) + "); use attention_unfused");
 
   const auto& caps = ctx_.capabilities();
   const uint32_t bq = std::min<uint32_t>(64, caps.max_workgroup_invocations);
   const uint32_t shared = std::min<uint32_t>(caps.max_shared_memory, 16384);
   const uint32_t bkv = std::clamp<uint32_t>(shared / (2 * 4 * a.head_dim), 1, 64);
-  Kernel kern = kernel("attention.comp",
-                       {{"HEAD_DIM", std::to_string(a.head_dim)}, {"BQ", std::to_string(bq)}, {"BKV", std::to_string(bkv)}},
-                       6, 72);
   struct {
     uint32_t q_len, kv_len;
     float scale;
     uint32_t causal_offset, flags;
     uint32_t q_batch_stride, q_row_stride, kv_batch_stride, kv_head_stride, kv_row_stride, o_batch_stride, o_row_stride;
     uint32_t base_q, base_k, base_v, base_o;
-    uint32_t step_q, kv_per_step;
-  } push{a.q_len, a.kv_len, a.scale, a.causal_offset, (key_padding_mask ? 1u : 0u) | (a.causal ? 2u : 0u),
+  } push{a.q_len, a.kv_len, a.scale, a.causal_offset,
+         (key_padding_mask ? 1u : 0u) | (a.causal ? 2u : 0u) | (step ? 4u : 0u),  // FLAG_* in attention.comp
          u32(a.q_batch_stride), u32(a.q_row_stride), u32(a.kv_batch_stride), u32(a.kv_head_stride),
-         u32(a.kv_row_stride), u32(a.o_batch_stride), u32(a.o_row_stride), 0, 0, 0, 0, a.step_q, a.kv_grows ? 1u : 0u};
-  static_assert(sizeof push == 72);
+         u32(a.kv_row_stride), u32(a.o_batch_stride), u32(a.o_row_stride), 0, 0, 0, 0};
+  static_assert(sizeof push == 64, "matches Push in shaders/attention.comp");
+  Kernel kern = kernel("attention.comp",
+                       {{"HEAD_DIM", std::to_string(a.head_dim)}, {"BQ", std::to_string(bq)}, {"BKV", std::to_string(bkv)}},
+                       6, sizeof push);
   const Placed pq = place(q, "attention"), pk = place(k, "attention"), pv = place(v, "attention"),
                po = place(o, "attention"), pm = place(key_padding_mask ? *key_padding_mask : q, "attention");
   if (pm.base) throw Error("attention: the key padding mask must start at a descriptor-aligned offset");
@@ -89,7 +88,7 @@ void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, c
   push.base_v = pv.base;
   push.base_o = po.base;
   cl.dispatch(kern, {uint32_t(ops::ceil_div(a.q_len, bq)), a.heads, a.batch},
-              {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view), in(step ? *step : pq.view)}, push,
+              {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view), in(step ? step->state : pq.view)}, push,
               "attention");
 }
 

@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "ops/grid.hpp"
+#include "grid.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf {
@@ -17,29 +17,30 @@ std::vector<float> sinusoidal_positions(uint32_t positions, uint32_t dim) {
 
 void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, const BufferView& table,
                     const std::optional<BufferView>& pe, const BufferView& out_view,
-                    const std::optional<BufferView>& step) {
+                    const std::optional<DecodeStep>& step) {
   if (e.rows == 0 || e.dim == 0 || e.vocab == 0 || e.seq_len == 0)
     throw Error("embedding: rows, vocab, dim and seq_len must be at least 1");
   need(ids, e.rows, "embedding", "ids", DType::F32);  // uint32: same size as fp32
   need(table, uint64_t(e.vocab) * e.dim, "embedding", "table");
   need(out_view, uint64_t(e.rows) * e.dim, "embedding", "out");
   if (pe) {
-    const uint64_t last = uint64_t(e.position_offset) + std::min(e.rows, e.seq_len) + (e.position_per_step ? e.max_step : 0);
+    const uint64_t first = step ? step->max_step : e.position_offset;  // the last first position
+    const uint64_t last = first + std::min(e.rows, e.seq_len);
     if (last > e.positions)
       throw Error("embedding: positions up to " + std::to_string(last) + " are needed but the positional table has " +
                   std::to_string(e.positions));
     need(*pe, uint64_t(e.positions) * e.dim, "embedding", "positional table", DType::F32);
   }
-  if (e.position_per_step && !step) throw Error("embedding: position_per_step needs a step counter");
-  if (step) need(*step, 1, "embedding", "step counter", DType::F32);
+  if (step) need_step(*step, "embedding");
   struct {
     uint32_t rows, vocab, dim, seq_len, position_offset, positional;
     float scale;
-    uint32_t position_per_step;
-  } push{e.rows, e.vocab, e.dim, e.seq_len, e.position_offset, pe ? 1u : 0u, e.scale, e.position_per_step ? 1u : 0u};
+    uint32_t positions_from_step;
+  } push{e.rows, e.vocab, e.dim, e.seq_len, e.position_offset, pe ? 1u : 0u, e.scale, step ? 1u : 0u};
+  static_assert(sizeof push == 32, "matches Push in shaders/embedding.comp");
   Kernel k = kernel("embedding.comp", {}, 5, sizeof push);
   cl.dispatch(k, ops::grid(ops::ceil_div(uint64_t(e.rows) * e.dim, 256)),
-              {in(ids), in(table), in(pe ? *pe : table), out(out_view), in(step ? *step : ids)}, push, "embedding");
+              {in(ids), in(table), in(pe ? *pe : table), out(out_view), in(step ? step->state : ids)}, push, "embedding");
 }
 
 }  // namespace vkf

@@ -3,7 +3,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "ops/gemm_tiles.hpp"
+#include "gemm_flags.h"  // shaders/: flag bits shared with the GLSL kernels
+#include "gemm_tiles.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf {
@@ -47,10 +48,12 @@ struct GemmPush {
   float alpha;
   uint32_t flags;
   uint32_t base_a, base_b, base_c, base_r;
-  uint32_t step_c;
 };
+static_assert(sizeof(GemmPush) == 88, "matches Push in shaders/gemm_common.glsl");
 
-constexpr uint32_t kSmallM = 4;  // MAX_M of gemm_small_m.comp
+constexpr uint32_t kSmallM = GEMM_SMALL_M_MAX_M;  // MAX_M of gemm_small_m.comp
+static_assert(uint32_t(Activation::Relu) == GEMM_ACT_RELU && uint32_t(Activation::Gelu) == GEMM_ACT_GELU &&
+              uint32_t(Activation::GeluTanh) == GEMM_ACT_GELU_TANH, "activation codes match gemm_flags.h");
 
 uint32_t narrow(uint64_t v, const char* what) {
   if (v > 0xffffffffull) throw Error(std::string("gemm: ") + what + " does not fit 32 bits");
@@ -61,7 +64,7 @@ uint32_t narrow(uint64_t v, const char* what) {
 
 void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b, const BufferView& c,
                const std::optional<BufferView>& bias, const std::optional<BufferView>& residual,
-               const std::optional<BufferView>& step) {
+               const std::optional<DecodeStep>& step) {
   Gemm g = g0;
   if (g.M == 0 || g.N == 0 || g.K == 0 || g.batch == 0 || g.heads == 0)
     throw Error("gemm: M, N, K, batch and heads must be at least 1 (got M=" + std::to_string(g.M) +
@@ -81,20 +84,21 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   const uint64_t b_rows = g.trans_b ? g.N : g.K, b_cols = g.trans_b ? g.K : g.N;
   need(a, last(g.stride_a) + (a_rows - 1) * g.lda + a_cols, "gemm", "A");
   need(b, last(g.stride_b) + (b_rows - 1) * g.ldb + b_cols, "gemm", "B");
-  if (g.step_c && !step) throw Error("gemm: step_c needs a step counter");
-  need(c, last(g.stride_c) + (uint64_t(g.M) - 1) * g.ldc + g.N + uint64_t(g.max_step) * g.step_c, "gemm", "C");
-  if (step) need(*step, 1, "gemm", "step counter", DType::F32);
+  const uint64_t step_rows = step ? step->max_step : 0;  // stepping, C's rows start at row `step`
+  need(c, last(g.stride_c) + (g.M + step_rows - 1) * g.ldc + g.N, "gemm", "C");
+  if (step) need_step(*step, "gemm");
   if (bias) need(*bias, g.N, "gemm", "bias");
   if (residual) need(*residual, last(g.stride_r) + (uint64_t(g.M) - 1) * g.ldr + g.N, "gemm", "residual");
 
-  const uint32_t flags = (g.trans_a ? 1u : 0u) | (g.trans_b ? 2u : 0u) | (bias ? 4u : 0u) | (residual ? 8u : 0u) |
-                         (uint32_t(g.act) << 4);
+  const uint32_t flags = (g.trans_a ? GEMM_FLAG_TRANS_A : 0u) | (g.trans_b ? GEMM_FLAG_TRANS_B : 0u) |
+                         (bias ? GEMM_FLAG_BIAS : 0u) | (residual ? GEMM_FLAG_RESIDUAL : 0u) |
+                         (step ? GEMM_FLAG_STEP_ROWS : 0u) | (uint32_t(g.act) << GEMM_ACT_SHIFT);
   GemmPush push{g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.ldr, g.heads,
                 {narrow(g.stride_a.outer, "stride"), narrow(g.stride_a.inner, "stride")},
                 {narrow(g.stride_b.outer, "stride"), narrow(g.stride_b.inner, "stride")},
                 {narrow(g.stride_c.outer, "stride"), narrow(g.stride_c.inner, "stride")},
                 {narrow(g.stride_r.outer, "stride"), narrow(g.stride_r.inner, "stride")},
-                g.alpha, flags, 0, 0, 0, 0, g.step_c};
+                g.alpha, flags, 0, 0, 0, 0};
   const Placed pa = place(a, "gemm"), pb = place(b, "gemm"), pc = place(c, "gemm");
   const Placed pbias = place(bias ? *bias : a, "gemm"), pr = place(residual ? *residual : a, "gemm");
   if (pbias.base) throw Error("gemm: the bias view must start at a descriptor-aligned offset");
@@ -145,7 +149,7 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   }
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
   // Absent operands are bound to A as placeholders; the kernel never reads them.
-  cl.dispatch(k, groups, {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step ? *step : pa.view)},
+  cl.dispatch(k, groups, {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step ? step->state : pa.view)},
               push, label);
 }
 

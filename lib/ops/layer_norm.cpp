@@ -1,5 +1,5 @@
-#include "ops/grid.hpp"
-#include "ops/reduce_config.hpp"
+#include "grid.hpp"
+#include "reduce_config.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf {
@@ -22,6 +22,7 @@ void Ops::layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, c
     float eps;
     uint32_t flags;
   } push{n.rows, n.cols, n.eps, (residual ? 1u : 0u) | (sum_out ? 2u : 0u)};
+  static_assert(sizeof push == 16, "matches Push in shaders/layer_norm.comp");
   Kernel k = kernel("layer_norm.comp", ops::row_reduce_defines(ctx_.capabilities()), 6, sizeof push);
   // Without a sum to write, y stands in for it (the kernel does not touch it).
   cl.dispatch(k, ops::grid(n.rows),

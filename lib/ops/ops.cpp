@@ -1,7 +1,10 @@
 #include "vkformer/ops.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
+
+#include "decode_step.h"
 
 namespace vkf {
 
@@ -15,7 +18,11 @@ Ops::Ops(Context& ctx, DType dtype) : ctx_(ctx), dtype_(dtype) {
 
 Kernel Ops::kernel(const char* shader, Defines defines, uint32_t bindings, uint32_t push_bytes,
                    std::vector<uint32_t> spec) {
-  if (dtype_ == DType::F16) defines.emplace_back("VKF_FP16_STORAGE", "1");
+  if (dtype_ == DType::F16) {
+    defines.emplace_back("VKF_FP16_STORAGE", "1");
+    // fp16 results round to nearest even, as the host's float_to_half and PyTorch do.
+    if (ctx_.capabilities().rounding_rte_fp16) defines.emplace_back("VKF_RTE_FP16", "1");
+  }
   return ctx_.kernel({.shader = shader,
                       .defines = std::move(defines),
                       .bindings = bindings,
@@ -30,6 +37,15 @@ Ops::Placed Ops::place(const BufferView& v, const char* op) const {
   const uint64_t rem = v.offset % align;  // allocations themselves start aligned
   if (rem % elem) throw Error(std::string(op) + ": view offset cannot be expressed in elements on this device");
   return {BufferView{v.alloc, v.offset - rem, v.size + rem}, uint32_t(rem / elem)};
+}
+
+static_assert(sizeof(DecodeStep::State) == DECODE_STATE_WORDS * 4, "DecodeStep::State matches shaders/decode_step.h");
+static_assert(offsetof(DecodeStep::State, step) == DECODE_STEP_WORD * 4 &&
+              offsetof(DecodeStep::State, position) == DECODE_POSITION_WORD * 4 &&
+              offsetof(DecodeStep::State, key_count) == DECODE_KEY_COUNT_WORD * 4);
+
+void Ops::need_step(const DecodeStep& step, const char* op) const {
+  need(step.state, DECODE_STATE_WORDS, op, "decode step state", DType::F32);  // uint32 words: fp32-sized
 }
 
 void Ops::need(const BufferView& v, uint64_t elements, const char* op, const char* what, DType t) const {

@@ -1,5 +1,5 @@
-#include "ops/grid.hpp"
-#include "ops/reduce_config.hpp"
+#include "grid.hpp"
+#include "reduce_config.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf {
@@ -18,6 +18,7 @@ void Ops::softmax(CommandList& cl, const Softmax& s, const BufferView& x, const 
     uint32_t mask_rows, mask_row_div, causal_rows, causal_offset, flags;
   } push{s.rows, s.cols, s.scale, s.mask_rows, s.mask_row_div, s.causal_rows, s.causal_offset,
          (mask ? 1u : 0u) | (s.causal ? 2u : 0u)};
+  static_assert(sizeof push == 32, "matches Push in shaders/softmax.comp");
   Kernel k = kernel("softmax.comp", ops::row_reduce_defines(ctx_.capabilities()), 3, sizeof push);
   cl.dispatch(k, ops::grid(s.rows), {in(x), out(y), in(mask ? *mask : x)}, push, "softmax");
 }

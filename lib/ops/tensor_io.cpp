@@ -1,14 +1,12 @@
-#pragma once
-// Host floats to and from device buffers in a model's storage type.
-#include <span>
-#include <vector>
+#include "vkformer/tensor_io.hpp"
+
+#include <algorithm>
 
 #include "vkformer/half.hpp"
-#include "vkformer/ops.hpp"
 
-namespace vkf::model {
+namespace vkf {
 
-inline Buffer upload_floats(Context& ctx, std::span<const float> v, DType t, std::string_view name) {
+Buffer upload_floats(Context& ctx, std::span<const float> v, DType t, std::string_view name) {
   Buffer b = ctx.buffer(std::max<uint64_t>(v.size(), 1) * dtype_bytes(t), name);
   if (t == DType::F16) {
     std::vector<uint16_t> h(v.size());
@@ -20,7 +18,7 @@ inline Buffer upload_floats(Context& ctx, std::span<const float> v, DType t, std
   return b;
 }
 
-inline std::vector<float> download_floats(Context& ctx, const Buffer& b, size_t n, DType t) {
+std::vector<float> download_floats(Context& ctx, const Buffer& b, size_t n, DType t) {
   std::vector<float> out(n);
   if (t == DType::F16) {
     std::vector<uint16_t> h(n);
@@ -32,4 +30,4 @@ inline std::vector<float> download_floats(Context& ctx, const Buffer& b, size_t 
   return out;
 }
 
-}  // namespace vkf::model
+}  // namespace vkf

@@ -1,0 +1,57 @@
+#include "expected_tensors.hpp"
+
+#include <set>
+
+#include "vkformer/error.hpp"
+
+namespace vkf::model {
+
+namespace {
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+}  // namespace
+
+void ExpectedTensors::linear(const std::string& p, uint64_t out, uint64_t in) {
+  add(p + ".weight", {out, in});
+  add(p + ".bias", {out});
+}
+
+void ExpectedTensors::norm(const std::string& p, uint64_t d) {
+  add(p + ".weight", {d});
+  add(p + ".bias", {d});
+}
+
+void ExpectedTensors::attention(const std::string& p, uint64_t d) {
+  add(p + ".in_proj_weight", {3 * d, d});
+  add(p + ".in_proj_bias", {3 * d});
+  linear(p + ".out_proj", d, d);
+}
+
+void ExpectedTensors::encoder_layer(const std::string& p, uint64_t d, uint64_t ffn) {
+  attention(p + ".self_attn", d);
+  linear(p + ".linear1", ffn, d);
+  linear(p + ".linear2", d, ffn);
+  norm(p + ".norm1", d);
+  norm(p + ".norm2", d);
+}
+
+void ExpectedTensors::check(const SafeTensors& file, const std::string& dir, const std::string& architecture) const {
+  std::set<std::string> names;
+  for (auto& [name, shape] : tensors_) {
+    names.insert(name);
+    auto it = file.tensors().find(name);
+    if (it == file.tensors().end()) throw Error("model " + dir + ": missing tensor '" + name + "'");
+    if (it->second.shape != shape)
+      throw Error("model " + dir + ": tensor '" + name + "' has shape " + shape_str(it->second.shape) +
+                  ", the config implies " + shape_str(shape));
+  }
+  for (auto& [name, info] : file.tensors())
+    if (!names.count(name))
+      throw Error("model " + dir + ": unexpected tensor '" + name + "' (not part of a " + architecture +
+                  " with this config)");
+}
+
+}  // namespace vkf::model

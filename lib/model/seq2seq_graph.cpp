@@ -1,0 +1,187 @@
+// The torch-seq2seq forward pass, as nn.Transformer computes it, top to bottom:
+//
+//   x      = src_embed[src] * sqrt(D)? + PE           encoder input        [B*S, D]
+//   x      = encoder_layer(x) for each layer                               [B*S, D]
+//   memory = LN(x)                                                         [B*S, D]
+//   cross  = memory W_kv^T + b for each decoder layer (once per source)    [B*S, 2D]
+//   y      = tgt_embed[tgt] * sqrt(D)? + PE           decoder input        [B*n, D]
+//   y      = decoder_layer(y, cache, cross) for each layer                 [B*n, D]
+//   logits = LN(y) W_gen^T + b                                             [B*n, V]
+//
+// B sequences (beams count as sequences), S padded source tokens, n target tokens per
+// pass, D = d_model, V = the target vocabulary. Residual adds ride in GEMM epilogues.
+#include "seq2seq_graph.hpp"
+
+#include <cmath>
+
+#include "buffers.hpp"
+#include "vkformer/half.hpp"
+#include "vkformer/tensor_io.hpp"
+
+namespace vkf::model {
+
+namespace {
+constexpr uint16_t kHalfNegativeInfinity = 0xfc00;  // IEEE fp16 -inf: sign 1, exponent all ones, mantissa 0
+}
+
+Seq2SeqGraph::Seq2SeqGraph(const Model::Impl& m) : m_(m), ctx_(m.ctx), ops_(m.ctx, m.dtype) {}
+
+LayerRecorder Seq2SeqGraph::recorder(CommandList& cl, uint32_t rows) {
+  const ModelConfig& c = m_.config;
+  return {.ops = ops_, .cl = cl, .rows = rows, .d_model = c.d_model, .norm_first = c.norm_first,
+          .eps = c.layer_norm_eps, .activation = c.activation};
+}
+
+CommandList Seq2SeqGraph::begin() { return ctx_.command_list({.profile = profile}); }
+
+void Seq2SeqGraph::finish(CommandList& cl, std::string& report) {
+  cl.submit();
+  if (profile) report = cl.profile_report();
+}
+
+void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uint32_t copies,
+                          uint32_t target_capacity) {
+  const ModelConfig& c = m_.config;
+  if (sources.empty()) throw Error("no source sequences given");
+  src_len_ = 0;
+  for (size_t s = 0; s < sources.size(); ++s) {
+    if (sources[s].empty()) throw Error("source " + std::to_string(s) + " is empty");
+    if (sources[s].size() > c.max_position)
+      throw Error("source " + std::to_string(s) + " has " + std::to_string(sources[s].size()) +
+                  " tokens, more than the model's max_position " + std::to_string(c.max_position));
+    for (uint32_t id : sources[s])
+      if (id >= c.src_vocab_size)
+        throw Error("source " + std::to_string(s) + " has token id " + std::to_string(id) +
+                    ", outside the source vocabulary of " + std::to_string(c.src_vocab_size));
+    src_len_ = std::max<uint32_t>(src_len_, uint32_t(sources[s].size()));
+  }
+  if (target_capacity > c.max_position)
+    throw Error("decoding " + std::to_string(target_capacity) + " target positions exceeds the model's max_position " +
+                std::to_string(c.max_position));
+  step_list_.reset();  // it refers to buffers that may be reallocated below
+  batch_ = uint32_t(sources.size()) * copies;
+  const uint32_t D = c.d_model, S = src_len_, rows = batch_ * S;
+  const uint32_t e = dtype_bytes(m_.dtype);
+
+  // Ids padded with pad_id; the mask drops every pad_id key, as src == pad_id does in PyTorch.
+  std::vector<uint32_t> ids(rows, c.pad_id);
+  for (size_t s = 0; s < sources.size(); ++s)
+    for (uint32_t k = 0; k < copies; ++k)
+      std::copy(sources[s].begin(), sources[s].end(), ids.begin() + (s * copies + k) * S);
+  ensure(ctx_, src_ids_, rows, 4, "src_ids");
+  ctx_.upload(src_ids_, ids.data(), ids.size() * 4);
+  ensure(ctx_, src_mask_, rows, e, "src_mask");
+  if (m_.dtype == DType::F16) {
+    std::vector<uint16_t> mask(rows);
+    for (uint32_t i = 0; i < rows; ++i) mask[i] = ids[i] == c.pad_id ? kHalfNegativeInfinity : 0;
+    ctx_.upload(src_mask_, mask.data(), rows * 2);
+  } else {
+    std::vector<float> mask(rows);
+    for (uint32_t i = 0; i < rows; ++i) mask[i] = ids[i] == c.pad_id ? -INFINITY : 0.0f;
+    ctx_.upload(src_mask_, mask.data(), rows * 4);
+  }
+
+  // Activations, shared by the encoder and the decoder's passes (at most capacity tokens).
+  const uint64_t rows_max = std::max(rows, batch_ * target_capacity);
+  ensure(ctx_, x_, rows_max * D, e, "x");                         // [rows, D]
+  ensure(ctx_, y_, rows_max * D, e, "y");                         // [rows, D]
+  ensure(ctx_, attn_, rows_max * D, e, "attn");                   // [rows, D]
+  ensure(ctx_, queries_, rows_max * D, e, "queries");             // [rows, D]
+  ensure(ctx_, hidden_, rows_max * c.dim_feedforward, e, "ffn_hidden");  // [rows, FFN]
+  ensure(ctx_, qkv_, uint64_t(rows) * 3 * D, e, "qkv");           // [B*S, 3D]
+  ensure(ctx_, memory_, uint64_t(rows) * D, e, "memory");         // [B*S, D]
+  cache_.reserve(ctx_, m_.dtype, uint32_t(m_.decoder.size()), batch_, target_capacity, S, D);
+
+  CommandList cl = begin();
+  const LayerRecorder r = recorder(cl, rows);
+  const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
+  ops_.embedding(cl, {.rows = rows, .vocab = c.src_vocab_size, .dim = D, .scale = scale, .seq_len = S,
+                      .positions = c.max_position},
+                 src_ids_.view(), m_.src_embed.view(), m_.positions.view(), x_.view());  // x [B*S, D]
+  const EncoderBuffers buffers{x_, y_, qkv_, attn_, hidden_};
+  for (const auto& layer : m_.encoder)
+    record_encoder_layer(r, layer, {.batch = batch_, .seq_len = S, .heads = c.nhead}, buffers, src_mask_.view());
+  r.norm(m_.encoder_norm, x_.view(), memory_.view());  // memory [B*S, D]
+  // Cross-attention keys and values, once per source for every decoding step.
+  for (size_t l = 0; l < m_.decoder.size(); ++l)
+    r.linear(m_.decoder[l].cross_kv, memory_.view(), cache_.cross(l).view());  // cross [B*S, 2D]
+  finish(cl, encoder_report);
+}
+
+void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
+  const ModelConfig& c = m_.config;
+  const uint32_t D = c.d_model, rows = batch_ * o.n, V = c.tgt_vocab_size;
+  const LayerRecorder r = recorder(cl, rows);
+  const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
+  ops_.embedding(cl, {.rows = rows, .vocab = V, .dim = D, .scale = scale, .seq_len = o.n, .position_offset = o.t0,
+                      .positions = c.max_position},
+                 tgt_ids_.view(), m_.tgt_embed.view(), m_.positions.view(), x_.view(), o.step);  // x [B*n, D]
+  const DecoderPass pass{.batch = batch_, .n = o.n, .heads = c.nhead, .t0 = o.t0, .step = o.step};
+  const DecoderBuffers buffers{x_, y_, queries_, attn_, hidden_, src_mask_.view()};
+  for (size_t l = 0; l < m_.decoder.size(); ++l) record_decoder_layer(r, m_.decoder[l], l, pass, buffers, cache_);
+  r.norm(m_.decoder_norm, x_.view(), y_.view());  // y [B*n, D]
+  if (o.logits_of_every_token) {
+    r.linear(m_.generator, y_.view(), logits_.view());  // logits [B*n, V]
+  } else {  // only each sequence's last token predicts the next one
+    Gemm g{.M = 1, .N = V, .K = D, .trans_b = true, .batch = batch_};
+    g.stride_a = {uint64_t(o.n) * D, 0};
+    g.stride_c = {V, 0};
+    ops_.gemm(cl, g, r.at(y_, uint64_t(o.n - 1) * D), m_.generator.weight.view(), logits_.view(),
+              m_.generator.bias.view());  // logits [B, V]
+  }
+}
+
+void Seq2SeqGraph::check_target_ids(const std::vector<uint32_t>& ids) const {
+  for (uint32_t id : ids)
+    if (id >= m_.config.tgt_vocab_size)
+      throw Error("target token id " + std::to_string(id) + " is outside the target vocabulary of " +
+                  std::to_string(m_.config.tgt_vocab_size));
+}
+
+std::vector<float> Seq2SeqGraph::decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
+  const uint32_t rows = batch_ * n, V = m_.config.tgt_vocab_size;
+  if (ids.size() != rows) throw Error("decode: expected " + std::to_string(rows) + " target ids");
+  if (t0 + n > cache_.capacity())
+    throw Error("target position " + std::to_string(t0 + n) + " is past the decoding capacity " +
+                std::to_string(cache_.capacity()));
+  check_target_ids(ids);
+  ensure(ctx_, tgt_ids_, rows, 4, "tgt_ids");
+  ctx_.upload(tgt_ids_, ids.data(), rows * 4);
+  ensure(ctx_, logits_, uint64_t(rows) * V, dtype_bytes(m_.dtype), "logits");
+  CommandList cl = begin();
+  record_decoder(cl, {.t0 = t0, .n = n, .logits_of_every_token = true});
+  finish(cl, decoder_report);
+  return download_floats(ctx_, logits_, uint64_t(rows) * V, m_.dtype);
+}
+
+std::vector<uint32_t> Seq2SeqGraph::step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out) {
+  const uint32_t V = m_.config.tgt_vocab_size;
+  if (ids.size() != batch_) throw Error("step: expected one id per sequence");
+  if (t >= cache_.capacity()) throw Error("step: position " + std::to_string(t) + " is past the decoding capacity");
+  check_target_ids(ids);
+  if (!step_list_) {
+    ensure(ctx_, step_state_, 1, sizeof(DecodeStep::State), "decode_step");
+    ensure(ctx_, tgt_ids_, batch_, 4, "tgt_ids");
+    ensure(ctx_, logits_, uint64_t(batch_) * V, dtype_bytes(m_.dtype), "logits");
+    ensure(ctx_, next_ids_, batch_, 4, "next_ids");
+    step_list_.emplace(begin());
+    const DecodeStep step{.state = step_state_.view(), .max_step = cache_.capacity() - 1};
+    record_decoder(*step_list_, {.n = 1, .step = step});
+    ops_.argmax(*step_list_, logits_.view(), next_ids_.view(), batch_, V);  // next_ids [B]
+  }
+  // Token t sits at position t, joins the cache at row t and attends over rows [0, t].
+  const DecodeStep::State state{.step = t, .position = t, .key_count = t + 1};
+  ctx_.upload(step_state_, &state, sizeof state);
+  ctx_.upload(tgt_ids_, ids.data(), batch_ * 4);
+  finish(*step_list_, decoder_report);
+  if (logits_out) *logits_out = download_floats(ctx_, logits_, uint64_t(batch_) * V, m_.dtype);
+  std::vector<uint32_t> next(batch_);
+  ctx_.download(next_ids_, next.data(), batch_ * 4);
+  return next;
+}
+
+void Seq2SeqGraph::reorder(const std::vector<uint32_t>& parent, uint32_t filled) {
+  cache_.reorder(ctx_, parent, filled);
+}
+
+}  // namespace vkf::model

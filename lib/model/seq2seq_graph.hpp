@@ -1,0 +1,62 @@
+#pragma once
+// The torch-seq2seq forward pass as recorded GPU work, with the memory it runs in:
+// encode once per batch of sources, then decode (teacher-forced) or step (one token per
+// sequence, a command list recorded once and replayed at every position).
+#include <optional>
+#include <string>
+
+#include "decoder_layer.hpp"
+#include "encoder_layer.hpp"
+#include "kv_cache.hpp"
+#include "seq2seq.hpp"
+
+namespace vkf::model {
+
+class Seq2SeqGraph {
+ public:
+  explicit Seq2SeqGraph(const Model::Impl& model);
+
+  // Encodes B sources padded to S tokens, each repeated `copies` times (beams): leaves
+  // every decoder layer's cross-attention keys/values in the cache, and room for
+  // target_capacity positions of self-attention.
+  void encode(const std::vector<std::vector<uint32_t>>& sources, uint32_t copies, uint32_t target_capacity);
+  // Teacher forcing: n tokens per sequence at positions [t0, t0 + n), appended to the
+  // cache; the logits of every token, [batch * n, tgt_vocab].
+  std::vector<float> decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids);
+  // One token per sequence at position t; the argmax of each sequence's logits, and the
+  // logits themselves when logits_out is given (sampling, beams).
+  std::vector<uint32_t> step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out);
+  // Beam search: sequence k continues from sequence parent[k] (positions [0, filled)).
+  void reorder(const std::vector<uint32_t>& parent, uint32_t filled);
+
+  const ModelConfig& config() const { return m_.config; }
+  uint32_t batch() const { return batch_; }
+
+  bool profile = false;
+  std::string encoder_report, decoder_report;  // per-dispatch GPU times (profile)
+
+ private:
+  struct DecoderOptions {
+    uint32_t t0 = 0, n = 1;
+    bool logits_of_every_token = false;  // else only each sequence's last token's (what predicts the next)
+    std::optional<DecodeStep> step;      // replayed at the position in step_state_
+  };
+  void record_decoder(CommandList& cl, const DecoderOptions& o);
+  void check_target_ids(const std::vector<uint32_t>& ids) const;
+  LayerRecorder recorder(CommandList& cl, uint32_t rows);
+  CommandList begin();
+  void finish(CommandList& cl, std::string& report);
+
+  const Model::Impl& m_;
+  Context& ctx_;
+  Ops ops_;
+
+  uint32_t batch_ = 0, src_len_ = 0;  // sequences, padded source length
+  Buffer src_ids_, src_mask_, tgt_ids_;  // [B, S] uint32, [B, S] additive mask, [B, n] uint32
+  Buffer x_, y_, attn_, queries_, hidden_, qkv_, memory_, logits_, next_ids_;
+  KvCache cache_;
+  Buffer step_state_;                       // DecodeStep::State
+  std::optional<CommandList> step_list_;  // recorded by step(), dropped by encode()
+};
+
+}  // namespace vkf::model

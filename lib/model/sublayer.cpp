@@ -1,0 +1,21 @@
+#include "sublayer.hpp"
+
+namespace vkf::model {
+
+void LayerRecorder::linear(const Linear& l, const BufferView& in, const BufferView& out, Activation act,
+                           const std::optional<BufferView>& residual) const {
+  ops.gemm(cl, {.M = rows, .N = l.out, .K = l.in, .trans_b = true, .act = act}, in, l.weight.view(), out,
+           l.bias.view(), residual);
+}
+
+void LayerRecorder::norm(const Norm& n, const BufferView& in, const BufferView& out) const {
+  ops.layer_norm(cl, {.rows = rows, .cols = d_model, .eps = eps}, in, n.gamma.view(), n.beta.view(), out);
+}
+
+void LayerRecorder::feed_forward(const FeedForward& f, const BufferView& in, const Buffer& hidden,
+                                 const BufferView& out, const BufferView& residual) const {
+  linear(f.linear1, in, hidden.view(), activation);         // hidden [rows, F]
+  linear(f.linear2, hidden.view(), out, Activation::None, residual);  // out [rows, D]
+}
+
+}  // namespace vkf::model

@@ -1,0 +1,48 @@
+#pragma once
+// What every transformer layer is made of, recorded into a command list: Linear,
+// LayerNorm, the feed-forward block, and the residual sublayer rule, written once.
+#include <optional>
+
+#include "buffers.hpp"
+#include "weights.hpp"
+
+namespace vkf::model {
+
+// One pass over `rows` token rows of width d_model: the ops, the list being recorded,
+// and the settings every layer of a stack shares.
+struct LayerRecorder {
+  Ops& ops;
+  CommandList& cl;
+  uint32_t rows = 1, d_model = 1;
+  bool norm_first = false;
+  float eps = 1e-5f;
+  Activation activation = Activation::Relu;
+
+  // out[rows, l.out] = act(in[rows, l.in] W^T + b) (+ residual[rows, l.out])
+  void linear(const Linear& l, const BufferView& in, const BufferView& out, Activation act = Activation::None,
+              const std::optional<BufferView>& residual = {}) const;
+  // out[rows, D] = LayerNorm(in[rows, D])
+  void norm(const Norm& n, const BufferView& in, const BufferView& out) const;
+  // out = residual + linear2(act(linear1(in))), hidden: [rows, dim_feedforward]
+  void feed_forward(const FeedForward& f, const BufferView& in, const Buffer& hidden, const BufferView& out,
+                    const BufferView& residual) const;
+  // A view of `b` from element `first` on: model code counts elements, never bytes.
+  BufferView at(const Buffer& b, uint64_t first) const { return elements(b, ops.dtype(), first); }
+
+  // The residual sublayer around f, for both orders of nn.Transformer (norm_first):
+  //   post-norm  x = LN(x + f(x))      pre-norm  x = x + f(LN(x))
+  // f(in, out, residual) records the sublayer reading `in` and writing `out` with the
+  // residual added in its last GEMM's epilogue. x: [rows, D] in and out; scratch: [rows, D].
+  template <class F>
+  void residual_sublayer(const Norm& n, const Buffer& x, const Buffer& scratch, F&& f) const {
+    if (norm_first) {
+      norm(n, x.view(), scratch.view());
+      f(scratch.view(), x.view(), x.view());
+    } else {
+      f(x.view(), scratch.view(), x.view());
+      norm(n, scratch.view(), x.view());
+    }
+  }
+};
+
+}  // namespace vkf::model

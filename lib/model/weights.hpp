@@ -1,0 +1,38 @@
+#pragma once
+// Transformer weights on the GPU, named as in the PyTorch modules they come from.
+#include "vkformer/ops.hpp"
+
+namespace vkf::model {
+
+struct Linear {  // y = x W^T + b, W [out, in]
+  Buffer weight, bias;
+  uint32_t out = 0, in = 0;
+};
+
+struct Norm {  // LayerNorm's gamma and beta, [d_model] each
+  Buffer gamma, beta;
+};
+
+struct FeedForward {  // linear2(act(linear1(x)))
+  Linear linear1, linear2;
+};
+
+// nn.TransformerEncoderLayer: self-attention's in_proj is one [3D, D] projection (q, k, v).
+struct EncoderLayer {
+  Linear self_qkv, self_out;
+  FeedForward ffn;
+  Norm norm1, norm2;
+};
+
+// nn.TransformerDecoderLayer, its in_proj weights split by where their inputs come from:
+// self-attention queries (self_q) and keys/values (self_kv, [2D, D], straight into the
+// KV cache); cross-attention queries from the target (cross_q) and keys/values from
+// the encoder's memory (cross_kv, computed once per source).
+struct DecoderLayer {
+  Linear self_q, self_kv, self_out;
+  Linear cross_q, cross_kv, cross_out;
+  FeedForward ffn;
+  Norm norm1, norm2, norm3;
+};
+
+}  // namespace vkf::model

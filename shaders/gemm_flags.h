@@ -1,0 +1,23 @@
+// GEMM push-constant flag bits and kernel constants, shared by the GLSL kernels
+// (gemm_common.glsl, gemm_small_m.comp) and their host code (lib/ops/gemm.cpp): both
+// include this file, so they cannot disagree. Preprocessor only: valid C++ and GLSL.
+#ifndef VKF_GEMM_FLAGS_H
+#define VKF_GEMM_FLAGS_H
+
+#define GEMM_FLAG_TRANS_A 1u
+#define GEMM_FLAG_TRANS_B 2u
+#define GEMM_FLAG_BIAS 4u
+#define GEMM_FLAG_RESIDUAL 8u
+#define GEMM_ACT_SHIFT 4u  // 2 bits: GEMM_ACT_* (the order of vkf::Activation)
+#define GEMM_ACT_MASK 3u
+#define GEMM_ACT_NONE 0u
+#define GEMM_ACT_RELU 1u
+#define GEMM_ACT_GELU 2u       // erf form
+#define GEMM_ACT_GELU_TANH 3u  // tanh approximation
+#define GEMM_FLAG_STEP_ROWS 64u  // C's rows start at the decode step's row (DECODE_STEP_WORD)
+
+// gemm_small_m.comp: products with at most this many rows of C take the decode-step
+// kernel, which keeps MAX_M accumulators per invocation.
+#define GEMM_SMALL_M_MAX_M 4u
+
+#endif
