@@ -126,6 +126,54 @@ TEST_P(AttentionTest, ReadsKeysAndValuesFromADecodeCache) {
   EXPECT_TRUE(close(download_as(ctx(), bo2, want.size(), dtype()), want, scale, f16 ? 2e-3 : 2e-5, f16 ? 6e-8 : 0));
 }
 
+// A replayed decode step: the kernel takes kv_len and the causal offset from the step
+// state on the GPU (key_count = filled), not from the descriptor, whose kv_len is the
+// cache's capacity. Same answer as the recorded pass above.
+TEST_P(AttentionTest, TakesTheKeyCountFromADecodeStep) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t B = 3, H = 2, d = 8, capacity = 17;
+  auto q = random_values(size_t(B) * H * d, rng), kv = random_values(size_t(B) * capacity * 2 * H * d, rng);
+  for (auto* x : {&q, &kv})
+    for (auto& e : *x) e = stored(e, dtype());
+  Buffer bq = upload_as(ctx(), q, dtype(), "q"), bkv = upload_as(ctx(), kv, dtype(), "kv_cache");
+  Buffer state = upload_u32(ctx(), {0, 0, 0}, "decode_step");
+  const uint64_t e = dtype_bytes(dtype());
+  Attention a{.batch = B, .heads = H, .head_dim = d, .q_len = 1, .kv_len = capacity, .causal = true,
+              .kv_batch_stride = uint64_t(capacity) * 2 * H * d, .kv_row_stride = 2 * H * d};  // [B, capacity, 2, H*d]
+  const DecodeStep step{.state = state.view(), .max_step = capacity - 1};
+  Buffer bo = poisoned(ctx(), q.size(), dtype(), "o");
+  Ops o = ops();
+  auto cl = ctx().command_list();  // recorded once, replayed at every key count
+  o.attention(cl, a, bq.view(), bkv.view(), bkv.view(H * d * e), bo.view(), std::nullopt, step);
+  for (uint32_t keys : {1u, 2u, 11u, capacity}) {
+    const DecodeStep::State st{.step = keys - 1, .position = keys - 1, .key_count = keys};
+    ctx().upload(state, &st, sizeof st);
+    cl.submit();
+    std::vector<double> k(size_t(B) * keys * H * d), v(k.size());  // the first `keys` rows, packed
+    for (uint32_t b = 0; b < B; ++b)
+      for (uint32_t j = 0; j < keys; ++j)
+        for (uint32_t c = 0; c < H * d; ++c) {
+          k[(size_t(b) * keys + j) * H * d + c] = kv[(size_t(b) * capacity + j) * 2 * H * d + c];
+          v[(size_t(b) * keys + j) * H * d + c] = kv[(size_t(b) * capacity + j) * 2 * H * d + H * d + c];
+        }
+    const Attention packed{.batch = B, .heads = H, .head_dim = d, .q_len = 1, .kv_len = keys, .causal = true,
+                           .causal_offset = keys - 1};
+    auto [want, scale] = ref::attention(packed, q, k, v, nullptr);
+    const bool f16 = dtype() == DType::F16;
+    EXPECT_TRUE(close(download_as(ctx(), bo, want.size(), dtype()), want, scale, f16 ? 1e-3 : 2e-5, f16 ? 6e-8 : 0))
+        << keys << " keys";
+  }
+  // A step that could reach past kv_len, or a padding mask with a step: clear errors.
+  auto cl2 = ctx().command_list();
+  EXPECT_THROW(o.attention(cl2, a, bq.view(), bkv.view(), bkv.view(H * d * e), bo.view(), std::nullopt,
+                           DecodeStep{.state = state.view(), .max_step = capacity}),
+               Error);
+  EXPECT_THROW(o.attention(cl2, a, bq.view(), bkv.view(), bkv.view(H * d * e), bo.view(), bq.view(), step), Error);
+  cl2.submit();
+}
+
 // Every key of a batch item masked: NaN, like PyTorch's softmax over all -inf.
 TEST_P(AttentionTest, FullyMaskedQueryGivesNaN) {
   const uint32_t d = 8;
@@ -133,7 +181,7 @@ TEST_P(AttentionTest, FullyMaskedQueryGivesNaN) {
   for (int j = 0; j < 3; ++j) mask[j] = -INFINITY;  // batch item 0: nothing to attend to
   Buffer bq = upload_as(ctx(), q, dtype(), "q"), bk = upload_as(ctx(), k, dtype(), "k");
   Buffer bv = upload_as(ctx(), v, dtype(), "v"), bm = upload_as(ctx(), mask, dtype(), "m");
-  Buffer bo = poisoned(ctx(), q.size(), dtype(), "o");
+  Buffer bo = poisoned_finite(ctx(), q.size(), dtype(), "o");  // so a skipped query cannot pass as NaN
   auto cl = ctx().command_list();
   Ops o = ops();
   o.attention(cl, {.batch = 2, .heads = 1, .head_dim = d, .q_len = 1, .kv_len = 3}, bq.view(), bk.view(), bv.view(),

@@ -127,6 +127,50 @@ TEST_P(GemmTest, WrongShapesAreClearErrors) {
   cl.submit();
 }
 
+// A replayed decode step: row m of C goes to row step + m, the step read on the GPU from
+// the DecodeStep state (C is a cache of positions, [batch, capacity, N]); every other
+// row keeps its poison.
+TEST_P(GemmTest, WritesAtTheDecodeStepRow) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t B = 3, capacity = 9, N = 37, K = 33;
+  Gemm g{.M = 1, .N = N, .K = K, .trans_b = true, .batch = B};
+  g.stride_a = {K, 0};
+  auto A = random_values(size_t(B) * K, rng), W = random_values(size_t(N) * K, rng), bias = random_values(N, rng);
+  for (auto* v : {&A, &W, &bias})
+    for (auto& x : *v) x = stored(x, dtype());
+  Gemm packed = g;
+  packed.stride_c = {N, 0};
+  const auto want = ref::gemm(packed, A, W, &bias, nullptr);  // [B, N]
+  g.stride_c = {uint64_t(capacity) * N, 0};
+  Buffer a = upload_as(ctx(), A, dtype(), "A"), w = upload_as(ctx(), W, dtype(), "W");
+  Buffer bb = upload_as(ctx(), bias, dtype(), "bias"), state = upload_u32(ctx(), {0, 0, 0}, "decode_step");
+  Buffer c = poisoned(ctx(), size_t(B) * capacity * N, dtype(), "C");
+  Ops o = ops();
+  auto cl = ctx().command_list();
+  o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), std::nullopt, DecodeStep{state.view(), capacity - 1});
+  for (uint32_t step : {0u, 5u, capacity - 1}) {
+    const DecodeStep::State st{.step = step, .position = step, .key_count = step + 1};
+    ctx().upload(state, &st, sizeof st);
+    cl.submit();
+  }
+  std::vector<double> expect(size_t(B) * capacity * N, std::nan("")), scale(expect.size(), 0);
+  for (uint32_t step : {0u, 5u, capacity - 1})
+    for (uint32_t b = 0; b < B; ++b)
+      for (uint32_t n = 0; n < N; ++n) {
+        expect[(size_t(b) * capacity + step) * N + n] = want.c[size_t(b) * N + n];
+        scale[(size_t(b) * capacity + step) * N + n] = want.scale[size_t(b) * N + n] + 100 * std::abs(want.c[b * N + n]);
+      }
+  EXPECT_TRUE(close(download_as(ctx(), c, expect.size(), dtype()), expect, scale, dtype() == DType::F16 ? 1e-3 : 1e-5,
+                    dtype() == DType::F16 ? 6e-8 : 1e-30));
+  // C must hold the last step's rows.
+  auto cl2 = ctx().command_list();
+  EXPECT_THROW(o.gemm(cl2, g, a.view(), w.view(), c.view(), bb.view(), std::nullopt, DecodeStep{state.view(), capacity}),
+               Error);
+  cl2.submit();
+}
+
 VKF_FOR_EACH_DTYPE(GemmTest);
 
 }  // namespace

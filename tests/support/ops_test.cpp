@@ -73,6 +73,10 @@ Buffer poisoned(Context& ctx, size_t n, DType t, const char* name) {
   return b;
 }
 
+Buffer poisoned_finite(Context& ctx, size_t n, DType t, const char* name) {
+  return upload_as(ctx, std::vector<double>(std::max<size_t>(n, 1), kFinitePoison), t, name);
+}
+
 std::vector<double> download_as(Context& ctx, const Buffer& b, size_t n, DType t) {
   std::vector<double> out(n);
   if (t == DType::F16) {

@@ -21,6 +21,10 @@ std::vector<double> random_values(size_t n, std::mt19937_64& rng, double lo = -1
 Buffer upload_as(Context& ctx, const std::vector<double>& v, DType t, const char* name);
 // A buffer of `n` elements of `t`, every element NaN, so an unwritten element fails.
 Buffer poisoned(Context& ctx, size_t n, DType t, const char* name);
+// The same poisoned with a finite value, for tests that expect NaN where the kernel
+// must write one: a NaN poison would let an unwritten element pass.
+constexpr double kFinitePoison = 12345.0;  // exact in fp16 and fp32, and no kernel output here could be it
+Buffer poisoned_finite(Context& ctx, size_t n, DType t, const char* name);
 std::vector<double> download_as(Context& ctx, const Buffer& b, size_t n, DType t);
 std::vector<uint32_t> download_u32(Context& ctx, const Buffer& b, size_t n);
 Buffer upload_u32(Context& ctx, const std::vector<uint32_t>& v, const char* name);

@@ -1,0 +1,40 @@
+# One kernel, one host file, one test: every shaders/NAME.comp has its host code in
+# lib/ops/FAMILY.cpp and its test in tests/ops/FAMILY_test.cpp, where FAMILY is NAME or
+# a prefix of it at an underscore (gemm_small_m.comp belongs to gemm). Shaders that the
+# runtime itself owns (lib/gpu) are exempt.
+#   cmake -DSHADERS=dir -DOPS=dir -DTESTS=dir -P check_kernel_files.cmake
+cmake_minimum_required(VERSION 3.25)
+set(exempt self_test)  # lib/gpu/self_test.cpp: the device self-test, not an op
+file(GLOB shaders RELATIVE ${SHADERS} ${SHADERS}/*.comp)
+set(missing "")
+foreach(shader ${shaders})
+  string(REGEX REPLACE "\\.comp$" "" name ${shader})
+  if(name IN_LIST exempt)
+    continue()
+  endif()
+  # The longest prefix at an underscore that has a host file names the family.
+  set(family "")
+  set(candidate ${name})
+  while(TRUE)
+    if(EXISTS ${OPS}/${candidate}.cpp)
+      set(family ${candidate})
+      break()
+    endif()
+    string(FIND ${candidate} "_" cut REVERSE)
+    if(cut LESS 1)
+      break()
+    endif()
+    string(SUBSTRING ${candidate} 0 ${cut} candidate)
+  endwhile()
+  if(family STREQUAL "")
+    list(APPEND missing "shaders/${shader}: no host file lib/ops/${name}.cpp (or of a family prefix)")
+  elseif(NOT EXISTS ${TESTS}/${family}_test.cpp)
+    list(APPEND missing "shaders/${shader}: no test tests/ops/${family}_test.cpp")
+  endif()
+endforeach()
+if(missing)
+  list(JOIN missing "\n  " text)
+  message(FATAL_ERROR "kernels without their host file or test:\n  ${text}")
+endif()
+list(LENGTH shaders n)
+message(STATUS "${n} shaders, each with its host file and test")

@@ -1,0 +1,100 @@
+// Embedding: table rows scaled, sinusoidal positions added; bad ids poison, never read.
+#include "support/ops_test.hpp"
+#include "ops/reference.hpp"
+
+namespace vkf::test {
+namespace {
+
+class EmbeddingTest : public OpsTest {};
+
+TEST_P(EmbeddingTest, EmbeddingScalesAndAddsSinusoidalPositions) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t vocab = 37, dim = 18, batch = 3, seq = 7, offset = 5, positions = 64;
+  auto table = random_values(size_t(vocab) * dim, rng);
+  for (auto& e : table) e = stored(e, dtype());
+  std::vector<uint32_t> ids(batch * seq);
+  for (auto& id : ids) id = uint32_t(rng() % vocab);
+  ids[0] = 0;
+  ids[1] = vocab - 1;
+  const float scale = std::sqrt(float(dim));
+  auto pe = sinusoidal_positions(positions, dim);
+  // PE from its formula in double, and the table entry, scaled.
+  std::vector<double> want(size_t(batch) * seq * dim), mag(want.size());
+  for (uint32_t r = 0; r < batch * seq; ++r)
+    for (uint32_t c = 0; c < dim; ++c) {
+      const double p = offset + r % seq, angle = p / std::pow(10000.0, double(c - c % 2) / dim);
+      const double e = table[size_t(ids[r]) * dim + c] * double(scale);
+      want[size_t(r) * dim + c] = e + (c % 2 ? std::cos(angle) : std::sin(angle));
+      mag[size_t(r) * dim + c] = std::abs(e) + 1;
+    }
+  Buffer bid = upload_u32(ctx(), ids, "ids"), bt = upload_as(ctx(), table, dtype(), "table");
+  Buffer bpe = ctx().buffer(pe.size() * 4, "pe");
+  ctx().upload(bpe, std::span<const float>(pe));
+  Buffer out = poisoned(ctx(), want.size(), dtype(), "out");
+  auto cl = ctx().command_list();
+  Ops o = ops();
+  Embedding e{.rows = batch * seq, .vocab = vocab, .dim = dim, .scale = scale, .seq_len = seq,
+              .position_offset = offset, .positions = positions};
+  o.embedding(cl, e, bid.view(), bt.view(), bpe.view(), out.view());
+  cl.submit();
+  // fp32: table * scale and the fp32-rounded PE add three roundings: 1e-6 of the magnitude.
+  EXPECT_TRUE(close(download_as(ctx(), out, want.size(), dtype()), want, mag, dtype() == DType::F16 ? 1e-3 : 1e-6));
+
+  // Positions past the table and an out-of-range id.
+  e.position_offset = positions - 2;
+  EXPECT_THROW(o.embedding(cl, e, bid.view(), bt.view(), bpe.view(), out.view()), Error);
+  Buffer bad = upload_u32(ctx(), {vocab}, "bad_id");
+  Buffer bad_out = poisoned_finite(ctx(), dim, dtype(), "out");  // so an unwritten row cannot pass as NaN
+  auto cl2 = ctx().command_list();
+  o.embedding(cl2, {.rows = 1, .vocab = vocab, .dim = dim}, bad.view(), bt.view(), std::nullopt, bad_out.view());
+  cl2.submit();
+  auto row = download_as(ctx(), bad_out, dim, dtype());
+  for (double x : row) EXPECT_TRUE(std::isnan(x)) << "an out-of-range id must not read another row";
+}
+
+// A replayed decode step takes its position from the DecodeStep state: the same rows as
+// a recorded call at that position_offset, exactly.
+TEST_P(EmbeddingTest, TakesThePositionFromADecodeStep) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t vocab = 29, dim = 24, batch = 3, positions = 20;
+  auto table = random_values(size_t(vocab) * dim, rng);
+  std::vector<uint32_t> ids = {4, 0, vocab - 1};
+  auto pe = sinusoidal_positions(positions, dim);
+  Buffer bid = upload_u32(ctx(), ids, "ids"), bt = upload_as(ctx(), table, dtype(), "table");
+  Buffer bpe = ctx().buffer(pe.size() * 4, "pe");
+  ctx().upload(bpe, std::span<const float>(pe));
+  Buffer state = upload_u32(ctx(), {0, 0, 0}, "decode_step");
+  Buffer stepped = poisoned(ctx(), size_t(batch) * dim, dtype(), "stepped");
+  Ops o = ops();
+  const Embedding e{.rows = batch, .vocab = vocab, .dim = dim, .positions = positions};
+  auto cl = ctx().command_list();
+  o.embedding(cl, e, bid.view(), bt.view(), bpe.view(), stepped.view(), DecodeStep{state.view(), positions - 1});
+  for (uint32_t position : {0u, 7u, positions - 1}) {
+    const DecodeStep::State st{.step = position, .position = position, .key_count = position + 1};
+    ctx().upload(state, &st, sizeof st);
+    cl.submit();
+    Buffer recorded = poisoned(ctx(), size_t(batch) * dim, dtype(), "recorded");
+    auto cl2 = ctx().command_list();
+    Embedding at = e;
+    at.position_offset = position;
+    o.embedding(cl2, at, bid.view(), bt.view(), bpe.view(), recorded.view());
+    cl2.submit();
+    auto want = download_as(ctx(), recorded, size_t(batch) * dim, dtype());
+    auto got = download_as(ctx(), stepped, size_t(batch) * dim, dtype());
+    for (double x : want) ASSERT_FALSE(std::isnan(x));
+    EXPECT_EQ(got, want) << "position " << position;
+  }
+  auto cl3 = ctx().command_list();  // a step past the table
+  EXPECT_THROW(o.embedding(cl3, e, bid.view(), bt.view(), bpe.view(), stepped.view(), DecodeStep{state.view(), positions}),
+               Error);
+  cl3.submit();
+}
+
+VKF_FOR_EACH_DTYPE(EmbeddingTest);
+
+}  // namespace
+}  // namespace vkf::test
