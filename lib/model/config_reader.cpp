@@ -48,4 +48,20 @@ Activation ConfigReader::activation(const char* key) const {
   fail(std::string("field '") + key + "' must be \"relu\" or \"gelu\"");
 }
 
+StackSettings ConfigReader::stack() const {
+  StackSettings t;
+  t.d_model = count("d_model", 1);
+  t.nhead = count("nhead", 1);
+  t.dim_feedforward = count("dim_feedforward", 1);
+  t.activation = activation("activation");
+  t.norm_first = flag("norm_first");
+  t.layer_norm_eps = number("layer_norm_eps", 0, 1);
+  if (t.d_model % t.nhead)
+    fail("d_model " + std::to_string(t.d_model) + " is not divisible by nhead " + std::to_string(t.nhead));
+  if (t.d_model / t.nhead > Ops::kMaxFusedHeadDim)
+    fail("head_dim " + std::to_string(t.d_model / t.nhead) + " (d_model / nhead) is larger than the " +
+         std::to_string(Ops::kMaxFusedHeadDim) + " vkformer's attention kernel supports");
+  return t;
+}
+
 }  // namespace vkf::model

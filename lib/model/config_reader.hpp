@@ -8,6 +8,25 @@
 
 namespace vkf::model {
 
+// The fields every transformer stack's config has, read and checked together.
+struct StackSettings {
+  uint32_t d_model = 0, nhead = 0, dim_feedforward = 0;
+  Activation activation = Activation::Relu;
+  bool norm_first = false;
+  float layer_norm_eps = 1e-5f;
+};
+
+// Copies the settings into an architecture's config, whose fields have the same names.
+template <class Config>
+void set_stack(Config& c, const StackSettings& s) {
+  c.d_model = s.d_model;
+  c.nhead = s.nhead;
+  c.dim_feedforward = s.dim_feedforward;
+  c.activation = s.activation;
+  c.norm_first = s.norm_first;
+  c.layer_norm_eps = s.layer_norm_eps;
+}
+
 class ConfigReader {
  public:
   explicit ConfigReader(const std::string& path);  // a JSON object, or a clear error
@@ -20,6 +39,9 @@ class ConfigReader {
   bool flag(const char* key) const;
   float number(const char* key, double min, double max) const;
   Activation activation(const char* key) const;  // "relu" or "gelu"
+  // d_model, nhead, dim_feedforward, activation, norm_first, layer_norm_eps; nhead must
+  // divide d_model into heads the attention kernel supports.
+  StackSettings stack() const;
 
  private:
   std::string path_;

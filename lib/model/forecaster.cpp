@@ -24,19 +24,9 @@ ForecasterConfig ForecasterConfig::from_file(const std::string& path) {
   c.patch_len = r.count("patch_len", 1);
   c.stride = r.count("stride", 1);
   c.horizon = r.count("horizon", 1);
-  c.d_model = r.count("d_model", 1);
-  c.nhead = r.count("nhead", 1);
+  model::set_stack(c, r.stack());
   c.num_layers = r.count("num_layers", 0);
-  c.dim_feedforward = r.count("dim_feedforward", 1);
-  c.activation = r.activation("activation");
-  c.norm_first = r.flag("norm_first");
-  c.layer_norm_eps = r.number("layer_norm_eps", 0, 1);
   if (c.patch_len > c.window) r.fail("patch_len is longer than the window");
-  if (c.d_model % c.nhead)
-    r.fail("d_model " + std::to_string(c.d_model) + " is not divisible by nhead " + std::to_string(c.nhead));
-  if (c.d_model / c.nhead > Ops::kMaxFusedHeadDim)
-    r.fail("head_dim " + std::to_string(c.d_model / c.nhead) + " (d_model / nhead) is larger than the " +
-           std::to_string(Ops::kMaxFusedHeadDim) + " vkformer's attention kernel supports");
   if (uint64_t(c.patches()) * c.d_model > (1u << 24))
     r.fail("patches x d_model is too large for the head (" + std::to_string(uint64_t(c.patches()) * c.d_model) + ")");
   return c;

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "vkformer/half.hpp"
+#include "vkformer/tensor_io.hpp"
 
 namespace vkf::test {
 
@@ -78,17 +79,8 @@ Buffer poisoned_finite(Context& ctx, size_t n, DType t, const char* name) {
 }
 
 std::vector<double> download_as(Context& ctx, const Buffer& b, size_t n, DType t) {
-  std::vector<double> out(n);
-  if (t == DType::F16) {
-    std::vector<uint16_t> h(n);
-    ctx.download(b, h.data(), n * 2);
-    for (size_t i = 0; i < n; ++i) out[i] = from_half(h[i]);
-  } else {
-    std::vector<float> f(n);
-    ctx.download(b, f.data(), n * 4);
-    for (size_t i = 0; i < n; ++i) out[i] = f[i];
-  }
-  return out;
+  const std::vector<float> f = download_floats(ctx, b, n, t);
+  return {f.begin(), f.end()};
 }
 
 std::vector<uint32_t> download_u32(Context& ctx, const Buffer& b, size_t n) {
