@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/gpu_test.hpp"
+#include "vkformer/forecaster.hpp"
 #include "vkformer/model.hpp"
 
 namespace fs = std::filesystem;
@@ -28,8 +29,8 @@ class Malformed : public GpuTest {
   }
   void write_config(const nlohmann::json& j) { std::ofstream(fs::path(dir_) / "config.json") << j.dump(); }
   // Rewrites the safetensors header through `edit`, keeping the data as it was.
-  void edit_header(const std::function<void(nlohmann::json&)>& edit) {
-    const auto path = fs::path(dir_) / "model.safetensors";
+  void edit_header(const std::function<void(nlohmann::json&)>& edit, const std::string& dir = "") {
+    const auto path = fs::path(dir.empty() ? dir_ : dir) / "model.safetensors";
     std::ifstream in(path, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), {});
     uint64_t n;
@@ -73,6 +74,52 @@ TEST_F(Malformed, UnknownArchitectureAndBadFields) {
   j["nhead"] = 7;  // does not divide d_model
   write_config(j);
   expect_load_error({"not divisible by nhead"});
+}
+
+// Decoding has only the fused attention kernel (a replayed step has no unfused form): a
+// model whose heads are wider than it takes is refused when it loads, not when it runs.
+TEST_F(Malformed, HeadsWiderThanTheAttentionKernelAreRefusedAtLoad) {
+  auto j = config();
+  j["d_model"] = 320;
+  j["nhead"] = 2;
+  write_config(j);
+  expect_load_error({"head_dim 160", "attention kernel supports"});
+}
+
+// The forecaster's loader is as strict as seq2seq's: every config field, and exactly
+// the tensors the config implies, each with its shape.
+TEST_F(Malformed, ForecasterConfigAndTensorsAreChecked) {
+  const std::string dir = scratch_dir("malformed_forecaster");
+  const fs::path shipped = fs::path(VKF_SOURCE_DIR) / "samples" / "forecast";
+  auto expect_error = [&](std::initializer_list<const char*> parts) {
+    try {
+      Forecaster::load(ctx(), dir);
+      FAIL() << "the forecaster loaded";
+    } catch (const Error& e) {
+      for (auto* p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+    }
+  };
+  auto restore = [&] {
+    for (const char* f : {"config.json", "model.safetensors"})
+      fs::copy(shipped / f, fs::path(dir) / f, fs::copy_options::overwrite_existing);
+  };
+  restore();
+  ASSERT_NO_THROW(Forecaster::load(ctx(), dir));
+  std::ifstream in(fs::path(dir) / "config.json");
+  const auto good = nlohmann::json::parse(in);
+  for (const char* field : {"activation", "norm_first", "layer_norm_eps", "num_layers"}) {
+    auto j = good;
+    j.erase(field);
+    std::ofstream(fs::path(dir) / "config.json") << j.dump();
+    expect_error({"missing field", field});
+  }
+  restore();
+  // The same bytes, transposed.
+  edit_header([](auto& h) { h["encoder.layers.0.self_attn.in_proj_weight"]["shape"] = {32, 96}; }, dir);
+  expect_error({"encoder.layers.0.self_attn.in_proj_weight", "has shape [32, 96]", "the config implies [96, 32]"});
+  restore();
+  edit_header([](auto& h) { h["encoder.layers.9.linear1.bias"] = h["head.bias"]; }, dir);
+  expect_error({"unexpected tensor 'encoder.layers.9.linear1.bias'"});
 }
 
 TEST_F(Malformed, MissingExtraAndMisshapenTensors) {
