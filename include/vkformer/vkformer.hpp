@@ -11,3 +11,4 @@
 #include "vkformer/tokenizer.hpp"
 #include "vkformer/forecaster.hpp"
 #include "vkformer/half.hpp"
+#include "vkformer/tensor_io.hpp"

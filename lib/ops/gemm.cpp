@@ -113,8 +113,10 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   std::string label;
   if (g.M <= kSmallM) {
     // Decode step: stream the weights once.
-    const bool subgroups = g.trans_b && caps.subgroup_arithmetic && caps.min_subgroup_size == caps.max_subgroup_size &&
-                           caps.subgroup_size >= 4 && caps.subgroup_size <= 64;
+    // gl_SubgroupID and subgroupAdd (basic + arithmetic), at one fixed subgroup size.
+    const bool subgroups = g.trans_b && caps.subgroup_basic && caps.subgroup_arithmetic &&
+                           caps.min_subgroup_size == caps.max_subgroup_size && caps.subgroup_size >= 4 &&
+                           caps.subgroup_size <= 64;
     if (subgroups) {
       const uint32_t wg = std::max<uint32_t>(64, caps.subgroup_size), cols = 4;
       const bool vec4 = g.K % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0 &&

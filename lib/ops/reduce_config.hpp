@@ -10,7 +10,7 @@ namespace vkf::ops {
 // where the subgroup size is fixed and subgroup arithmetic exists, else 256
 // invocations reducing through shared memory.
 inline Defines row_reduce_defines(const Capabilities& c) {
-  if (c.subgroup_arithmetic && c.min_subgroup_size == c.max_subgroup_size && c.subgroup_size >= 4 &&
+  if (c.subgroup_basic && c.subgroup_arithmetic && c.min_subgroup_size == c.max_subgroup_size && c.subgroup_size >= 4 &&
       c.subgroup_size <= c.max_workgroup_invocations)
     return {{"WG_SIZE", std::to_string(c.subgroup_size)}, {"SUBGROUP_REDUCE", "1"}};
   uint32_t wg = 256;
