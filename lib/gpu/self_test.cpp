@@ -17,11 +17,13 @@ SelfTestResult self_test(Context& ctx) {
   Buffer bx = ctx.buffer(n * 4, "self_test.x"), by = ctx.buffer(n * 4, "self_test.y");
   ctx.upload(bx, std::span<const float>(x));
   ctx.upload(by, std::span<const float>(y));  // poison: an unwritten element stays NaN
-  Kernel k = ctx.kernel({.shader = "self_test.comp", .bindings = 2, .push_constant_bytes = 8, .spec_constants = {64}});
   struct {
     uint32_t n;
     float a;
   } push{n, a};
+  static_assert(sizeof push == 8, "matches Push in shaders/self_test.comp");
+  Kernel k = ctx.kernel(
+      {.shader = "self_test.comp", .bindings = 2, .push_constant_bytes = sizeof push, .spec_constants = {64}});
   CommandList cl = ctx.command_list();
   cl.dispatch(k, {(n + 63) / 64}, {bx.in(), by.out()}, push, "self_test");
   cl.submit();

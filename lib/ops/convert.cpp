@@ -19,7 +19,8 @@ void Ops::convert(CommandList& cl, const BufferView& src, DType from, const Buff
   Defines d;
   if (from == DType::F32) d.emplace_back("FROM_F32", "1");
   if (ctx_.capabilities().rounding_rte_fp16) d.emplace_back("VKF_RTE_FP16", "1");
-  const uint32_t push = count;
+  const uint32_t push = count;  // Push { uint count; } in shaders/convert.comp
+  static_assert(sizeof push == 4);
   Kernel k = ctx_.kernel({.shader = "convert.comp", .defines = d, .bindings = 2, .push_constant_bytes = sizeof push});
   cl.dispatch(k, ops::grid(ops::ceil_div(count, 256)), {in(src), out(dst)}, push,
               from == DType::F32 ? "convert fp32->fp16" : "convert fp16->fp32");
