@@ -45,7 +45,12 @@ struct Capabilities {
   uint32_t timestamp_valid_bits = 0;  // 0: the compute queue cannot time dispatches
 
   std::vector<MemoryHeap> heaps;
-  bool unified_memory = false;  // every device-local heap is host-visible (integrated, mobile, CPU)
+  // The host and the device share memory (integrated, mobile, CPU): buffers are mapped
+  // and read and written in place. A discrete GPU whose device-local memory the host can
+  // also map (resizable BAR) is not unified: host reads of it are uncached and slow, so
+  // vkformer copies through staging memory there (see is_unified_memory).
+  bool unified_memory = false;
+  bool host_visible_device_memory = false;  // some device-local memory is host-visible (all of it when unified; ReBAR)
 
   // Optional features: supported by the device (and enabled by vkformer when it opens it).
   bool storage_16bit = false;
@@ -60,5 +65,8 @@ struct Capabilities {
 
   std::vector<std::string> quirks;  // workarounds from the vendor table that apply here
 };
+
+// Unified: not a discrete GPU, and every device-local heap host-visible (at least one).
+bool is_unified_memory(DeviceType type, const std::vector<MemoryHeap>& heaps);
 
 }  // namespace vkf

@@ -76,6 +76,7 @@ nlohmann::json to_json(const Capabilities& c, bool is_default) {
         {"timestamp_valid_bits", c.timestamp_valid_bits}}},
       {"memory_heaps", heaps},
       {"unified_memory", c.unified_memory},
+      {"host_visible_device_memory", c.host_visible_device_memory},
       {"features_used", features_used(c)},
       {"features_recorded_unused", features_recorded(c)},
       {"quirks", c.quirks},
@@ -118,7 +119,8 @@ int info(Args& args) {
     for (auto& h : c.heaps)
       heaps += (heaps.empty() ? "" : ", ") + mib(h.size) + (h.device_local ? " device-local" : " host") +
                (h.host_visible && h.device_local ? "+mappable" : "");
-    std::printf("    memory     %s%s\n", heaps.c_str(), c.unified_memory ? " (unified)" : "");
+    std::printf("    memory     %s%s\n", heaps.c_str(),
+                c.unified_memory ? " (unified)" : c.host_visible_device_memory ? " (discrete, host-mappable: resizable BAR)" : "");
     std::printf("    timestamps %s\n", c.timestamp_valid_bits ? (std::to_string(c.timestamp_period_ns) + " ns per tick").c_str()
                                                                : "not available on the compute queue");
     std::string used;

@@ -40,6 +40,25 @@ static std::string version_string(uint32_t v) {
          std::to_string(VK_API_VERSION_PATCH(v));
 }
 
+}  // namespace vkf::gpu
+
+namespace vkf {
+
+bool is_unified_memory(DeviceType type, const std::vector<MemoryHeap>& heaps) {
+  if (type == DeviceType::DiscreteGpu) return false;  // its own memory across a bus, even when mappable
+  bool any_local = false;
+  for (auto& h : heaps)
+    if (h.device_local) {
+      if (!h.host_visible) return false;
+      any_local = true;
+    }
+  return any_local;
+}
+
+}  // namespace vkf
+
+namespace vkf::gpu {
+
 PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instance_api) {
   PhysicalDevice pd;
   pd.handle = handle;
@@ -150,7 +169,7 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
   c.cooperative_matrix_nv = pd.has_extension("VK_NV_cooperative_matrix");
   c.rounding_rte_fp16 = c.storage_16bit && has_float_controls && float_controls.shaderRoundingModeRTEFloat16;
 
-  // Memory: unified when every device-local heap can also be mapped by the host.
+  // Memory: unified when the device is not discrete and the host can map all its memory.
   VkPhysicalDeviceMemoryProperties mem{};
   vkGetPhysicalDeviceMemoryProperties(handle, &mem);
   c.heaps.resize(mem.memoryHeapCount);
@@ -161,14 +180,8 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
   for (uint32_t t = 0; t < mem.memoryTypeCount; ++t)
     if (mem.memoryTypes[t].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
       c.heaps[mem.memoryTypes[t].heapIndex].host_visible = true;
-  c.unified_memory = true;
-  bool any_local = false;
-  for (auto& h : c.heaps)
-    if (h.device_local) {
-      any_local = true;
-      c.unified_memory &= h.host_visible;
-    }
-  c.unified_memory &= any_local;
+  c.unified_memory = is_unified_memory(c.type, c.heaps);
+  for (auto& h : c.heaps) c.host_visible_device_memory |= h.device_local && h.host_visible;
 
   // Queue: a compute-only family runs beside graphics work instead of behind it.
   vkGetPhysicalDeviceQueueFamilyProperties(handle, &n, nullptr);

@@ -117,5 +117,19 @@ TEST_F(RealDevices, CapabilitiesAreFilledIn) {
   EXPECT_FALSE(c.heaps.empty());
 }
 
+// Unified memory is shared memory, not merely mappable memory: a discrete GPU with
+// resizable BAR (every heap device-local and host-visible, as on an H100) is not unified.
+TEST(MemoryClassification, DiscreteGpusAreNeverUnified) {
+  const MemoryHeap local_mappable{.size = 1ull << 30, .device_local = true, .host_visible = true};
+  const MemoryHeap local_only{.size = 1ull << 30, .device_local = true, .host_visible = false};
+  const MemoryHeap host{.size = 1ull << 30, .device_local = false, .host_visible = true};
+  EXPECT_FALSE(is_unified_memory(DeviceType::DiscreteGpu, {local_mappable}));          // resizable BAR
+  EXPECT_FALSE(is_unified_memory(DeviceType::DiscreteGpu, {local_only, host}));         // classic discrete
+  EXPECT_TRUE(is_unified_memory(DeviceType::IntegratedGpu, {local_mappable}));          // shared memory
+  EXPECT_TRUE(is_unified_memory(DeviceType::Cpu, {local_mappable}));                    // lavapipe
+  EXPECT_FALSE(is_unified_memory(DeviceType::IntegratedGpu, {local_only, host}));       // a carve-out the host cannot map
+  EXPECT_FALSE(is_unified_memory(DeviceType::IntegratedGpu, {host}));                   // no device-local heap at all
+}
+
 }  // namespace
 }  // namespace vkf::test

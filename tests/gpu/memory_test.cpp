@@ -52,12 +52,17 @@ TEST_F(Memory, RoundTripsFromOneByteUpDirectOrMapped) {
     for (uint64_t off : {0ull, 1ull, 7ull}) round_trip(ctx(), n, off, rng);
 }
 
-TEST_F(Memory, RoundTrip200MiBPastMaxStorageBufferRange) {
+// A 200 MiB tensor round-trips (through staging chunks where memory is not mapped).
+// Where maxStorageBufferRange is small (lavapipe: 128 MiB) it is also larger than one
+// binding may be; devices with ranges of gigabytes (an H100: 4 GiB) test the size alone.
+TEST_F(Memory, RoundTrip200MiB) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   const uint64_t n = 200ull << 20;
-  ASSERT_GT(n, ctx().capabilities().max_storage_buffer_range / 2);
+  if (n <= ctx().capabilities().max_storage_buffer_range)
+    std::printf("note: 200 MiB is within this device's maxStorageBufferRange (%llu bytes)\n",
+                static_cast<unsigned long long>(ctx().capabilities().max_storage_buffer_range));
   round_trip(ctx(), n, 0, rng);
 }
 

@@ -12,8 +12,9 @@ struct ProfileContext {
   MessageLog log;
   std::unique_ptr<Context> ctx;
 };
+ProfileContext contexts[2];  // [portable], made on first use
+
 ProfileContext& profile_context(bool portable) {
-  static ProfileContext contexts[2];
   ProfileContext& p = contexts[portable ? 1 : 0];
   if (!p.ctx) {
     ContextOptions o = test_options(p.log);
@@ -22,6 +23,18 @@ ProfileContext& profile_context(bool portable) {
   }
   return p;
 }
+
+// The contexts go before main returns, not as statics during exit(): by then the
+// validation layer may already be torn down, and ~Context still talks to the driver
+// (it saves the pipeline cache) - on NVIDIA's driver that crashed at exit.
+struct ReleaseProfileContexts : ::testing::Environment {
+  void TearDown() override {
+    for (auto& p : contexts) p.ctx.reset();
+  }
+};
+[[maybe_unused]] const auto* const release_profile_contexts =
+    ::testing::AddGlobalTestEnvironment(new ReleaseProfileContexts);
+
 }  // namespace
 
 Context& OpsTest::context(bool portable) { return *profile_context(portable).ctx; }
