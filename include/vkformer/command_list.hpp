@@ -43,8 +43,12 @@ class CommandList {
   void copy(const BufferView& src, const BufferView& dst);
   void fill(const BufferView& dst, uint32_t word);  // offset and size multiples of 4
 
-  // Ends recording on first use, submits, and waits for the GPU to finish.
-  void submit();
+  // Ends recording on first use, submits, and waits for the GPU to finish. With
+  // times > 1 the list runs that many times back to back in one queue submission (one
+  // wait), each run ordered after the one before; it must have been made repeatable
+  // (CommandListOptions::repeatable) and not profiled. A recorded decode step whose
+  // per-step state lives on the GPU advances itself this way, many tokens per submit.
+  void submit(uint32_t times = 1);
 
   // Per-dispatch GPU times of the last submit (empty unless profiling was requested).
   const std::vector<DispatchTiming>& timings() const;

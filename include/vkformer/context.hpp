@@ -64,7 +64,8 @@ struct Counters {
 };
 
 struct CommandListOptions {
-  bool profile = false;  // GPU timestamps around every dispatch
+  bool profile = false;     // GPU timestamps around every dispatch
+  bool repeatable = false;  // may run several times in one submission (CommandList::submit(times))
 };
 
 // The device and everything that lives on it: memory, compiled kernels, caches.

@@ -37,6 +37,24 @@ struct GenerateOptions {
   float top_p = 1.0f;           // sampling: keep the smallest set with this much probability
   uint64_t seed = 0;
   bool stop_at_eos = true;  // false: always max_new_tokens (benchmarks)
+  // Greedy decoding runs many steps per submit with no host work between them (argmax,
+  // EOS and positions on the GPU): one step in the first submit, so the first token
+  // comes at once, then twice as many each submit, up to max_steps_per_submit, while a
+  // submit's measured time stays within submit_budget_ms (a game sharing the queue must
+  // not stall, and weak GPUs time out long submits). 0: no time budget.
+  float submit_budget_ms = 2.0f;
+  uint32_t max_steps_per_submit = 64;
+};
+
+// What the last generate() did, counted by the context (vkf::Counters) over the call.
+struct GenerateStats {
+  double encode_ms = 0, decode_ms = 0;
+  uint64_t tokens = 0;  // generated, every sequence together
+  uint64_t submits = 0, recordings = 0, dispatches = 0;
+  double dispatches_per_decoder_layer = 0;  // in one recorded decode step
+  double decode_tokens_per_second() const { return decode_ms > 0 ? tokens / (decode_ms / 1e3) : 0; }
+  double submits_per_token() const { return tokens ? double(submits) / tokens : 0; }
+  double recordings_per_token() const { return tokens ? double(recordings) / tokens : 0; }
 };
 
 class Model {
@@ -66,6 +84,8 @@ class Session {
                                               const GenerateOptions& options = {});
   // Teacher-forced logits [tgt.size(), tgt_vocab_size]: row i predicts token i+1.
   std::vector<float> score(const std::vector<uint32_t>& src, const std::vector<uint32_t>& tgt);
+
+  const GenerateStats& last_stats() const;
 
   void set_profile(bool on);
   std::string profile_report() const;  // per-dispatch GPU times of the last encoder and decoder steps

@@ -105,6 +105,16 @@ struct DecodeStep {
 // rounded once, as [positions, dim] fp32.
 std::vector<float> sinusoidal_positions(uint32_t positions, uint32_t dim);
 
+// The end of a replayed greedy decode step, all on the GPU so many steps run per submit:
+// next_ids [batch] (argmax) go to row `step` of tokens [capacity, batch]; a sequence
+// that produced eos_id is done (done [batch], zeroed before the first step) when
+// stop_at_eos, and is fed eos_id from then on; the others are fed what they produced
+// (input_ids [batch]); the DecodeStep state advances by one token. All uint32.
+struct DecodeAdvance {
+  uint32_t batch = 1, capacity = 1, eos_id = 0;
+  bool stop_at_eos = true;
+};
+
 // Kernels for one storage type on one context. Cheap to make; pipelines are shared
 // through the context.
 class Ops {
@@ -146,6 +156,8 @@ class Ops {
   // Per row: the k largest values, descending, with their uint32 indices (ties: lower index first).
   void top_k(CommandList& cl, const BufferView& x, const BufferView& values, const BufferView& indices,
              uint32_t rows, uint32_t cols, uint32_t k);
+  void decode_advance(CommandList& cl, const DecodeAdvance& a, const BufferView& next_ids, const BufferView& input_ids,
+                      const BufferView& done, const BufferView& tokens, const DecodeStep& step);
   // Between storage types, for count elements.
   void convert(CommandList& cl, const BufferView& src, DType from, const BufferView& dst, DType to, uint32_t count);
 

@@ -93,6 +93,12 @@ int generate(Args& args) {
   o.top_k = parse_count(args.value("--top-k"), 0, "--top-k");
   if (auto p = args.value("--top-p")) o.top_p = std::stof(*p);
   o.seed = parse_count(args.value("--seed"), 0, "--seed");
+  if (auto b = args.value("--submit-budget-ms")) {
+    o.submit_budget_ms = std::stof(*b);
+    if (!(o.submit_budget_ms >= 0)) throw Error("--submit-budget-ms must be a number of milliseconds >= 0 (0: no budget)");
+  }
+  o.max_steps_per_submit = parse_count(args.value("--max-steps-per-submit"), 64, "--max-steps-per-submit");
+  if (o.max_steps_per_submit == 0) throw Error("--max-steps-per-submit must be at least 1");
   ContextOptions co = context_options(args);
   args.rest();
   std::vector<std::vector<uint32_t>> sources;
@@ -117,7 +123,14 @@ int generate(Args& args) {
     j["ids"] = out.size() == 1 ? nlohmann::json(out[0]) : nlohmann::json(out);
     j["device"] = ctx.capabilities().name;
     j["seconds"] = secs;
-    j["tokens_per_second"] = tokens / secs;
+    j["tokens_per_second"] = tokens / secs;  // encode and decode together
+    const GenerateStats& st = session.last_stats();
+    j["encode_ms"] = st.encode_ms;
+    j["decode_ms"] = st.decode_ms;
+    j["decode_tokens_per_second"] = st.decode_tokens_per_second();
+    j["counters"] = {{"submits_per_token", st.submits_per_token()},
+                     {"recordings_per_token", st.recordings_per_token()},
+                     {"dispatches_per_decoder_layer", st.dispatches_per_decoder_layer}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     for (auto& ids : out) {
@@ -128,7 +141,14 @@ int generate(Args& args) {
     std::fprintf(stderr, "vkformer: %zu tokens in %.3f s (%.1f tokens/s) on %s; model loaded in %.3f s\n", tokens, secs,
                  tokens / secs, ctx.capabilities().name.c_str(), std::chrono::duration<double>(t1 - t0).count());
   }
-  if (ma.profile) std::fprintf(stderr, "%s", session.profile_report().c_str());
+  if (ma.profile) {
+    const GenerateStats& st = session.last_stats();
+    std::fprintf(stderr,
+                 "encode %.3f ms, decode %.3f ms (%.1f tokens/s); per token: %.3f submits, %.3f recordings; "
+                 "%.1f dispatches per decoder layer\n%s",
+                 st.encode_ms, st.decode_ms, st.decode_tokens_per_second(), st.submits_per_token(),
+                 st.recordings_per_token(), st.dispatches_per_decoder_layer, session.profile_report().c_str());
+  }
   return 0;
 }
 

@@ -19,7 +19,7 @@ struct CommandListState {
   VkFence fence = VK_NULL_HANDLE;
   std::vector<VkDescriptorPool> descriptor_pools;
   uint32_t sets_left = 0;
-  bool recording = true, profile = false, auto_barriers = true;
+  bool recording = true, profile = false, auto_barriers = true, repeatable = false;
 
   struct Touched {
     const Block* block;
@@ -162,6 +162,9 @@ CommandList Context::command_list(const CommandListOptions& options) {
   VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   gpu::check(vkCreateFence(s->device, &fence, nullptr, &s->fence), "vkCreateFence");
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  // Listed several times in one submission, a command buffer is pending more than once.
+  if (options.repeatable) begin.flags |= VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
+  s->repeatable = options.repeatable;
   gpu::check(vkBeginCommandBuffer(s->cb, &begin), "vkBeginCommandBuffer");
   Impl::barrier_from_previous_work(s->cb);
   s->profile = options.profile;
@@ -266,14 +269,21 @@ void CommandList::fill(const BufferView& dst, uint32_t word) {
   s.stats.copies++;
 }
 
-void CommandList::submit() {
+void CommandList::submit(uint32_t times) {
   auto& s = *s_;
+  if (times == 0) return;
+  if (times > 1 && !s.repeatable)
+    throw Error("submitting a command list " + std::to_string(times) +
+                " times at once needs CommandListOptions::repeatable when it is made");
+  if (times > 1 && s.profile) throw Error("a profiled command list runs once per submit");
   if (s.recording) {
     Context::Impl::barrier_to_later_work(s.cb);
     gpu::check(vkEndCommandBuffer(s.cb), "vkEndCommandBuffer");
     s.recording = false;
   }
-  s.ctx->device->submit_and_wait(s.cb, s.fence);
+  // Each run begins with a barrier on all earlier work (barrier_from_previous_work), so
+  // run k + 1 sees everything run k wrote.
+  s.ctx->device->submit_and_wait(s.cb, s.fence, times);
   s.stats.submits++;
   s.ctx->counters.submits++;
 

@@ -95,10 +95,11 @@ void Device::clamp_to_portable_profile() {
   c.quirks.emplace_back("portable profile: kernels chosen for 16 KiB shared memory, 128 invocations, no subgroup arithmetic");
 }
 
-void Device::submit_and_wait(VkCommandBuffer cb, VkFence fence) {
+void Device::submit_and_wait(VkCommandBuffer cb, VkFence fence, uint32_t times) {
+  const std::vector<VkCommandBuffer> cbs(times, cb);
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &cb;
+  submit.commandBufferCount = times;
+  submit.pCommandBuffers = cbs.data();
   {
     std::lock_guard lock(queue_mutex_);
     check(vkResetFences(device_, 1, &fence), "vkResetFences");

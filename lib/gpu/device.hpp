@@ -24,7 +24,8 @@ class Device {
   void clamp_to_portable_profile();
 
   // Submits one command buffer and waits for it; the queue is shared, so this locks.
-  void submit_and_wait(VkCommandBuffer cb, VkFence fence);
+  // Submits cb `times` times in one vkQueueSubmit (it needs SIMULTANEOUS_USE for more than one).
+  void submit_and_wait(VkCommandBuffer cb, VkFence fence, uint32_t times = 1);
 
  private:
   PhysicalDevice physical_;

@@ -3,6 +3,7 @@
 #include "decoding.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -112,6 +113,38 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
   const uint32_t B = uint32_t(sources.size());
   std::vector<std::vector<uint32_t>> out(B);
   std::vector<bool> done(B, false);
+  // Takes one step's tokens; true when every sequence is done.
+  auto take = [&](const std::vector<uint32_t>& next) {
+    for (uint32_t b = 0; b < B; ++b) {
+      if (done[b]) continue;
+      out[b].push_back(next[b]);
+      done[b] = o.stop_at_eos && next[b] == c.eos_id;
+    }
+    return std::all_of(done.begin(), done.end(), [](bool d) { return d; });
+  };
+
+  if (o.temperature == 0 && !s.profile) {
+    // Greedy: steps run on the GPU, n per submit, n doubling within the time budget.
+    s.start_greedy(0, std::vector<uint32_t>(B, c.bos_id), o.stop_at_eos);
+    const uint32_t most = std::max<uint32_t>(1, o.max_steps_per_submit);
+    uint32_t t = 0, n = 1;
+    while (t < o.max_new_tokens) {
+      n = std::min(n, o.max_new_tokens - t);
+      const auto started = std::chrono::steady_clock::now();
+      const auto rows = s.greedy_steps(n);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+      t += n;
+      bool finished = false;
+      for (const auto& row : rows) finished = finished || take(row);  // steps past the last EOS are dropped
+      if (finished) break;
+      uint32_t next_n = std::min(2 * n, most);
+      if (o.submit_budget_ms > 0) next_n = std::min<uint32_t>(next_n, uint32_t(std::max(1.0, o.submit_budget_ms / (ms / n))));
+      n = std::max<uint32_t>(1, next_n);
+    }
+    return out;
+  }
+
+  // Sampling (or a profiled greedy run): one step per submit, tokens chosen on the host.
   std::vector<uint32_t> feed(B, c.bos_id);
   std::mt19937_64 rng(o.seed);
   const bool sampling = o.temperature > 0;
@@ -122,12 +155,7 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
       next.clear();
       for (uint32_t b = 0; b < B; ++b) next.push_back(sample(logits.data() + uint64_t(b) * V, V, o, rng));
     }
-    for (uint32_t b = 0; b < B; ++b) {
-      if (done[b]) continue;
-      out[b].push_back(next[b]);
-      done[b] = o.stop_at_eos && next[b] == c.eos_id;
-    }
-    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+    if (take(next)) break;
     for (uint32_t b = 0; b < B; ++b) feed[b] = done[b] ? c.eos_id : next[b];
   }
   return out;

@@ -12,6 +12,7 @@
 // pass, D = d_model, V = the target vocabulary. Residual adds ride in GEMM epilogues.
 #include "seq2seq_graph.hpp"
 
+#include <chrono>
 #include <cmath>
 
 #include "buffers.hpp"
@@ -41,6 +42,7 @@ void Seq2SeqGraph::finish(CommandList& cl, std::string& report) {
 
 void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uint32_t copies,
                           uint32_t target_capacity) {
+  const auto started = std::chrono::steady_clock::now();
   const ModelConfig& c = m_.config;
   if (sources.empty()) throw Error("no source sequences given");
   src_len_ = 0;
@@ -58,7 +60,8 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   if (target_capacity > c.max_position)
     throw Error("decoding " + std::to_string(target_capacity) + " target positions exceeds the model's max_position " +
                 std::to_string(c.max_position));
-  step_list_.reset();  // it refers to buffers that may be reallocated below
+  step_list_.reset();  // they refer to buffers that may be reallocated below
+  greedy_list_.reset();
   batch_ = uint32_t(sources.size()) * copies;
   const uint32_t D = c.d_model, S = src_len_, rows = batch_ * S;
   const uint32_t e = dtype_bytes(m_.dtype);
@@ -106,6 +109,7 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   for (size_t l = 0; l < m_.decoder.size(); ++l)
     r.linear(m_.decoder[l].cross_kv, memory_.view(), cache_.cross(l).view());  // cross [B*S, 2D]
   finish(cl, encoder_report);
+  encode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
 }
 
 void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
@@ -118,7 +122,9 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
                  tgt_ids_.view(), m_.tgt_embed.view(), m_.positions.view(), x_.view(), o.step);  // x [B*n, D]
   const DecoderPass pass{.batch = batch_, .n = o.n, .heads = c.nhead, .t0 = o.t0, .step = o.step};
   const DecoderBuffers buffers{x_, y_, queries_, attn_, hidden_, src_mask_.view()};
+  const uint32_t before = cl.stats().dispatches;
   for (size_t l = 0; l < m_.decoder.size(); ++l) record_decoder_layer(r, m_.decoder[l], l, pass, buffers, cache_);
+  if (!m_.decoder.empty()) dispatches_per_layer_ = double(cl.stats().dispatches - before) / m_.decoder.size();
   r.norm(m_.decoder_norm, x_.view(), y_.view());  // y [B*n, D]
   if (o.logits_of_every_token) {
     r.linear(m_.generator, y_.view(), logits_.view());  // logits [B*n, V]
@@ -178,6 +184,53 @@ std::vector<uint32_t> Seq2SeqGraph::step(uint32_t t, const std::vector<uint32_t>
   std::vector<uint32_t> next(batch_);
   ctx_.download(next_ids_, next.data(), batch_ * 4);
   return next;
+}
+
+void Seq2SeqGraph::start_greedy(uint32_t t0, const std::vector<uint32_t>& ids, bool stop_at_eos) {
+  const ModelConfig& c = m_.config;
+  const uint32_t V = c.tgt_vocab_size, cap = cache_.capacity();
+  if (ids.size() != batch_) throw Error("greedy: expected one id per sequence");
+  if (t0 >= cap) throw Error("greedy: position " + std::to_string(t0) + " is past the decoding capacity");
+  check_target_ids(ids);
+  if (!greedy_list_ || greedy_stop_at_eos_ != stop_at_eos) {
+    greedy_list_.reset();
+    ensure(ctx_, step_state_, 1, sizeof(DecodeStep::State), "decode_step");
+    ensure(ctx_, tgt_ids_, batch_, 4, "tgt_ids");
+    ensure(ctx_, logits_, uint64_t(batch_) * V, dtype_bytes(m_.dtype), "logits");
+    ensure(ctx_, next_ids_, batch_, 4, "next_ids");
+    ensure(ctx_, done_, batch_, 4, "done");
+    ensure(ctx_, tokens_, uint64_t(cap) * batch_, 4, "tokens");
+    // One decode step, replayed back to back many times per submit: everything that
+    // changes from step to step (the inputs, the position, which sequences are done)
+    // is written by the step itself.
+    greedy_list_.emplace(ctx_.command_list({.repeatable = true}));
+    const DecodeStep step{.state = step_state_.view(), .max_step = cap - 1};
+    record_decoder(*greedy_list_, {.n = 1, .step = step});
+    ops_.argmax(*greedy_list_, logits_.view(), next_ids_.view(), batch_, V);  // next_ids [B]
+    ops_.decode_advance(*greedy_list_, {.batch = batch_, .capacity = cap, .eos_id = c.eos_id, .stop_at_eos = stop_at_eos},
+                        next_ids_.view(), tgt_ids_.view(), done_.view(), tokens_.view(), step);
+    greedy_stop_at_eos_ = stop_at_eos;
+  }
+  const DecodeStep::State state{.step = t0, .position = t0, .key_count = t0 + 1};
+  ctx_.upload(step_state_, &state, sizeof state);
+  ctx_.upload(tgt_ids_, ids.data(), batch_ * 4);
+  const std::vector<uint32_t> zeros(batch_, 0);
+  ctx_.upload(done_, zeros.data(), batch_ * 4);
+  greedy_t_ = t0;
+}
+
+std::vector<std::vector<uint32_t>> Seq2SeqGraph::greedy_steps(uint32_t n) {
+  if (!greedy_list_) throw Error("greedy: start_greedy() first");
+  if (n == 0 || greedy_t_ + n > cache_.capacity())
+    throw Error("greedy: " + std::to_string(n) + " steps from position " + std::to_string(greedy_t_) +
+                " do not fit the decoding capacity " + std::to_string(cache_.capacity()));
+  greedy_list_->submit(n);
+  std::vector<uint32_t> flat(uint64_t(n) * batch_);
+  ctx_.download(tokens_, flat.data(), flat.size() * 4, uint64_t(greedy_t_) * batch_ * 4);  // rows [t, t + n)
+  greedy_t_ += n;
+  std::vector<std::vector<uint32_t>> rows(n);
+  for (uint32_t i = 0; i < n; ++i) rows[i].assign(flat.begin() + uint64_t(i) * batch_, flat.begin() + uint64_t(i + 1) * batch_);
+  return rows;
 }
 
 void Seq2SeqGraph::reorder(const std::vector<uint32_t>& parent, uint32_t filled) {

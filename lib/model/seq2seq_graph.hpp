@@ -26,14 +26,23 @@ class Seq2SeqGraph {
   // One token per sequence at position t; the argmax of each sequence's logits, and the
   // logits themselves when logits_out is given (sampling, beams).
   std::vector<uint32_t> step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out);
+  // Greedy decoding without the host in the loop: start_greedy() sets the first inputs
+  // (one per sequence, at position t0); each greedy_steps(n) then runs n steps in one
+  // submit - argmax, EOS and positions on the GPU - and returns their tokens, [n][batch].
+  void start_greedy(uint32_t t0, const std::vector<uint32_t>& ids, bool stop_at_eos);
+  std::vector<std::vector<uint32_t>> greedy_steps(uint32_t n);
   // Beam search: sequence k continues from sequence parent[k] (positions [0, filled)).
   void reorder(const std::vector<uint32_t>& parent, uint32_t filled);
 
   const ModelConfig& config() const { return m_.config; }
   uint32_t batch() const { return batch_; }
+  uint32_t capacity() const { return cache_.capacity(); }
+  // Dispatches one recorded decode step spends in decoder layers, per layer.
+  double dispatches_per_decoder_layer() const { return dispatches_per_layer_; }
 
   bool profile = false;
   std::string encoder_report, decoder_report;  // per-dispatch GPU times (profile)
+  double encode_ms = 0;                        // wall time of the last encode
 
  private:
   struct DecoderOptions {
@@ -55,8 +64,13 @@ class Seq2SeqGraph {
   Buffer src_ids_, src_mask_, tgt_ids_;  // [B, S] uint32, [B, S] additive mask, [B, n] uint32
   Buffer x_, y_, attn_, queries_, hidden_, qkv_, memory_, logits_, next_ids_;
   KvCache cache_;
-  Buffer step_state_;                       // DecodeStep::State
+  Buffer step_state_;                     // DecodeStep::State
   std::optional<CommandList> step_list_;  // recorded by step(), dropped by encode()
+  Buffer done_, tokens_;                    // greedy: [B] uint32 flags, [capacity, B] uint32
+  std::optional<CommandList> greedy_list_;  // recorded by start_greedy(), dropped by encode()
+  uint32_t greedy_t_ = 0;                   // the position the next greedy step decodes
+  bool greedy_stop_at_eos_ = true;          // what greedy_list_ was recorded with
+  double dispatches_per_layer_ = 0;
 };
 
 }  // namespace vkf::model

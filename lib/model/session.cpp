@@ -1,4 +1,6 @@
 // The public Session: checks what callers ask for, then runs the graph and a decoder.
+#include <chrono>
+
 #include "decoding.hpp"
 
 namespace vkf {
@@ -7,11 +9,14 @@ struct Session::Impl {
   explicit Impl(std::shared_ptr<const Model> m) : model(std::move(m)), graph(model->impl()) {}
   std::shared_ptr<const Model> model;  // keeps the weights the graph reads alive
   model::Seq2SeqGraph graph;
+  GenerateStats stats;
 };
 
 Session::Session(std::shared_ptr<const Model> model) : impl_(std::make_unique<Impl>(std::move(model))) {}
 Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
+
+const GenerateStats& Session::last_stats() const { return impl_->stats; }
 
 void Session::set_profile(bool on) { impl_->graph.profile = on; }
 
@@ -36,12 +41,31 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   if (o.max_new_tokens > c.max_position)
     throw Error("generate: max_new_tokens " + std::to_string(o.max_new_tokens) +
                 " needs more positions than the model's max_position " + std::to_string(c.max_position));
+  Context& ctx = impl_->model->impl().ctx;
+  const Counters before = ctx.counters();
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::vector<uint32_t>> results;
+  double encode_ms = 0;
   if (o.beam > 1) {
-    std::vector<std::vector<uint32_t>> results;
-    for (const auto& src : sources) results.push_back(model::decode_beam(impl_->graph, src, o));
-    return results;
+    for (const auto& src : sources) {
+      results.push_back(model::decode_beam(impl_->graph, src, o));
+      encode_ms += impl_->graph.encode_ms;
+    }
+  } else {
+    results = model::decode_greedy_or_sampled(impl_->graph, sources, o);
+    encode_ms = impl_->graph.encode_ms;
   }
-  return model::decode_greedy_or_sampled(impl_->graph, sources, o);
+  const Counters after = ctx.counters();
+  GenerateStats& st = impl_->stats;
+  st = {};
+  st.encode_ms = encode_ms;
+  st.decode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count() - encode_ms;
+  for (const auto& r : results) st.tokens += r.size();
+  st.submits = after.submits - before.submits;
+  st.recordings = after.recordings - before.recordings;
+  st.dispatches = after.dispatches - before.dispatches;
+  st.dispatches_per_decoder_layer = impl_->graph.dispatches_per_decoder_layer();
+  return results;
 }
 
 }  // namespace vkf

@@ -123,6 +123,31 @@ TEST_F(Commands, RecordOnceSubmitManyTimes) {
   EXPECT_THROW(cl.dispatch(k, {1}, {y.inout()}, n), Error);  // recording has ended
 }
 
+// A repeatable list runs several times in one submission, each run after the one
+// before: a chain that reverses the buffer each run (a race if runs overlapped) gives
+// exactly the sequential result.
+TEST_F(Commands, RepeatableListRunsManyTimesInOneSubmit) {
+  const uint32_t n = 1000;
+  Buffer a = ctx().buffer(n * 4, "a"), b = ctx().buffer(n * 4, "b");
+  std::vector<float> x(n), out(n);
+  for (uint32_t i = 0; i < n; ++i) x[i] = float(i);
+  ctx().upload(a, std::span<const float>(x));
+  auto cl = ctx().command_list({.repeatable = true});
+  record_chain(cl, reverse(), a, b, n, 2);  // a -> b -> a: a[i] = a[i] + 2 after each run
+  const uint64_t submits = ctx().counters().submits;
+  cl.submit(7);
+  EXPECT_EQ(ctx().counters().submits, submits + 1);
+  ctx().download(a, std::span<float>(out));
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(out[i], float(i + 14)) << "element " << i;
+  cl.submit(1);
+  ctx().download(a, std::span<float>(out));
+  EXPECT_EQ(out[5], float(5 + 16));
+  // Only a list made repeatable may run twice at once.
+  auto once = ctx().command_list();
+  record_chain(once, reverse(), a, b, n, 2);
+  EXPECT_THROW(once.submit(2), Error);
+}
+
 TEST_F(Commands, CopiesAndFillsAreOrderedLikeDispatches) {
   const uint32_t n = 300;
   Buffer a = ctx().buffer(n * 4, "a"), b = ctx().buffer(n * 4, "b");
