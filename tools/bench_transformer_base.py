@@ -4,9 +4,13 @@ layers, FFN 2048, 8 heads, vocabulary 32,000; random weights), in PyTorch and in
 vkformer, measured in one run on this machine.
 
     /usr/bin/python3 tools/bench_transformer_base.py [--tokens 32] [--vkformer build/vkformer] [--precision fp32]
+        [--torch-device cpu|cuda]
 
-PyTorch's nn.Transformer has no KV cache: its greedy loop re-runs the decoder over the
-whole prefix each step, as any user of the module must; vkformer appends to a cache.
+Encode latency and per-token decode speed are printed separately for both. PyTorch's
+nn.Transformer has no KV cache: its greedy loop re-runs the decoder over the whole
+prefix each step, as any user of the module must; vkformer appends to a cache. On CPU
+PyTorch runs at every thread count (the fastest is the baseline); with --torch-device
+cuda it runs eagerly on the GPU in fp32 and fp16, synchronised around each phase.
 """
 import argparse
 import json
@@ -20,12 +24,37 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export import export  # noqa: E402
-from seq2seq import Seq2Seq, greedy  # noqa: E402
+from seq2seq import Seq2Seq  # noqa: E402
 
 CONFIG = {"architecture": "torch-seq2seq", "d_model": 512, "nhead": 8, "num_encoder_layers": 6,
           "num_decoder_layers": 6, "dim_feedforward": 2048, "activation": "relu", "norm_first": False,
           "layer_norm_eps": 1e-5, "src_vocab_size": 32000, "tgt_vocab_size": 32000, "max_position": 512,
           "scale_embedding": True, "pad_id": 0, "bos_id": 1, "eos_id": 2}
+
+
+@torch.no_grad()
+def timed_greedy(model, src_ids, tokens, device):
+    """Greedy decoding as seq2seq.greedy does it, timed: (ids, encode ms, decode tokens/s)."""
+    c = model.config
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    src = torch.tensor(src_ids, device=device)
+    sync()
+    t0 = time.perf_counter()
+    memory, pad = model.encode(src)
+    sync()
+    t1 = time.perf_counter()
+    tgt = torch.full((len(src_ids), 1), c["bos_id"], device=device)
+    out = []
+    for _ in range(tokens):
+        causal = torch.nn.Transformer.generate_square_subsequent_mask(tgt.shape[1]).to(device=device, dtype=memory.dtype)
+        h = model.transformer.decoder(model.embed(model.tgt_embed, tgt), memory, tgt_mask=causal,
+                                      memory_key_padding_mask=pad)
+        nxt = model.generator(h)[:, -1].argmax(-1)
+        out.append(int(nxt[0]))  # the host loop reads each token, as a user's must
+        tgt = torch.cat([tgt, nxt[:, None]], 1)
+    sync()
+    t2 = time.perf_counter()
+    return out, (t1 - t0) * 1e3, len(out) / (t2 - t1)
 
 
 def main():
@@ -36,6 +65,7 @@ def main():
     ap.add_argument("--vkformer", default="build/vkformer")
     ap.add_argument("--precision", default="fp32")
     ap.add_argument("--model-dir", default="build/transformer-base")
+    ap.add_argument("--torch-device", default="cpu", help="cpu, or cuda for PyTorch on the GPU")
     args = ap.parse_args()
     torch.manual_seed(0)
     model = Seq2Seq(CONFIG).eval()
@@ -45,27 +75,36 @@ def main():
         export(model, args.model_dir)
     src = [[(7 * i) % 31000 + 3 for i in range(args.source_length)]]
 
-    # PyTorch at every thread count up to the core count; the fastest is the baseline.
+    # PyTorch: on CPU at every thread count (the fastest is the baseline); on CUDA in fp32 and fp16.
     torch_runs = {}
-    for threads in range(1, (os.cpu_count() or 1) + 1):
-        torch.set_num_threads(threads)
-        greedy(model, src, 2)  # warm-up
-        t0 = time.perf_counter()
-        ref = greedy(model, src, args.tokens)[0]
-        torch_runs[threads] = len(ref) / (time.perf_counter() - t0)
-    best_threads = max(torch_runs, key=torch_runs.get)
+    if args.torch_device == "cpu":
+        for threads in range(1, (os.cpu_count() or 1) + 1):
+            torch.set_num_threads(threads)
+            timed_greedy(model, src, 2, "cpu")  # warm-up
+            torch_runs[f"{threads} threads, fp32"] = timed_greedy(model, src, args.tokens, "cpu")
+    else:
+        for name, dtype in (("fp32", torch.float32), ("fp16", torch.float16)):
+            m = Seq2Seq(CONFIG).eval()
+            m.load_state_dict(model.state_dict())
+            m = m.to(device=args.torch_device, dtype=dtype)
+            timed_greedy(m, src, 2, args.torch_device)  # warm-up
+            torch_runs[f"{args.torch_device}, {name}"] = timed_greedy(m, src, args.tokens, args.torch_device)
+    ref = next(iter(torch_runs.values()))[0]  # fp32 tokens
+    best = max(torch_runs, key=lambda k: torch_runs[k][2])
     out = subprocess.check_output([args.vkformer, "generate", "--model", args.model_dir, "--src-ids",
                                    ",".join(map(str, src[0])), "--max-new-tokens", str(args.tokens), "--json",
-                                   "--precision", args.precision])
+                                   "--warmup", "--precision", args.precision])
     vk = json.loads(out)
-    torch_tps = torch_runs[best_threads]
-    print(f"Transformer-base greedy decoding, {len(ref)} tokens from a {args.source_length}-token source")
-    for threads, tps in torch_runs.items():
-        print(f"  PyTorch {torch.__version__} ({threads} threads): {tps:8.1f} tokens/s")
-    print(f"  vkformer on {vk['device']} ({args.precision}): {vk['tokens_per_second']:8.1f} tokens/s")
-    print(f"  ratio vkformer / PyTorch: {vk['tokens_per_second'] / torch_tps:.2f}")
-    print(f"  same tokens: {vk['ids'] == ref}")
-
+    print(f"Transformer-base greedy decoding, batch 1, {args.tokens} tokens from a {args.source_length}-token source")
+    print(f"  {'':44s} {'encode ms':>10s} {'decode tokens/s':>16s} {'ms/token':>9s}")
+    for name, (_, enc, tps) in torch_runs.items():
+        print(f"  {'PyTorch ' + torch.__version__ + ' (' + name + ')':44s} {enc:10.2f} {tps:16.1f} {1e3 / tps:9.3f}")
+    vk_tps = vk["decode_tokens_per_second"]
+    print(f"  {'vkformer on ' + vk['device'] + ' (' + args.precision + ')':44.44s} {vk['encode_ms']:10.2f} {vk_tps:16.1f} "
+          f"{1e3 / vk_tps:9.3f}")
+    print(f"  vkformer counters per token: {vk['counters']}")
+    print(f"  ratio vkformer / PyTorch ({best}), decode: {vk_tps / torch_runs[best][2]:.2f}")
+    print(f"  same tokens as PyTorch fp32: {vk['ids'] == ref}")
 
 if __name__ == "__main__":
     main()

@@ -85,7 +85,7 @@ def greedy(model, sources, max_new_tokens):
 
 @torch.no_grad()
 def beam_search(model, source, width, max_new_tokens, length_penalty=1.0):
-    """vkformer's beam search, step for step (lib/model/beam_search.cpp):
+    """vkformer's beam search, step for step (lib/model/decoding.cpp):
     every step ranks all (beam, token) continuations by total log-probability (ties:
     lower beam, then lower token), keeps the best `width`; a continuation ending in EOS
     is finished with score / len^length_penalty; search stops when `width` hypotheses

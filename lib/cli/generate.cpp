@@ -83,6 +83,7 @@ void write_npy(const std::string& path, const std::vector<float>& data, size_t r
 int generate(Args& args) {
   ModelArgs ma = model_args(args);
   const bool json = args.flag("--json");
+  const bool warmup = args.flag("--warmup");
   auto src = args.value("--src-ids");
   if (!src) throw Error("--src-ids 5,17,9 is required (several sources: separate them with ';')");
   GenerateOptions o;
@@ -113,6 +114,10 @@ int generate(Args& args) {
   auto t1 = std::chrono::steady_clock::now();
   Session session(model);
   session.set_profile(ma.profile);
+  if (warmup) {  // compiles every pipeline, fills the caches: what follows times decoding alone
+    session.generate(sources, o);
+    t1 = std::chrono::steady_clock::now();
+  }
   auto out = session.generate(sources, o);
   auto t2 = std::chrono::steady_clock::now();
   size_t tokens = 0;
