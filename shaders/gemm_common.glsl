@@ -15,6 +15,7 @@ layout(std430, set = 0, binding = 3) readonly buffer BufBias { store_t bias[]; }
 layout(std430, set = 0, binding = 4) readonly buffer BufR { store_t R[]; };        // unused without FLAG_RESIDUAL
 #define STEP_BINDING 5
 #include "step.glsl"
+layout(std430, set = 0, binding = 6) writeonly buffer BufC2 { store_t C2[]; };     // unused without split_n
 
 #include "gemm_flags.h"  // flag bits shared with lib/ops/gemm.cpp
 const uint FLAG_TRANS_A = GEMM_FLAG_TRANS_A, FLAG_TRANS_B = GEMM_FLAG_TRANS_B;
@@ -30,6 +31,10 @@ layout(push_constant) uniform Push {
   float alpha;
   uint flags;
   uint base_a, base_b, base_c, base_r;  // element offsets into the bound views
+  // Split output: columns [split_n, N) go to C2 (leading dimension ldc2, batch stride
+  // stride_c2), e.g. a fused QKV projection's queries to scratch and its keys and
+  // values to a cache. 0: no split.
+  uint split_n, ldc2, stride_c2, base_c2;
 } pc;
 
 bool flag(uint f) { return (pc.flags & f) != 0u; }
@@ -51,8 +56,14 @@ void store_c(uint z, uint m, uint n, float acc) {
   if (flag(FLAG_BIAS)) v += float(bias[n]);
   v = activate_flagged(v);
   if (flag(FLAG_RESIDUAL)) v += float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + n]);
-  // Decoding: row m of this step's product is row step + m of C (a cache of positions).
-  const uint row = flag(FLAG_STEP_ROWS) ? step_state[DECODE_STEP_WORD] + m : m;
+  // Decoding: row m of this step's product is row step + m of the output that is a
+  // cache of positions (C2 when the output is split, else C).
+  const uint step_row = flag(FLAG_STEP_ROWS) ? step_state[DECODE_STEP_WORD] + m : m;
+  if (pc.split_n != 0u && n >= pc.split_n) {
+    C2[pc.base_c2 + z * pc.stride_c2 + step_row * pc.ldc2 + (n - pc.split_n)] = store_t(v);
+    return;
+  }
+  const uint row = pc.split_n != 0u ? m : step_row;
   C[pc.base_c + batch_offset(z, pc.stride_c) + row * pc.ldc + n] = store_t(v);
 }
 

@@ -21,6 +21,16 @@ struct Strides {
   uint64_t outer = 0, inner = 0;
 };
 
+// Columns [column, N) of a GEMM's result go to a second output, `split_out` of
+// Ops::gemm, an [M, N - column] matrix with its own leading dimension (0: packed) and
+// batch stride (heads must be 1): a fused QKV projection writes its queries to scratch
+// and its keys and values to a cache in one dispatch. C then holds [M, column].
+struct GemmSplit {
+  uint32_t column = 0;  // 0: no split
+  uint32_t ld = 0;
+  uint64_t stride = 0;
+};
+
 // C = act(alpha * op(A) * op(B) + bias) + residual, row-major. A is [M, K] (or [K, M]
 // with trans_a), B is [K, N] (or [N, K] with trans_b, like a Linear weight), C and the
 // residual are [M, N], bias is [N]. Leading dimensions of 0 mean packed. There are
@@ -33,6 +43,7 @@ struct Gemm {
   uint32_t lda = 0, ldb = 0, ldc = 0, ldr = 0;
   uint32_t batch = 1, heads = 1;
   Strides stride_a, stride_b, stride_c, stride_r;
+  GemmSplit split;
 };
 
 // y = softmax(scale * x + mask) over the last axis of a [rows, cols] matrix. The
@@ -87,7 +98,8 @@ struct Embedding {
 //   [2] key_count  keys the step's queries attend over (cached + new)
 // (one set for the whole batch: every sequence advances together). The ops that take a
 // DecodeStep use it so:
-//   gemm       row m of C is written at row step + m (C is a cache of positions)
+//   gemm       row m of C is written at row step + m (C is a cache of positions); with a
+//              split output only the split part's rows are (C2 is the cache)
 //   attention  kv_len is key_count (Attention::kv_len is then the most there can be, for
 //              the size checks), causal_offset is key_count - q_len; no padding mask
 //   embedding  positions start at `position` instead of Embedding::position_offset
@@ -124,7 +136,7 @@ class Ops {
 
   void gemm(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b, const BufferView& c,
             const std::optional<BufferView>& bias = {}, const std::optional<BufferView>& residual = {},
-            const std::optional<DecodeStep>& step = {});
+            const std::optional<DecodeStep>& step = {}, const std::optional<BufferView>& split_out = {});
   void softmax(CommandList& cl, const Softmax& s, const BufferView& x, const BufferView& y,
                const std::optional<BufferView>& mask = {});
   void layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, const BufferView& gamma,

@@ -13,13 +13,15 @@ void record_decoder_layer(const LayerRecorder& r, const DecoderLayer& l, size_t 
   // [t0, t0 + n) (a decode step: at the step's row), and each query sees the keys up
   // to its own position.
   auto self_attention = [&](const BufferView& in, const BufferView& out, const BufferView& residual) {
-    r.linear(l.self_q, in, b.queries.view());  // queries [rows, D]
-    Gemm kv{.M = p.n, .N = 2 * D, .K = D, .trans_b = true, .batch = p.batch};
-    kv.stride_a = {uint64_t(p.n) * D, 0};
-    kv.stride_c = {cache.self_batch_stride(), 0};
+    // One projection: queries [rows, D] to scratch, keys and values [rows, 2D] into the
+    // self cache [batch, capacity, 2D] (split output).
+    Gemm qkv{.M = p.n, .N = 3 * D, .K = D, .trans_b = true, .batch = p.batch};
+    qkv.stride_a = {uint64_t(p.n) * D, 0};
+    qkv.stride_c = {uint64_t(p.n) * D, 0};
+    qkv.split = {.column = D, .ld = uint32_t(cache.row_stride()), .stride = cache.self_batch_stride()};
     const uint64_t first_row = p.step ? 0 : p.t0;  // a step's rows start at its state's step
-    r.ops.gemm(r.cl, kv, in, l.self_kv.weight.view(), r.at(self_cache, first_row * cache.row_stride()),
-               l.self_kv.bias.view(), std::nullopt, p.step);  // self cache [batch, capacity, 2D]
+    r.ops.gemm(r.cl, qkv, in, l.self_qkv.weight.view(), b.queries.view(), l.self_qkv.bias.view(), std::nullopt, p.step,
+               r.at(self_cache, first_row * cache.row_stride()));
     Attention a{.batch = p.batch, .heads = p.heads, .head_dim = d, .q_len = p.n,
                 .kv_len = p.step ? cache.capacity() : p.t0 + p.n, .causal = true, .causal_offset = p.t0,
                 .kv_batch_stride = cache.self_batch_stride(), .kv_row_stride = cache.row_stride()};

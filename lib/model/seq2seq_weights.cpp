@@ -65,8 +65,7 @@ std::shared_ptr<const Model> Model::load(Context& ctx, const std::string& direct
     m->encoder.push_back(up.encoder_layer("transformer.encoder.layers." + std::to_string(i), D));
   for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
     const std::string p = "transformer.decoder.layers." + std::to_string(i);
-    m->decoder.push_back({.self_q = up.in_proj(p + ".self_attn", 0, D, D),
-                          .self_kv = up.in_proj(p + ".self_attn", D, 2 * D, D),
+    m->decoder.push_back({.self_qkv = up.in_proj(p + ".self_attn", 0, 3 * D, D),
                           .self_out = up.linear(p + ".self_attn.out_proj"),
                           .cross_q = up.in_proj(p + ".multihead_attn", 0, D, D),
                           .cross_kv = up.in_proj(p + ".multihead_attn", D, 2 * D, D),

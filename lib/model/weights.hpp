@@ -24,12 +24,13 @@ struct EncoderLayer {
   Norm norm1, norm2;
 };
 
-// nn.TransformerDecoderLayer, its in_proj weights split by where their inputs come from:
-// self-attention queries (self_q) and keys/values (self_kv, [2D, D], straight into the
-// KV cache); cross-attention queries from the target (cross_q) and keys/values from
-// the encoder's memory (cross_kv, computed once per source).
+// nn.TransformerDecoderLayer. Self-attention's in_proj stays one [3D, D] projection
+// (its queries go to scratch, its keys and values straight into the KV cache, in one
+// split-output GEMM); cross-attention's is split by where the inputs come from: queries
+// from the target (cross_q) and keys/values from the encoder's memory (cross_kv, [2D, D],
+// computed once per source).
 struct DecoderLayer {
-  Linear self_q, self_kv, self_out;
+  Linear self_qkv, self_out;
   Linear cross_q, cross_kv, cross_out;
   FeedForward ffn;
   Norm norm1, norm2, norm3;

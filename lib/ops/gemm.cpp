@@ -48,8 +48,9 @@ struct GemmPush {
   float alpha;
   uint32_t flags;
   uint32_t base_a, base_b, base_c, base_r;
+  uint32_t split_n, ldc2, stride_c2, base_c2;
 };
-static_assert(sizeof(GemmPush) == 88, "matches Push in shaders/gemm_common.glsl");
+static_assert(sizeof(GemmPush) == 104, "matches Push in shaders/gemm_common.glsl");
 
 constexpr uint32_t kSmallM = GEMM_SMALL_M_MAX_M;  // MAX_M of gemm_small_m.comp
 static_assert(uint32_t(Activation::Relu) == GEMM_ACT_RELU && uint32_t(Activation::Gelu) == GEMM_ACT_GELU &&
@@ -64,17 +65,26 @@ uint32_t narrow(uint64_t v, const char* what) {
 
 void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b, const BufferView& c,
                const std::optional<BufferView>& bias, const std::optional<BufferView>& residual,
-               const std::optional<DecodeStep>& step) {
+               const std::optional<DecodeStep>& step, const std::optional<BufferView>& split_out) {
   Gemm g = g0;
   if (g.M == 0 || g.N == 0 || g.K == 0 || g.batch == 0 || g.heads == 0)
     throw Error("gemm: M, N, K, batch and heads must be at least 1 (got M=" + std::to_string(g.M) +
                 " N=" + std::to_string(g.N) + " K=" + std::to_string(g.K) + ")");
   if (!g.lda) g.lda = g.trans_a ? g.M : g.K;
   if (!g.ldb) g.ldb = g.trans_b ? g.K : g.N;
-  if (!g.ldc) g.ldc = g.N;
+  const GemmSplit& sp = g.split;
+  if (sp.column && (sp.column >= g.N || !split_out || g.heads != 1))
+    throw Error("gemm: a split output needs its buffer, a split column inside N and heads = 1");
+  if (!sp.column && split_out) throw Error("gemm: a split output was given but no split column");
+  const uint32_t c_cols = sp.column ? sp.column : g.N, c2_cols = g.N - c_cols;
+  const uint32_t ldc2 = sp.ld ? sp.ld : c2_cols;
+  if (!g.ldc) g.ldc = c_cols;
   if (!g.ldr) g.ldr = g.N;
   // Inputs may overlap (a sliding window over a series is A with lda < K); outputs may not.
-  if (g.ldc < g.N) throw Error("gemm: ldc is smaller than a row of C");
+  if (g.ldc < c_cols) throw Error("gemm: ldc is smaller than a row of C");
+  if (sp.column && ldc2 < c2_cols) throw Error("gemm: the split output's ld is smaller than its rows");
+  if (sp.column && g.batch > 1 && sp.stride == 0)
+    throw Error("gemm: batched products need a non-zero split output stride (they would overwrite each other)");
   const uint32_t batches = g.batch * g.heads;
   if (batches > 1 && ((g.batch > 1 && g.stride_c.outer == 0) || (g.heads > 1 && g.stride_c.inner == 0)))
     throw Error("gemm: batched products need a non-zero output stride (they would overwrite each other)");
@@ -84,8 +94,10 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   const uint64_t b_rows = g.trans_b ? g.N : g.K, b_cols = g.trans_b ? g.K : g.N;
   need(a, last(g.stride_a) + (a_rows - 1) * g.lda + a_cols, "gemm", "A");
   need(b, last(g.stride_b) + (b_rows - 1) * g.ldb + b_cols, "gemm", "B");
-  const uint64_t step_rows = step ? step->max_step : 0;  // stepping, C's rows start at row `step`
-  need(c, last(g.stride_c) + (g.M + step_rows - 1) * g.ldc + g.N, "gemm", "C");
+  const uint64_t step_rows = step ? step->max_step : 0;  // stepping, the cache's rows start at row `step`
+  need(c, last(g.stride_c) + (g.M + (sp.column ? 0 : step_rows) - 1) * g.ldc + c_cols, "gemm", "C");
+  if (sp.column)
+    need(*split_out, (g.batch - 1) * sp.stride + (g.M + step_rows - 1) * ldc2 + c2_cols, "gemm", "split output");
   if (step) need_step(*step, "gemm");
   if (bias) need(*bias, g.N, "gemm", "bias");
   if (residual) need(*residual, last(g.stride_r) + (uint64_t(g.M) - 1) * g.ldr + g.N, "gemm", "residual");
@@ -98,14 +110,16 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                 {narrow(g.stride_b.outer, "stride"), narrow(g.stride_b.inner, "stride")},
                 {narrow(g.stride_c.outer, "stride"), narrow(g.stride_c.inner, "stride")},
                 {narrow(g.stride_r.outer, "stride"), narrow(g.stride_r.inner, "stride")},
-                g.alpha, flags, 0, 0, 0, 0};
+                g.alpha, flags, 0, 0, 0, 0, sp.column, ldc2, narrow(sp.stride, "stride"), 0};
   const Placed pa = place(a, "gemm"), pb = place(b, "gemm"), pc = place(c, "gemm");
   const Placed pbias = place(bias ? *bias : a, "gemm"), pr = place(residual ? *residual : a, "gemm");
+  const Placed pc2 = place(split_out ? *split_out : c, "gemm");
   if (pbias.base) throw Error("gemm: the bias view must start at a descriptor-aligned offset");
   push.base_a = pa.base;
   push.base_b = pb.base;
   push.base_c = pc.base;
   push.base_r = pr.base;
+  push.base_c2 = pc2.base;
   const auto& caps = ctx_.capabilities();
 
   Kernel k;
@@ -124,13 +138,13 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                         push.stride_b[1] % 4 == 0;
       Defines d = {{"SUBGROUP_REDUCE", "1"}, {"WG_SIZE", std::to_string(wg)}, {"COLS", std::to_string(cols)}};
       if (vec4) d.emplace_back("VEC4_K", "1");
-      k = kernel("gemm_small_m.comp", d, 6, sizeof push);
+      k = kernel("gemm_small_m.comp", d, 7, sizeof push);
       const uint32_t per_group = wg / caps.subgroup_size * cols;
       groups = {(g.N + per_group - 1) / per_group, 1, batches};
     } else {
       const uint32_t wg = std::min<uint32_t>(256, caps.max_workgroup_invocations);
       const uint32_t lanes = std::min<uint32_t>(32, wg);
-      k = kernel("gemm_small_m.comp", {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}}, 6,
+      k = kernel("gemm_small_m.comp", {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}}, 7,
                  sizeof push);
       const uint32_t cols = g.trans_b ? wg / lanes : wg;
       groups = {(g.N + cols - 1) / cols, 1, batches};
@@ -145,13 +159,15 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                          push.stride_b[1] % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0;
     Defines d;
     if (vec4_nt) d.emplace_back("VEC4_NT", "1");
-    k = kernel("gemm.comp", d, 6, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
+    k = kernel("gemm.comp", d, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     groups = {(g.N + t.bn - 1) / t.bn, (g.M + t.bm - 1) / t.bm, batches};
     label = "gemm";
   }
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
-  // Absent operands are bound to A as placeholders; the kernel never reads them.
-  cl.dispatch(k, groups, {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step ? step->state : pa.view)},
+  // Absent operands are bound to A (or C) as placeholders; the kernel never touches them.
+  cl.dispatch(k, groups,
+              {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view),
+               in(step ? step->state : pa.view), out(pc2.view)},
               push, label);
 }
 

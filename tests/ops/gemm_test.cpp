@@ -171,6 +171,77 @@ TEST_P(GemmTest, WritesAtTheDecodeStepRow) {
   cl2.submit();
 }
 
+// A split output: columns [split, N) go to a second buffer with its own layout (a
+// fused QKV projection: queries to scratch, keys and values to a cache), at awkward
+// shapes, both GEMM kernels (M <= 4 and the tiled one), with and without a decode step
+// (which moves only the split part's rows). Unwritten elements keep their poison.
+TEST_P(GemmTest, SplitOutputGoesToItsOwnLayout) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  struct Case {
+    uint32_t M, N, K, split, batch;
+    bool stepped;
+  };
+  for (const Case& t : {Case{1, 3, 1, 1, 1, false}, Case{1, 48, 33, 16, 3, true}, Case{3, 37, 17, 11, 2, false},
+                        Case{17, 255, 64, 85, 2, false}, Case{70, 40, 9, 39, 1, false}}) {
+    SCOPED_TRACE("M=" + std::to_string(t.M) + " N=" + std::to_string(t.N) + " split=" + std::to_string(t.split));
+    const uint32_t rows2 = t.M + (t.stepped ? 4 : 0) + 1;  // a cache of rows2 positions per batch item
+    const uint32_t cols2 = t.N - t.split, ld2 = cols2 + 3;
+    Gemm g{.M = t.M, .N = t.N, .K = t.K, .trans_b = true, .batch = t.batch};
+    g.stride_a = {uint64_t(t.M) * t.K, 0};
+    g.stride_c = {uint64_t(t.M) * t.split, 0};
+    g.split = {.column = t.split, .ld = ld2, .stride = uint64_t(rows2) * ld2};
+    auto A = random_values(size_t(t.batch) * t.M * t.K, rng), W = random_values(size_t(t.N) * t.K, rng);
+    auto bias = random_values(t.N, rng);
+    for (auto* v : {&A, &W, &bias})
+      for (auto& x : *v) x = stored(x, dtype());
+    Gemm whole = g;
+    whole.split = {};
+    whole.stride_c = {uint64_t(t.M) * t.N, 0};
+    const auto want = ref::gemm(whole, A, W, &bias, nullptr);  // [batch, M, N]
+    const uint32_t step = t.stepped ? 3 : 0;
+    Buffer a = upload_as(ctx(), A, dtype(), "A"), w = upload_as(ctx(), W, dtype(), "W");
+    Buffer bb = upload_as(ctx(), bias, dtype(), "bias"), state = upload_u32(ctx(), {step, step, step + 1}, "decode_step");
+    Buffer c = poisoned(ctx(), size_t(t.batch) * t.M * t.split, dtype(), "C");
+    Buffer c2 = poisoned(ctx(), size_t(t.batch) * rows2 * ld2, dtype(), "C2");
+    Ops o = ops();
+    auto cl = ctx().command_list();
+    o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), std::nullopt,
+           t.stepped ? std::optional(DecodeStep{state.view(), step + 1}) : std::nullopt, c2.view());
+    cl.submit();
+    std::vector<double> want1(size_t(t.batch) * t.M * t.split), scale1(want1.size());
+    std::vector<double> want2(size_t(t.batch) * rows2 * ld2, std::nan("")), scale2(want2.size(), 0);
+    for (uint32_t b = 0; b < t.batch; ++b)
+      for (uint32_t m = 0; m < t.M; ++m)
+        for (uint32_t n = 0; n < t.N; ++n) {
+          const size_t from = (size_t(b) * t.M + m) * t.N + n;
+          const double sc = want.scale[from] + 100 * std::abs(want.c[from]);
+          if (n < t.split) {
+            want1[(size_t(b) * t.M + m) * t.split + n] = want.c[from];
+            scale1[(size_t(b) * t.M + m) * t.split + n] = sc;
+          } else {
+            const size_t to = (size_t(b) * rows2 + step + m) * ld2 + (n - t.split);
+            want2[to] = want.c[from];
+            scale2[to] = sc;
+          }
+        }
+    const bool f16 = dtype() == DType::F16;
+    EXPECT_TRUE(close(download_as(ctx(), c, want1.size(), dtype()), want1, scale1, f16 ? 1e-3 : 1e-5, f16 ? 6e-8 : 1e-30));
+    EXPECT_TRUE(close(download_as(ctx(), c2, want2.size(), dtype()), want2, scale2, f16 ? 1e-3 : 1e-5, f16 ? 6e-8 : 1e-30));
+  }
+  // A split without its buffer, or at a column outside N: clear errors.
+  Buffer small = ctx().buffer(4096, "small");
+  auto cl = ctx().command_list();
+  Ops o = ops();
+  Gemm bad{.M = 1, .N = 8, .K = 4, .trans_b = true};
+  bad.split.column = 4;
+  EXPECT_THROW(o.gemm(cl, bad, small.view(), small.view(), small.view()), Error);
+  bad.split.column = 8;
+  EXPECT_THROW(o.gemm(cl, bad, small.view(), small.view(), small.view(), {}, {}, {}, small.view()), Error);
+  cl.submit();
+}
+
 VKF_FOR_EACH_DTYPE(GemmTest);
 
 }  // namespace
