@@ -4,8 +4,8 @@ function(vkf_embed_shaders out)
   set(inputs ${ARGN})
   add_custom_command(
     OUTPUT ${out}
-    COMMAND ${CMAKE_COMMAND} -DOUT=${out} "-DINPUTS=${inputs}" -P ${CMAKE_SOURCE_DIR}/cmake/embed_shaders_run.cmake
-    DEPENDS ${inputs} ${CMAKE_SOURCE_DIR}/cmake/embed_shaders_run.cmake
-    COMMENT "Embedding ${CMAKE_PROJECT_NAME} shaders"
+    COMMAND ${CMAKE_COMMAND} -DOUT=${out} "-DINPUTS=${inputs}" -P ${PROJECT_SOURCE_DIR}/cmake/embed_shaders_run.cmake
+    DEPENDS ${inputs} ${PROJECT_SOURCE_DIR}/cmake/embed_shaders_run.cmake
+    COMMENT "Embedding ${PROJECT_NAME} shaders"
     VERBATIM)
 endfunction()

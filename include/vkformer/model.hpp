@@ -86,6 +86,7 @@ class Session {
   std::vector<float> score(const std::vector<uint32_t>& src, const std::vector<uint32_t>& tgt);
 
   const GenerateStats& last_stats() const;
+  const Model& model() const;
 
   void set_profile(bool on);
   std::string profile_report() const;  // per-dispatch GPU times of the last encoder and decoder steps

@@ -17,6 +17,7 @@ Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 
 const GenerateStats& Session::last_stats() const { return impl_->stats; }
+const Model& Session::model() const { return *impl_->model; }
 
 void Session::set_profile(bool on) { impl_->graph.profile = on; }
 

@@ -1,0 +1,117 @@
+/* vkformer C API: transformer inference on any Vulkan GPU, from C, C++, C#, Rust,
+ * Python ctypes or a game engine.
+ *
+ * Rules that hold for every function here:
+ *  - Handles are opaque. Every handle a vkf_*_create or vkf_*_load returns is released
+ *    by the matching vkf_*_free (which accepts NULL). A model keeps its context alive
+ *    and a session its model, so they may be freed in any order.
+ *  - Functions return a vkf_status. On failure, vkf_last_error() returns a message that
+ *    says what went wrong, for the calling thread, until its next failing call. No C++
+ *    exception and no abort ever crosses this boundary.
+ *  - Output arrays and strings belong to the caller: pass the buffer and its capacity;
+ *    the functions report the size they needed, and VKF_ERROR_BUFFER_TOO_SMALL (writing
+ *    nothing) when it does not fit.
+ *  - Threads: a context and a model may be used from any number of threads at once; a
+ *    session from one thread at a time (give each thread its own session).
+ */
+#ifndef VKFORMER_VKFORMER_H
+#define VKFORMER_VKFORMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Raised whenever a struct or a function signature changes incompatibly. */
+#define VKF_ABI_VERSION 1
+
+#if defined(_WIN32) && defined(VKF_BUILDING_SHARED)
+#define VKF_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define VKF_API __attribute__((visibility("default")))
+#else
+#define VKF_API
+#endif
+
+typedef enum vkf_status {
+  VKF_OK = 0,
+  VKF_ERROR_INVALID_ARGUMENT = 1, /* a NULL handle or pointer, a zero size, a value out of range */
+  VKF_ERROR_BUFFER_TOO_SMALL = 2, /* the caller's buffer cannot hold the result; nothing was written */
+  VKF_ERROR_FAILED = 3            /* the operation failed: a missing device or feature, a bad model
+                                     file, a token id outside the vocabulary... (see vkf_last_error) */
+} vkf_status;
+
+typedef enum vkf_precision { VKF_PRECISION_FP32 = 0, VKF_PRECISION_FP16 = 1 } vkf_precision;
+
+typedef struct vkf_context vkf_context; /* a Vulkan device and everything vkformer keeps on it */
+typedef struct vkf_model vkf_model;     /* a loaded model (weights on the device) and its tokenizer */
+typedef struct vkf_session vkf_session; /* activation memory and recorded work for one thread */
+
+/* The library's version, "MAJOR.MINOR.PATCH"; and the ABI version it was built with. */
+VKF_API const char* vkf_version(void);
+VKF_API int vkf_abi_version(void);
+
+/* The message of the calling thread's last failed call ("" if none). */
+VKF_API const char* vkf_last_error(void);
+
+/* Devices, in Vulkan enumeration order. */
+VKF_API vkf_status vkf_device_count(uint32_t* count);
+/* The name of device `index` into name[capacity] (NUL-terminated); *needed (may be NULL)
+ * receives the bytes the name takes with its NUL. */
+VKF_API vkf_status vkf_device_name(uint32_t index, char* name, size_t capacity, size_t* needed);
+
+typedef struct vkf_context_options {
+  uint32_t struct_size; /* sizeof(vkf_context_options): lets the struct grow compatibly */
+  const char* device;   /* index ("1") or name piece ("radeon"); NULL or "": VKF_DEVICE, else the best */
+  int validation;       /* 1: Khronos validation layer on; 0: off; -1: VKF_VALIDATION decides */
+} vkf_context_options;
+
+/* The defaults for vkf_context_options (struct_size filled in). */
+VKF_API vkf_context_options vkf_context_options_default(void);
+/* options may be NULL (defaults). */
+VKF_API vkf_status vkf_context_create(const vkf_context_options* options, vkf_context** context);
+VKF_API void vkf_context_free(vkf_context* context);
+/* The chosen device's name, as vkf_device_name. */
+VKF_API vkf_status vkf_context_device_name(const vkf_context* context, char* name, size_t capacity,
+                                           size_t* needed);
+
+/* Loads a model directory (config.json, model.safetensors, and vocab.json for text). */
+VKF_API vkf_status vkf_model_load(vkf_context* context, const char* directory, vkf_precision precision,
+                                  vkf_model** model);
+VKF_API void vkf_model_free(vkf_model* model);
+
+VKF_API vkf_status vkf_session_create(vkf_model* model, vkf_session** session);
+VKF_API void vkf_session_free(vkf_session* session);
+
+typedef struct vkf_generate_options {
+  uint32_t struct_size;    /* sizeof(vkf_generate_options) */
+  uint32_t max_new_tokens; /* 0: as many as the model's positions allow */
+  uint32_t beam;           /* > 1: beam search of this width */
+  float length_penalty;    /* beam: score / length^length_penalty */
+  float temperature;       /* > 0: sampling */
+  uint32_t top_k;          /* sampling: the k most likely tokens (0: all) */
+  float top_p;             /* sampling: the smallest set holding this much probability */
+  uint64_t seed;
+} vkf_generate_options;
+
+VKF_API vkf_generate_options vkf_generate_options_default(void);
+
+/* Token ids in, token ids out: the ids generated after BOS (EOS included when produced)
+ * into tokens[capacity]; *count receives how many there are. options may be NULL. */
+VKF_API vkf_status vkf_generate(vkf_session* session, const uint32_t* source, size_t source_length,
+                                const vkf_generate_options* options, uint32_t* tokens, size_t capacity,
+                                size_t* count);
+
+/* Text in, text out with the model's tokenizer (its vocab.json): the translation of
+ * `text` (UTF-8) into out[capacity], NUL-terminated; *needed (may be NULL) receives the
+ * bytes it takes with its NUL. options may be NULL. */
+VKF_API vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_generate_options* options,
+                                 char* out, size_t capacity, size_t* needed);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VKFORMER_VKFORMER_H */

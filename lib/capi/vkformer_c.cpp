@@ -1,0 +1,224 @@
+// The C API (include/vkformer/vkformer.h) over the C++ one. Every entry point catches
+// everything: no exception crosses into C, failures become a status and a message.
+#include "vkformer/vkformer.h"
+
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "vkformer/vkformer.hpp"
+
+struct vkf_context {
+  std::shared_ptr<vkf::Context> ctx;
+};
+
+struct vkf_model {
+  std::shared_ptr<vkf::Context> ctx;  // the model's weights live on it
+  std::shared_ptr<const vkf::Model> model;
+  std::shared_ptr<const vkf::CharTokenizer> tokenizer;  // null without vocab.json
+  std::string directory;
+};
+
+struct vkf_session {
+  std::shared_ptr<vkf::Context> ctx;
+  std::shared_ptr<const vkf::CharTokenizer> tokenizer;
+  vkf::Session session;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+// Runs f, turning every exception into a status and the thread's last error.
+template <class F>
+vkf_status guarded(const char* function, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    last_error = std::string(function) + ": " + e.what();
+  } catch (...) {
+    last_error = std::string(function) + ": unknown error";
+  }
+  return VKF_ERROR_FAILED;
+}
+
+vkf_status invalid(const char* function, const std::string& why) {
+  last_error = std::string(function) + ": " + why;
+  return VKF_ERROR_INVALID_ARGUMENT;
+}
+
+// Copies s with its NUL into out[capacity] when it fits; reports the size needed.
+vkf_status copy_string(const char* function, const std::string& s, char* out, size_t capacity, size_t* needed) {
+  if (needed) *needed = s.size() + 1;
+  if (!out || capacity < s.size() + 1) {
+    last_error = std::string(function) + ": the result needs " + std::to_string(s.size() + 1) + " bytes, the buffer holds " +
+                 std::to_string(out ? capacity : 0);
+    return VKF_ERROR_BUFFER_TOO_SMALL;
+  }
+  std::memcpy(out, s.c_str(), s.size() + 1);
+  return VKF_OK;
+}
+
+// The C options as the C++ ones; struct_size guards against a caller built with another layout.
+std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options* o, const vkf::ModelConfig& c,
+                                                     const char* function) {
+  vkf::GenerateOptions g;
+  g.max_new_tokens = c.max_position;
+  if (!o) return g;
+  if (o->struct_size != sizeof(vkf_generate_options)) {
+    invalid(function, "vkf_generate_options.struct_size is " + std::to_string(o->struct_size) + ", expected " +
+                          std::to_string(sizeof(vkf_generate_options)) + " (use vkf_generate_options_default())");
+    return std::nullopt;
+  }
+  if (o->max_new_tokens) g.max_new_tokens = o->max_new_tokens;
+  g.beam = o->beam ? o->beam : 1;
+  g.length_penalty = o->length_penalty;
+  g.temperature = o->temperature;
+  g.top_k = o->top_k;
+  g.top_p = o->top_p;
+  g.seed = o->seed;
+  return g;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* vkf_version(void) { return vkf::version(); }
+int vkf_abi_version(void) { return VKF_ABI_VERSION; }
+const char* vkf_last_error(void) { return last_error.c_str(); }
+
+vkf_status vkf_device_count(uint32_t* count) {
+  if (!count) return invalid("vkf_device_count", "count is NULL");
+  return guarded("vkf_device_count", [&] {
+    *count = uint32_t(vkf::list_devices().size());
+    return VKF_OK;
+  });
+}
+
+vkf_status vkf_device_name(uint32_t index, char* name, size_t capacity, size_t* needed) {
+  return guarded("vkf_device_name", [&] {
+    const auto devices = vkf::list_devices();
+    if (index >= devices.size())
+      return invalid("vkf_device_name", "device " + std::to_string(index) + " does not exist (there are " +
+                                            std::to_string(devices.size()) + ")");
+    return copy_string("vkf_device_name", devices[index].name, name, capacity, needed);
+  });
+}
+
+vkf_context_options vkf_context_options_default(void) {
+  vkf_context_options o{};
+  o.struct_size = sizeof o;
+  o.validation = -1;
+  return o;
+}
+
+vkf_status vkf_context_create(const vkf_context_options* options, vkf_context** context) {
+  if (!context) return invalid("vkf_context_create", "context is NULL");
+  *context = nullptr;
+  if (options && options->struct_size != sizeof(vkf_context_options))
+    return invalid("vkf_context_create", "vkf_context_options.struct_size is " + std::to_string(options->struct_size) +
+                                             ", expected " + std::to_string(sizeof(vkf_context_options)) +
+                                             " (use vkf_context_options_default())");
+  return guarded("vkf_context_create", [&] {
+    vkf::ContextOptions o;
+    if (options && options->device) o.device = options->device;
+    if (options && options->validation >= 0) o.validation = options->validation != 0;
+    auto handle = std::make_unique<vkf_context>();
+    handle->ctx = std::make_shared<vkf::Context>(o);
+    *context = handle.release();
+    return VKF_OK;
+  });
+}
+
+void vkf_context_free(vkf_context* context) { delete context; }
+
+vkf_status vkf_context_device_name(const vkf_context* context, char* name, size_t capacity, size_t* needed) {
+  if (!context) return invalid("vkf_context_device_name", "context is NULL");
+  return copy_string("vkf_context_device_name", context->ctx->capabilities().name, name, capacity, needed);
+}
+
+vkf_status vkf_model_load(vkf_context* context, const char* directory, vkf_precision precision, vkf_model** model) {
+  if (!model) return invalid("vkf_model_load", "model is NULL");
+  *model = nullptr;
+  if (!context) return invalid("vkf_model_load", "context is NULL");
+  if (!directory) return invalid("vkf_model_load", "directory is NULL");
+  if (precision != VKF_PRECISION_FP32 && precision != VKF_PRECISION_FP16)
+    return invalid("vkf_model_load", "precision must be VKF_PRECISION_FP32 or VKF_PRECISION_FP16");
+  return guarded("vkf_model_load", [&] {
+    auto handle = std::make_unique<vkf_model>();
+    handle->ctx = context->ctx;
+    handle->directory = directory;
+    handle->model = vkf::Model::load(*context->ctx, directory,
+                                     precision == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
+    const auto vocab = std::filesystem::path(directory) / "vocab.json";
+    if (std::filesystem::exists(vocab))
+      handle->tokenizer = std::make_shared<const vkf::CharTokenizer>(vkf::CharTokenizer::from_file(vocab.string()));
+    *model = handle.release();
+    return VKF_OK;
+  });
+}
+
+void vkf_model_free(vkf_model* model) { delete model; }
+
+vkf_status vkf_session_create(vkf_model* model, vkf_session** session) {
+  if (!session) return invalid("vkf_session_create", "session is NULL");
+  *session = nullptr;
+  if (!model) return invalid("vkf_session_create", "model is NULL");
+  return guarded("vkf_session_create", [&] {
+    *session = new vkf_session{model->ctx, model->tokenizer, vkf::Session(model->model)};
+    return VKF_OK;
+  });
+}
+
+void vkf_session_free(vkf_session* session) { delete session; }
+
+vkf_generate_options vkf_generate_options_default(void) {
+  vkf_generate_options o{};
+  o.struct_size = sizeof o;
+  o.beam = 1;
+  o.length_penalty = 1.0f;
+  o.top_p = 1.0f;
+  return o;
+}
+
+vkf_status vkf_generate(vkf_session* session, const uint32_t* source, size_t source_length,
+                        const vkf_generate_options* options, uint32_t* tokens, size_t capacity, size_t* count) {
+  const char* fn = "vkf_generate";
+  if (!session) return invalid(fn, "session is NULL");
+  if (!source || source_length == 0) return invalid(fn, "the source is empty (or NULL)");
+  if (!count) return invalid(fn, "count is NULL");
+  return guarded(fn, [&] {
+    const auto o = generate_options(options, session->session.model().config(), fn);
+    if (!o) return VKF_ERROR_INVALID_ARGUMENT;
+    const auto out = session->session.generate({std::vector<uint32_t>(source, source + source_length)}, *o)[0];
+    *count = out.size();
+    if (!tokens || capacity < out.size()) {
+      last_error = std::string(fn) + ": " + std::to_string(out.size()) + " tokens were generated, the buffer holds " +
+                   std::to_string(tokens ? capacity : 0);
+      return VKF_ERROR_BUFFER_TOO_SMALL;
+    }
+    std::copy(out.begin(), out.end(), tokens);
+    return VKF_OK;
+  });
+}
+
+vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_generate_options* options, char* out,
+                         size_t capacity, size_t* needed) {
+  const char* fn = "vkf_translate";
+  if (!session) return invalid(fn, "session is NULL");
+  if (!text) return invalid(fn, "text is NULL");
+  if (!session->tokenizer) return invalid(fn, "the model has no tokenizer (vocab.json): use vkf_generate with token ids");
+  return guarded(fn, [&] {
+    const auto o = generate_options(options, session->session.model().config(), fn);
+    if (!o) return VKF_ERROR_INVALID_ARGUMENT;
+    const auto ids = session->tokenizer->encode(text);
+    if (ids.empty()) return invalid(fn, "the text is empty");
+    const auto result = session->session.generate({ids}, *o)[0];
+    return copy_string(fn, session->tokenizer->decode(result), out, capacity, needed);
+  });
+}
+
+}  // extern "C"

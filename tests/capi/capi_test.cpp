@@ -1,0 +1,180 @@
+// The C API, every function and its error paths: NULL handles and pointers, wrong
+// struct sizes, buffers too small, bad models and devices, ids outside the vocabulary.
+// Each failure must be a status with a message that names what is wrong, never a crash
+// or an exception crossing into C.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "vkformer/vkformer.h"
+
+extern "C" int vkf_test_c99_header(void);
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kDates = std::string(VKF_SOURCE_DIR) + "/samples/dates";
+
+bool error_mentions(const char* part) { return std::strstr(vkf_last_error(), part) != nullptr; }
+
+struct Handles {
+  vkf_context* context = nullptr;
+  vkf_model* model = nullptr;
+  vkf_session* session = nullptr;
+  ~Handles() {
+    vkf_session_free(session);
+    vkf_model_free(model);
+    vkf_context_free(context);
+  }
+  void open(const std::string& dir = kDates) {
+    vkf_context_options o = vkf_context_options_default();
+    o.validation = 1;
+    ASSERT_EQ(vkf_context_create(&o, &context), VKF_OK) << vkf_last_error();
+    ASSERT_EQ(vkf_model_load(context, dir.c_str(), VKF_PRECISION_FP32, &model), VKF_OK) << vkf_last_error();
+    ASSERT_EQ(vkf_session_create(model, &session), VKF_OK) << vkf_last_error();
+  }
+};
+
+TEST(CApi, HeaderIsC99AndVersionsAgree) {
+  EXPECT_EQ(vkf_test_c99_header(), 1);
+  EXPECT_EQ(vkf_abi_version(), VKF_ABI_VERSION);
+  EXPECT_STREQ(vkf_version(), "0.1.0");
+}
+
+TEST(CApi, DevicesAreListedWithCallerOwnedNames) {
+  uint32_t n = 0;
+  ASSERT_EQ(vkf_device_count(&n), VKF_OK) << vkf_last_error();
+  ASSERT_GE(n, 1u);
+  EXPECT_EQ(vkf_device_count(nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  size_t needed = 0;
+  char tiny[2];
+  EXPECT_EQ(vkf_device_name(0, tiny, sizeof tiny, &needed), VKF_ERROR_BUFFER_TOO_SMALL);
+  EXPECT_GT(needed, sizeof tiny);
+  EXPECT_TRUE(error_mentions("buffer holds 2"));
+  std::vector<char> name(needed);
+  ASSERT_EQ(vkf_device_name(0, name.data(), name.size(), nullptr), VKF_OK);
+  EXPECT_EQ(std::strlen(name.data()) + 1, needed);
+  EXPECT_EQ(vkf_device_name(n, name.data(), name.size(), nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("does not exist"));
+}
+
+TEST(CApi, ContextErrors) {
+  vkf_context* c = nullptr;
+  EXPECT_EQ(vkf_context_create(nullptr, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  vkf_context_options o = vkf_context_options_default();
+  o.struct_size = 4;  // a caller built against another layout
+  EXPECT_EQ(vkf_context_create(&o, &c), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("struct_size"));
+  o = vkf_context_options_default();
+  o.device = "no-such-gpu-anywhere";
+  EXPECT_EQ(vkf_context_create(&o, &c), VKF_ERROR_FAILED);
+  EXPECT_TRUE(error_mentions("no-such-gpu-anywhere")) << vkf_last_error();
+  EXPECT_EQ(c, nullptr);
+  EXPECT_EQ(vkf_context_device_name(nullptr, nullptr, 0, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  vkf_context_free(nullptr);  // accepted
+}
+
+TEST(CApi, ModelAndSessionErrors) {
+  Handles h;
+  ASSERT_EQ(vkf_context_create(nullptr, &h.context), VKF_OK) << vkf_last_error();
+  vkf_model* m = nullptr;
+  EXPECT_EQ(vkf_model_load(nullptr, kDates.c_str(), VKF_PRECISION_FP32, &m), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_model_load(h.context, nullptr, VKF_PRECISION_FP32, &m), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_model_load(h.context, kDates.c_str(), vkf_precision(7), &m), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_model_load(h.context, kDates.c_str(), VKF_PRECISION_FP32, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_model_load(h.context, "/no/such/model", VKF_PRECISION_FP32, &m), VKF_ERROR_FAILED);
+  EXPECT_TRUE(error_mentions("/no/such/model")) << vkf_last_error();
+  EXPECT_TRUE(error_mentions("does not exist")) << vkf_last_error();
+  EXPECT_EQ(m, nullptr);
+  vkf_session* s = nullptr;
+  EXPECT_EQ(vkf_session_create(nullptr, &s), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_session_create(nullptr, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  vkf_model_free(nullptr);
+  vkf_session_free(nullptr);
+}
+
+TEST(CApi, TranslateTextIntoACallerBuffer) {
+  Handles h;
+  h.open();
+  char name[256];
+  ASSERT_EQ(vkf_context_device_name(h.context, name, sizeof name, nullptr), VKF_OK);
+  char out[64];
+  size_t needed = 0;
+  ASSERT_EQ(vkf_translate(h.session, "3/3/98", nullptr, out, sizeof out, &needed), VKF_OK) << vkf_last_error();
+  EXPECT_STREQ(out, "1998-03-03");
+  EXPECT_EQ(needed, 11u);
+  char small[4] = {'x', 'x', 'x', 0};
+  EXPECT_EQ(vkf_translate(h.session, "3/3/98", nullptr, small, sizeof small, &needed), VKF_ERROR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(needed, 11u);
+  EXPECT_STREQ(small, "xxx") << "nothing may be written when the result does not fit";
+  vkf_generate_options o = vkf_generate_options_default();
+  o.beam = 3;
+  ASSERT_EQ(vkf_translate(h.session, "March 3, 1998", &o, out, sizeof out, nullptr), VKF_OK) << vkf_last_error();
+  EXPECT_STREQ(out, "1998-03-03");
+  EXPECT_EQ(vkf_translate(nullptr, "x", nullptr, out, sizeof out, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_translate(h.session, nullptr, nullptr, out, sizeof out, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_translate(h.session, "", nullptr, out, sizeof out, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("empty"));
+  o.struct_size = 8;
+  EXPECT_EQ(vkf_translate(h.session, "3/3/98", &o, out, sizeof out, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("struct_size"));
+}
+
+TEST(CApi, GenerateTokenIds) {
+  Handles h;
+  h.open();
+  const uint32_t src[] = {5, 6, 7};
+  uint32_t tokens[64];
+  size_t count = 0;
+  vkf_generate_options o = vkf_generate_options_default();
+  o.max_new_tokens = 5;
+  ASSERT_EQ(vkf_generate(h.session, src, 3, &o, tokens, 64, &count), VKF_OK) << vkf_last_error();
+  EXPECT_GE(count, 1u);
+  EXPECT_LE(count, 5u);
+  size_t again = 0;
+  uint32_t one[1] = {0xdeadbeef};
+  if (count > 1) {
+    EXPECT_EQ(vkf_generate(h.session, src, 3, &o, one, 1, &again), VKF_ERROR_BUFFER_TOO_SMALL);
+    EXPECT_EQ(again, count);
+    EXPECT_EQ(one[0], 0xdeadbeefu);
+  }
+  const uint32_t bad[] = {5, 100000};
+  EXPECT_EQ(vkf_generate(h.session, bad, 2, &o, tokens, 64, &count), VKF_ERROR_FAILED);
+  EXPECT_TRUE(error_mentions("outside the source vocabulary")) << vkf_last_error();
+  EXPECT_EQ(vkf_generate(h.session, src, 0, &o, tokens, 64, &count), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_generate(h.session, src, 3, &o, tokens, 64, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  o.max_new_tokens = 100000;  // past the model's positions
+  EXPECT_EQ(vkf_generate(h.session, src, 3, &o, tokens, 64, &count), VKF_ERROR_FAILED);
+  EXPECT_TRUE(error_mentions("max_position")) << vkf_last_error();
+}
+
+// A model keeps its context alive and a session its model: any free order works.
+TEST(CApi, HandlesMayBeFreedInAnyOrder) {
+  Handles h;
+  h.open();
+  vkf_context_free(h.context);
+  h.context = nullptr;
+  vkf_model_free(h.model);
+  h.model = nullptr;
+  char out[64];
+  ASSERT_EQ(vkf_translate(h.session, "25.12.1969", nullptr, out, sizeof out, nullptr), VKF_OK) << vkf_last_error();
+  EXPECT_STREQ(out, "1969-12-25");
+}
+
+// Errors are per thread: a failure on one thread does not overwrite another's message.
+TEST(CApi, LastErrorIsPerThread) {
+  EXPECT_EQ(vkf_device_count(nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  std::string other;
+  std::thread([&] {
+    vkf_session_create(nullptr, nullptr);
+    other = vkf_last_error();
+  }).join();
+  EXPECT_TRUE(error_mentions("vkf_device_count")) << vkf_last_error();
+  EXPECT_NE(other.find("vkf_session_create"), std::string::npos) << other;
+}
+
+}  // namespace

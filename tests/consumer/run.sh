@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the build tree into a scratch prefix, then builds and runs the minimal C
+# sample as separate projects would: with find_package(vkformer) (shared and static,
+# the static one beside the application's own Vulkan loader) and with pkg-config.
+#   tests/consumer/run.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$1 build=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" >/dev/null
+libdir=$(dirname "$(find "$prefix" -name 'libvkformer.so' | head -n 1)")
+export LD_LIBRARY_PATH=$libdir
+model=$src/samples/dates
+want="1998-03-03"
+
+cmake -S "$src/tests/consumer" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+      -DSAMPLE="$src/samples/c_translate/translate.c" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
+cmake --build "$work/cmake" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+for app in translate_shared translate_static; do
+  out=$("$work/cmake/$app" "$model" "3/3/98")
+  echo "$out"
+  grep -q -- "-> $want" <<<"$out" || { echo "FAIL: $app did not print $want"; exit 1; }
+done
+ldd "$work/cmake/translate_shared" | grep -q "libvkformer.so.0" || { echo "FAIL: not linked to libvkformer.so.0"; exit 1; }
+
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+cc -std=c99 -Wall -Wextra -pedantic "$src/samples/c_translate/translate.c" $(pkg-config --cflags --libs vkformer) \
+   -o "$work/translate_pc"
+out=$("$work/translate_pc" "$model" "March 3, 1998")
+echo "$out"
+grep -q -- "-> $want" <<<"$out" || { echo "FAIL: the pkg-config build did not print $want"; exit 1; }
+echo "consumers: find_package (shared, static beside the loader) and pkg-config all translate"
