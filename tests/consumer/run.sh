@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build tree into a scratch prefix, then builds and runs the minimal C
 # sample as separate projects would: with find_package(vkformer) (shared and static,
-# the static one beside the application's own Vulkan loader) and with pkg-config.
+# the static one beside the application's own Vulkan loader), with pkg-config, and with
+# vkformer as a subproject (add_subdirectory).
 #   tests/consumer/run.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1 build=$2
@@ -30,4 +31,12 @@ cc -std=c99 -Wall -Wextra -pedantic "$src/samples/c_translate/translate.c" $(pkg
 out=$("$work/translate_pc" "$model" "March 3, 1998")
 echo "$out"
 grep -q -- "-> $want" <<<"$out" || { echo "FAIL: the pkg-config build did not print $want"; exit 1; }
-echo "consumers: find_package (shared, static beside the loader) and pkg-config all translate"
+
+# As a subproject: add_subdirectory builds the library alone (no CLI, no tests).
+cmake -S "$src/tests/consumer/subproject" -B "$work/sub" -G Ninja -DVKFORMER_SOURCE="$src" \
+      -DSAMPLE="$src/samples/c_translate/translate.c" >"$work/sub.log" 2>&1 || { cat "$work/sub.log"; exit 1; }
+cmake --build "$work/sub" >"$work/sub-build.log" 2>&1 || { cat "$work/sub-build.log"; exit 1; }
+out=$("$work/sub/translate" "$model" "25.12.1969")
+echo "$out"
+grep -q -- "-> 1969-12-25" <<<"$out" || { echo "FAIL: the subproject build did not translate"; exit 1; }
+echo "consumers: find_package (shared, static beside the loader), pkg-config and add_subdirectory all translate"
