@@ -18,6 +18,30 @@ namespace vkf {
 enum class LogLevel { Debug, Info, Warning, Error };
 using LogSink = std::function<void(LogLevel, std::string_view)>;
 
+// Vulkan objects an application lends to vkformer, so it runs on the device the app
+// already has (a game's renderer, say). Handles are void* so this header needs no Vulkan
+// headers (VkInstance, VkPhysicalDevice, VkDevice and VkQueue are pointers). vkformer
+// destroys none of them and never waits for the whole device: the app destroys its
+// objects after the Context, as usual.
+struct BorrowedVulkan {
+  void* instance = nullptr;         // VkInstance
+  uint32_t api_version = 0;         // the instance's VkApplicationInfo::apiVersion (1.1 or newer)
+  void* physical_device = nullptr;  // VkPhysicalDevice
+  void* device = nullptr;           // VkDevice, created on physical_device
+  uint32_t queue_family = 0;        // a queue family with compute
+  void* queue = nullptr;            // VkQueue of that family
+  // The VkPhysicalDeviceFeatures2 the device was created with (its pNext chain says
+  // which optional features are on: 16-bit storage, ...); null: none beyond Vulkan 1.1.
+  const void* enabled_features = nullptr;
+  std::vector<std::string> enabled_extensions;  // the device extensions it was created with
+  // The app's vkGetInstanceProcAddr (PFN_vkGetInstanceProcAddr); null: the system loader's.
+  void* get_instance_proc_addr = nullptr;
+  // vkformer never submits while the app does: it calls lock_queue before each of its
+  // queue submissions and unlock_queue after. Unset: an internal mutex (enough when the
+  // app itself never touches this queue).
+  std::function<void()> lock_queue, unlock_queue;
+};
+
 struct ContextOptions {
   // Which device: an index ("1") or a case-insensitive name substring ("llvmpipe").
   // Empty: the VKF_DEVICE environment variable, else the best device
@@ -40,6 +64,9 @@ struct ContextOptions {
   // Tests run the kernels this way too, so GPU code paths are exercised on lavapipe.
   // Unset: $VKF_PROFILE.
   std::string profile;
+  // Run on the application's Vulkan device instead of creating one (device, validation
+  // and sync_validation are then the app's business and ignored).
+  std::optional<BorrowedVulkan> borrow;
   // Size of the device memory blocks buffers are carved from.
   uint64_t block_bytes = 64ull << 20;
   LogSink log;  // default: warnings and errors to stderr (VKF_LOG=debug|info|warning|error)

@@ -73,6 +73,31 @@ VKF_API vkf_context_options vkf_context_options_default(void);
 /* options may be NULL (defaults). */
 VKF_API vkf_status vkf_context_create(const vkf_context_options* options, vkf_context** context);
 VKF_API void vkf_context_free(vkf_context* context);
+/* Vulkan objects an application lends to vkformer, so it runs on the app's own device
+ * (handles as void*: VkInstance, VkPhysicalDevice, VkDevice, VkQueue). vkformer destroys
+ * none of them and never waits for the whole device; free the context before destroying
+ * them. */
+typedef struct vkf_borrowed_vulkan {
+  uint32_t struct_size;  /* sizeof(vkf_borrowed_vulkan) */
+  void* instance;
+  uint32_t api_version;  /* the instance's VkApplicationInfo::apiVersion (1.1 or newer) */
+  void* physical_device;
+  void* device;
+  uint32_t queue_family; /* a family with compute */
+  void* queue;
+  const void* enabled_features; /* the VkPhysicalDeviceFeatures2 the device was created with, or NULL */
+  const char* const* enabled_extensions; /* the device extensions it was created with */
+  uint32_t enabled_extension_count;
+  void* get_instance_proc_addr; /* the app's PFN_vkGetInstanceProcAddr, or NULL for the system loader's */
+  /* Called around each of vkformer's queue submissions, so it never submits while the
+   * app does (both NULL: an internal lock, for a queue the app does not use itself). */
+  void (*lock_queue)(void* user);
+  void (*unlock_queue)(void* user);
+  void* user;
+} vkf_borrowed_vulkan;
+
+VKF_API vkf_status vkf_context_create_borrowed(const vkf_borrowed_vulkan* borrowed, vkf_context** context);
+
 /* The chosen device's name, as vkf_device_name. */
 VKF_API vkf_status vkf_context_device_name(const vkf_context* context, char* name, size_t capacity,
                                            size_t* needed);

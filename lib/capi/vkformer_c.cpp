@@ -133,6 +133,41 @@ vkf_status vkf_context_create(const vkf_context_options* options, vkf_context** 
   });
 }
 
+vkf_status vkf_context_create_borrowed(const vkf_borrowed_vulkan* b, vkf_context** context) {
+  const char* fn = "vkf_context_create_borrowed";
+  if (!context) return invalid(fn, "context is NULL");
+  *context = nullptr;
+  if (!b) return invalid(fn, "borrowed is NULL");
+  if (b->struct_size != sizeof(vkf_borrowed_vulkan))
+    return invalid(fn, "vkf_borrowed_vulkan.struct_size is " + std::to_string(b->struct_size) + ", expected " +
+                           std::to_string(sizeof(vkf_borrowed_vulkan)));
+  if (b->enabled_extension_count && !b->enabled_extensions)
+    return invalid(fn, "enabled_extensions is NULL but enabled_extension_count is not 0");
+  if (bool(b->lock_queue) != bool(b->unlock_queue)) return invalid(fn, "give both lock_queue and unlock_queue, or neither");
+  return guarded(fn, [&] {
+    vkf::BorrowedVulkan v;
+    v.instance = b->instance;
+    v.api_version = b->api_version;
+    v.physical_device = b->physical_device;
+    v.device = b->device;
+    v.queue_family = b->queue_family;
+    v.queue = b->queue;
+    v.enabled_features = b->enabled_features;
+    for (uint32_t i = 0; i < b->enabled_extension_count; ++i) v.enabled_extensions.emplace_back(b->enabled_extensions[i]);
+    v.get_instance_proc_addr = b->get_instance_proc_addr;
+    if (b->lock_queue) {
+      v.lock_queue = [f = b->lock_queue, user = b->user] { f(user); };
+      v.unlock_queue = [f = b->unlock_queue, user = b->user] { f(user); };
+    }
+    vkf::ContextOptions o;
+    o.borrow = std::move(v);
+    auto handle = std::make_unique<vkf_context>();
+    handle->ctx = std::make_shared<vkf::Context>(o);
+    *context = handle.release();
+    return VKF_OK;
+  });
+}
+
 void vkf_context_free(vkf_context* context) { delete context; }
 
 vkf_status vkf_context_device_name(const vkf_context* context, char* name, size_t capacity, size_t* needed) {

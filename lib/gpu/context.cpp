@@ -10,28 +10,33 @@ static bool env_flag(const char* name) {
 }
 
 Context::Impl::Impl(const ContextOptions& opts) : options(opts), log(opts.log) {
-  const bool validation = options.validation.value_or(env_flag("VKF_VALIDATION"));
-  const bool sync = options.sync_validation.value_or(true);
-  instance = std::make_unique<gpu::Instance>(validation, sync, log);
+  if (options.borrow) {
+    open_borrowed(*options.borrow);
+  } else {
+    const bool validation = options.validation.value_or(env_flag("VKF_VALIDATION"));
+    const bool sync = options.sync_validation.value_or(true);
+    instance = std::make_unique<gpu::Instance>(validation, sync, log);
 
-  std::vector<gpu::PhysicalDevice> devices;
-  std::vector<Capabilities> caps;
-  auto handles = instance->physical_devices();
-  for (uint32_t i = 0; i < handles.size(); ++i) {
-    devices.push_back(gpu::describe(handles[i], i, instance->api_version()));
-    caps.push_back(devices.back().caps);
+    std::vector<gpu::PhysicalDevice> devices;
+    std::vector<Capabilities> caps;
+    auto handles = instance->physical_devices();
+    for (uint32_t i = 0; i < handles.size(); ++i) {
+      devices.push_back(gpu::describe(handles[i], i, instance->api_version()));
+      caps.push_back(devices.back().caps);
+    }
+    std::string choice = options.device;
+    if (choice.empty())
+      if (const char* env = std::getenv("VKF_DEVICE")) choice = env;
+    const uint32_t chosen = choose_device(caps, choice);
+    device = std::make_unique<gpu::Device>(*instance, std::move(devices[chosen]));
   }
-  std::string choice = options.device;
-  if (choice.empty())
-    if (const char* env = std::getenv("VKF_DEVICE")) choice = env;
-  const uint32_t chosen = choose_device(caps, choice);
-  device = std::make_unique<gpu::Device>(*instance, std::move(devices[chosen]));
   std::string profile = options.profile;
   if (profile.empty())
     if (const char* env = std::getenv("VKF_PROFILE")) profile = env;
   if (profile == "portable") device->clamp_to_portable_profile();
   else if (!profile.empty()) throw Error("unknown profile '" + profile + "' (known: portable)");
-  log.info("using device [" + std::to_string(chosen) + "] " + device->caps().name);
+  log.info("using device [" + std::to_string(device->caps().index) + "] " + device->caps().name +
+           (device->borrowed() ? " (borrowed from the application)" : ""));
 
   disk_cache = std::make_unique<gpu::DiskCache>(gpu::resolve_cache_dir(options), device->caps(), log);
   const bool direct = device->caps().unified_memory && !options.force_staging;
@@ -52,10 +57,23 @@ Context::Impl::Impl(const ContextOptions& opts) : options(opts), log(opts.log) {
   gpu::check(vkCreateFence(d, &fence, nullptr, &transfer_fence), "vkCreateFence");
 }
 
+void Context::Impl::open_borrowed(const BorrowedVulkan& b) {
+  instance = std::make_unique<gpu::Instance>(static_cast<VkInstance>(b.instance), b.api_version,
+                                             reinterpret_cast<PFN_vkGetInstanceProcAddr>(b.get_instance_proc_addr), log);
+  if (!b.physical_device) throw Error("borrowed Vulkan objects: the physical device is null");
+  const auto handles = instance->physical_devices();
+  uint32_t index = 0;
+  while (index < handles.size() && handles[index] != static_cast<VkPhysicalDevice>(b.physical_device)) ++index;
+  if (index == handles.size()) throw Error("borrowed Vulkan objects: the physical device is not one of the instance's");
+  device = std::make_unique<gpu::Device>(gpu::describe(handles[index], index, instance->api_version()), b);
+}
+
 Context::Impl::~Impl() {
   if (!device) return;
   VkDevice d = device->handle();
-  vkDeviceWaitIdle(d);
+  // Every submit of ours has been waited for; on a borrowed device, waiting for the whole
+  // device would also wait for (and race with) the application's queues.
+  if (!device->borrowed()) vkDeviceWaitIdle(d);
   if (upload_staging) allocator->destroy_block(*upload_staging);
   if (download_staging) allocator->destroy_block(*download_staging);
   vkDestroyFence(d, transfer_fence, nullptr);

@@ -26,6 +26,7 @@ struct Context::Impl : std::enable_shared_from_this<Context::Impl> {
 
   // Orders a command buffer after everything submitted before it, host writes included.
   static void barrier_from_previous_work(VkCommandBuffer cb);
+  void open_borrowed(const BorrowedVulkan& borrowed);
   // Makes a command buffer's writes visible to later submissions and to the host.
   static void barrier_to_later_work(VkCommandBuffer cb);
 

@@ -78,7 +78,80 @@ Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(p
   vkGetDeviceQueue(device_, physical_.queue_family, 0, &queue_);
 }
 
+namespace {
+
+// Finds a struct of type `type` in a pNext chain.
+const VkBaseInStructure* find_in_chain(const void* chain, VkStructureType type) {
+  for (auto* s = static_cast<const VkBaseInStructure*>(chain); s; s = s->pNext)
+    if (s->sType == type) return s;
+  return nullptr;
+}
+
+}  // namespace
+
+Device::Device(PhysicalDevice physical, const BorrowedVulkan& b) : physical_(std::move(physical)), borrowed_(true) {
+  auto& c = physical_.caps;
+  auto fail = [&](const std::string& why) { throw Error("borrowed Vulkan device '" + c.name + "': " + why); };
+  if (!b.device || !b.queue) fail("the device or the queue is null");
+  if (physical_.api_version < VK_API_VERSION_1_1) fail("vkformer needs Vulkan 1.1 or newer");
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_.handle, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_.handle, &n, families.data());
+  if (b.queue_family >= n) fail("queue family " + std::to_string(b.queue_family) + " does not exist");
+  if (!(families[b.queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+    fail("queue family " + std::to_string(b.queue_family) + " has no compute");
+  physical_.queue_family = b.queue_family;
+  c.compute_only_queue = !(families[b.queue_family].queueFlags & VK_QUEUE_GRAPHICS_BIT);
+  c.timestamp_valid_bits = families[b.queue_family].timestampValidBits;
+
+  // What the app enabled, from its VkPhysicalDeviceFeatures2 chain and extension list;
+  // vkformer uses no optional feature the device was not created with.
+  const void* chain = b.enabled_features;
+  if (chain && static_cast<const VkBaseInStructure*>(chain)->sType != VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2)
+    fail("enabled_features must point to the VkPhysicalDeviceFeatures2 the device was created with");
+  const void* next = chain ? static_cast<const VkBaseInStructure*>(chain)->pNext : nullptr;
+  auto feature = [&](VkStructureType type) { return find_in_chain(next, type); };
+  auto has_ext = [&](const char* name) {
+    for (auto& e : b.enabled_extensions)
+      if (e == name) return true;
+    return false;
+  };
+  const auto* v11 = reinterpret_cast<const VkPhysicalDeviceVulkan11Features*>(
+      feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES));
+  const auto* v12 = reinterpret_cast<const VkPhysicalDeviceVulkan12Features*>(
+      feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES));
+  const auto* v13 = reinterpret_cast<const VkPhysicalDeviceVulkan13Features*>(
+      feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES));
+  const auto* s16 = reinterpret_cast<const VkPhysicalDevice16BitStorageFeatures*>(
+      feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES));
+  const auto* f16 = reinterpret_cast<const VkPhysicalDeviceShaderFloat16Int8Features*>(
+      feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES));
+  const auto* s8 = reinterpret_cast<const VkPhysicalDevice8BitStorageFeatures*>(
+      feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES));
+  const auto* sizectl = reinterpret_cast<const VkPhysicalDeviceSubgroupSizeControlFeatures*>(
+      feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES));
+  c.storage_16bit &= (v11 && v11->storageBuffer16BitAccess) || (s16 && s16->storageBuffer16BitAccess);
+  c.float16_arithmetic &= (v12 && v12->shaderFloat16) || (f16 && f16->shaderFloat16);
+  c.storage_8bit &= (v12 && v12->storageBuffer8BitAccess) || (s8 && s8->storageBuffer8BitAccess);
+  c.subgroup_size_control &= (v13 && v13->subgroupSizeControl && v13->computeFullSubgroups) ||
+                             (sizectl && sizectl->subgroupSizeControl && sizectl->computeFullSubgroups);
+  // Float controls are core in 1.2; below it the extension must have been enabled.
+  c.rounding_rte_fp16 &= c.storage_16bit && (physical_.api_version >= VK_API_VERSION_1_2 ||
+                                             has_ext(VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME));
+  c.cooperative_matrix_nv &= has_ext("VK_NV_cooperative_matrix");
+  c.quirks.emplace_back("borrowed device: optional features as the application enabled them");
+
+  vkGetPhysicalDeviceMemoryProperties(physical_.handle, &memory_);
+  device_ = static_cast<VkDevice>(b.device);
+  queue_ = static_cast<VkQueue>(b.queue);
+  lock_queue_ = b.lock_queue;
+  unlock_queue_ = b.unlock_queue;
+  if (bool(lock_queue_) != bool(unlock_queue_)) fail("give both lock_queue and unlock_queue, or neither");
+}
+
 Device::~Device() {
+  if (borrowed_) return;  // the application's: vkformer's own work is finished (every submit is waited for)
   if (device_) {
     vkDeviceWaitIdle(device_);
     vkDestroyDevice(device_, nullptr);
@@ -100,9 +173,14 @@ void Device::submit_and_wait(VkCommandBuffer cb, VkFence fence, uint32_t times) 
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = times;
   submit.pCommandBuffers = cbs.data();
-  {
+  check(vkResetFences(device_, 1, &fence), "vkResetFences");
+  if (lock_queue_) {  // the application's queue: its lock, never concurrent with its own submits
+    lock_queue_();
+    const VkResult r = vkQueueSubmit(queue_, 1, &submit, fence);
+    unlock_queue_();
+    check(r, "vkQueueSubmit");
+  } else {
     std::lock_guard lock(queue_mutex_);
-    check(vkResetFences(device_, 1, &fence), "vkResetFences");
     check(vkQueueSubmit(queue_, 1, &submit, fence), "vkQueueSubmit");
   }
   check(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");

@@ -1,5 +1,8 @@
 #pragma once
+#include <functional>
 #include <mutex>
+
+#include "vkformer/context.hpp"
 
 #include "instance.hpp"
 #include "physical_device.hpp"
@@ -11,7 +14,12 @@ namespace vkf::gpu {
 class Device {
  public:
   Device(const Instance& instance, PhysicalDevice physical);
+  // An application's device and queue (vkf::BorrowedVulkan): the capabilities are
+  // narrowed to the features it was created with; nothing is destroyed or waited on
+  // device-wide, and submissions go through the app's queue lock.
+  Device(PhysicalDevice physical, const BorrowedVulkan& borrowed);
   ~Device();
+  bool borrowed() const { return borrowed_; }
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
@@ -33,6 +41,8 @@ class Device {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   std::mutex queue_mutex_;
+  bool borrowed_ = false;
+  std::function<void()> lock_queue_, unlock_queue_;  // the app's, for a borrowed queue
 };
 
 }  // namespace vkf::gpu

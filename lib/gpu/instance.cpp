@@ -129,7 +129,28 @@ Instance::Instance(bool validation, bool sync_validation, Log log) : log_(std::m
   }
 }
 
+Instance::Instance(VkInstance borrowed, uint32_t api_version, PFN_vkGetInstanceProcAddr get_instance_proc_addr,
+                   Log log)
+    : log_(std::move(log)), instance_(borrowed), borrowed_(true) {
+  if (!borrowed) throw Error("borrowed Vulkan objects: the instance is null");
+  if (api_version < VK_API_VERSION_1_1)
+    throw Error("borrowed Vulkan objects: the instance was created for Vulkan " +
+                std::to_string(VK_API_VERSION_MAJOR(api_version)) + "." +
+                std::to_string(VK_API_VERSION_MINOR(api_version)) +
+                " (VkApplicationInfo::apiVersion); vkformer needs 1.1 or newer");
+  if (get_instance_proc_addr) {
+    static std::mutex mutex;  // volk's loader entry points are process-wide
+    std::lock_guard lock(mutex);
+    volkInitializeCustom(get_instance_proc_addr);
+  } else {
+    load_vulkan();
+  }
+  api_version_ = api_version < VK_API_VERSION_1_3 ? api_version : VK_API_VERSION_1_3;
+  volkLoadInstance(instance_);
+}
+
 Instance::~Instance() {
+  if (borrowed_) return;  // the application's to destroy
   if (messenger_) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
   if (instance_) vkDestroyInstance(instance_, nullptr);
 }

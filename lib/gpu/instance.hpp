@@ -12,7 +12,11 @@ namespace vkf::gpu {
 class Instance {
  public:
   Instance(bool validation, bool sync_validation, Log log);
+  // An application's instance, used and never destroyed. get_instance_proc_addr: the
+  // app's vkGetInstanceProcAddr, or null for the system loader's.
+  Instance(VkInstance borrowed, uint32_t api_version, PFN_vkGetInstanceProcAddr get_instance_proc_addr, Log log);
   ~Instance();
+  bool borrowed() const { return borrowed_; }
   Instance(const Instance&) = delete;
   Instance& operator=(const Instance&) = delete;
 
@@ -33,6 +37,7 @@ class Instance {
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   uint32_t api_version_ = 0;
   bool validation_ = false;
+  bool borrowed_ = false;
   std::atomic<uint64_t> messages_{0};
 };
 

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/app_vulkan.hpp"
 #include "vkformer/vkformer.h"
 
 extern "C" int vkf_test_c99_header(void);
@@ -163,6 +164,59 @@ TEST(CApi, HandlesMayBeFreedInAnyOrder) {
   char out[64];
   ASSERT_EQ(vkf_translate(h.session, "25.12.1969", nullptr, out, sizeof out, nullptr), VKF_OK) << vkf_last_error();
   EXPECT_STREQ(out, "1969-12-25");
+}
+
+// On the application's own device (vkf_context_create_borrowed): the translation runs,
+// every submission goes through the app's queue lock, and nothing lent is destroyed
+// (the app destroys its device afterwards with no validation message).
+TEST(CApi, BorrowedDeviceFromC) {
+  vkf::test::AppVulkan app(true);
+  ASSERT_TRUE(app.device);
+  struct Lock {
+    int calls = 0, held = 0;
+  } lock;
+  vkf_borrowed_vulkan b{};
+  b.struct_size = sizeof b;
+  b.instance = app.instance;
+  b.api_version = VK_API_VERSION_1_1;
+  b.physical_device = app.physical;
+  b.device = app.device;
+  b.queue_family = app.family;
+  b.queue = app.queue;
+  b.enabled_features = &app.features;
+  b.lock_queue = [](void* u) {
+    auto* l = static_cast<Lock*>(u);
+    l->calls++;
+    l->held++;
+  };
+  b.unlock_queue = [](void* u) { static_cast<Lock*>(u)->held--; };
+  b.user = &lock;
+  {
+    Handles h;
+    ASSERT_EQ(vkf_context_create_borrowed(&b, &h.context), VKF_OK) << vkf_last_error();
+    ASSERT_EQ(vkf_model_load(h.context, kDates.c_str(), VKF_PRECISION_FP16, &h.model), VKF_OK) << vkf_last_error();
+    ASSERT_EQ(vkf_session_create(h.model, &h.session), VKF_OK) << vkf_last_error();
+    char out[64];
+    ASSERT_EQ(vkf_translate(h.session, "Tuesday, July 4, 2023", nullptr, out, sizeof out, nullptr), VKF_OK)
+        << vkf_last_error();
+    EXPECT_STREQ(out, "2023-07-04");
+  }
+  EXPECT_GT(lock.calls, 0);
+  EXPECT_EQ(lock.held, 0);
+  app.destroy();
+  EXPECT_EQ(app.messages.load(), 0) << "validation: " << app.last_message;
+
+  vkf_context* c = nullptr;
+  EXPECT_EQ(vkf_context_create_borrowed(nullptr, &c), VKF_ERROR_INVALID_ARGUMENT);
+  b.struct_size = 3;
+  EXPECT_EQ(vkf_context_create_borrowed(&b, &c), VKF_ERROR_INVALID_ARGUMENT);
+  b.struct_size = sizeof b;
+  b.unlock_queue = nullptr;
+  EXPECT_EQ(vkf_context_create_borrowed(&b, &c), VKF_ERROR_INVALID_ARGUMENT);
+  b.unlock_queue = b.lock_queue;
+  b.instance = nullptr;
+  EXPECT_EQ(vkf_context_create_borrowed(&b, &c), VKF_ERROR_FAILED);
+  EXPECT_TRUE(error_mentions("instance is null")) << vkf_last_error();
 }
 
 // Errors are per thread: a failure on one thread does not overwrite another's message.

@@ -1,0 +1,103 @@
+// Running on an application's own Vulkan device (ContextOptions::borrow): what a game
+// embedding vkformer does. The "application" here creates its instance (with the
+// validation layer and its own messenger), device and queue through the Vulkan loader
+// directly, lends them, and destroys them itself afterwards: any validation message, an
+// object vkformer left behind on the device included, fails the test.
+#include <filesystem>
+#include <mutex>
+
+#include "support/app_vulkan.hpp"
+#include "support/gpu_test.hpp"
+
+namespace vkf::test {
+namespace {
+
+ContextOptions borrowing(const BorrowedVulkan& b) {
+  ContextOptions o;
+  o.borrow = b;
+  o.cache_dir = scratch_dir("borrowed-cache");
+  return o;
+}
+
+TEST(Borrowed, TranslatesOnTheAppsDeviceAndDestroysNothingItWasLent) {
+  AppVulkan app(true);
+  ASSERT_TRUE(app.device) << "the test's own Vulkan device could not be created";
+  std::mutex queue_mutex;
+  int submits_under_the_apps_lock = 0;
+  {
+    BorrowedVulkan b = app.lend();
+    b.lock_queue = [&] {
+      queue_mutex.lock();
+      ++submits_under_the_apps_lock;
+    };
+    b.unlock_queue = [&] { queue_mutex.unlock(); };
+    Context ctx(borrowing(b));
+    EXPECT_TRUE(ctx.capabilities().storage_16bit);
+    const std::string dir = std::string(VKF_SOURCE_DIR_FOR_GPU_TESTS) + "/samples/dates";
+    auto tokenizer = CharTokenizer::from_file(dir + "/vocab.json");
+    for (DType precision : {DType::F32, DType::F16}) {
+      auto model = Model::load(ctx, dir, precision);
+      Session session(model);
+      auto out = session.generate({tokenizer.encode("the 3rd of March 1998")}, {.max_new_tokens = 16});
+      EXPECT_EQ(tokenizer.decode(out[0]), "1998-03-03") << to_string(precision);
+    }
+    EXPECT_GT(submits_under_the_apps_lock, 0);
+  }
+  // vkformer is gone; the app's device and queue still work, and the app destroys them.
+  EXPECT_EQ(vkQueueWaitIdle(app.queue), VK_SUCCESS);
+  app.destroy();
+  EXPECT_EQ(app.messages.load(), 0) << "validation: " << app.last_message;
+}
+
+TEST(Borrowed, FeaturesTheAppDidNotEnableAreNotUsed) {
+  AppVulkan app(false);  // no 16-bit storage on this device
+  ASSERT_TRUE(app.device);
+  {
+    Context ctx(borrowing(app.lend()));
+    EXPECT_FALSE(ctx.capabilities().storage_16bit);
+    const std::string dir = std::string(VKF_SOURCE_DIR_FOR_GPU_TESTS) + "/samples/dates";
+    try {
+      Model::load(ctx, dir, DType::F16);
+      FAIL() << "fp16 loaded on a device without 16-bit storage";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("16-bit storage"), std::string::npos) << e.what();
+    }
+    Session s(Model::load(ctx, dir, DType::F32));  // fp32 needs nothing optional
+    EXPECT_FALSE(s.generate({{5, 6, 7}}, {.max_new_tokens = 3})[0].empty());
+  }
+  app.destroy();
+  EXPECT_EQ(app.messages.load(), 0) << "validation: " << app.last_message;
+}
+
+TEST(Borrowed, BadLoansAreClearErrors) {
+  AppVulkan app(true);
+  ASSERT_TRUE(app.device);
+  auto expect_error = [&](BorrowedVulkan b, const char* part) {
+    try {
+      Context ctx(borrowing(b));
+      ADD_FAILURE() << "no error for: " << part;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  BorrowedVulkan b = app.lend();
+  b.api_version = VK_API_VERSION_1_0;
+  expect_error(b, "needs 1.1 or newer");
+  b = app.lend();
+  b.queue_family = 99;
+  expect_error(b, "queue family 99 does not exist");
+  b = app.lend();
+  b.device = nullptr;
+  expect_error(b, "null");
+  b = app.lend();
+  b.physical_device = reinterpret_cast<void*>(uintptr_t(0x1234));
+  expect_error(b, "not one of the instance's");
+  b = app.lend();
+  b.lock_queue = [] {};
+  expect_error(b, "lock_queue and unlock_queue");
+  app.destroy();
+  EXPECT_EQ(app.messages.load(), 0) << "validation: " << app.last_message;
+}
+
+}  // namespace
+}  // namespace vkf::test
