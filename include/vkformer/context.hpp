@@ -143,4 +143,9 @@ uint32_t choose_device(const std::vector<Capabilities>& devices, std::string_vie
 
 const char* version();
 
+// How many times the calling thread has waited on the host for the GPU (every submit,
+// upload and download that has to). A frame loop that hands work to another thread
+// (the C API's jobs) can check that its own calls never wait.
+uint64_t blocking_waits_on_this_thread();
+
 }  // namespace vkf

@@ -3,6 +3,7 @@
 // sessions (one per thread). The first architecture is "torch-seq2seq": PyTorch's
 // nn.Transformer with token embeddings, sinusoidal positions and a generator
 // (tools/seq2seq.py defines it; tools/export.py writes a model directory).
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,6 +45,15 @@ struct GenerateOptions {
   // not stall, and weak GPUs time out long submits). 0: no time budget.
   float submit_budget_ms = 2.0f;
   uint32_t max_steps_per_submit = 64;
+  // Set from any thread to stop a generation between two submits: generate() then
+  // throws vkf::Cancelled. Null: not cancellable.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// Thrown by Session::generate when GenerateOptions::cancel was set.
+class Cancelled : public Error {
+ public:
+  Cancelled() : Error("generation cancelled") {}
 };
 
 // What the last generate() did, counted by the context (vkf::Counters) over the call.

@@ -39,8 +39,10 @@ typedef enum vkf_status {
   VKF_OK = 0,
   VKF_ERROR_INVALID_ARGUMENT = 1, /* a NULL handle or pointer, a zero size, a value out of range */
   VKF_ERROR_BUFFER_TOO_SMALL = 2, /* the caller's buffer cannot hold the result; nothing was written */
-  VKF_ERROR_FAILED = 3            /* the operation failed: a missing device or feature, a bad model
+  VKF_ERROR_FAILED = 3,           /* the operation failed: a missing device or feature, a bad model
                                      file, a token id outside the vocabulary... (see vkf_last_error) */
+  VKF_PENDING = 4,                /* a job has not finished yet (vkf_job_poll, vkf_job_wait) */
+  VKF_ERROR_CANCELLED = 5         /* a job was cancelled (vkf_job_cancel) */
 } vkf_status;
 
 typedef enum vkf_precision { VKF_PRECISION_FP32 = 0, VKF_PRECISION_FP16 = 1 } vkf_precision;
@@ -108,6 +110,8 @@ VKF_API vkf_status vkf_model_load(vkf_context* context, const char* directory, v
 VKF_API void vkf_model_free(vkf_model* model);
 
 VKF_API vkf_status vkf_session_create(vkf_model* model, vkf_session** session);
+/* A job still running on the session is cancelled and waited for (its handle stays
+ * valid until vkf_job_free). */
 VKF_API void vkf_session_free(vkf_session* session);
 
 typedef struct vkf_generate_options {
@@ -134,6 +138,34 @@ VKF_API vkf_status vkf_generate(vkf_session* session, const uint32_t* source, si
  * bytes it takes with its NUL. options may be NULL. */
 VKF_API vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_generate_options* options,
                                  char* out, size_t capacity, size_t* needed);
+
+/* Non-blocking use, for a frame loop: a job runs a translation or a generation on a
+ * thread of its own and the calls below never wait for the GPU (except vkf_job_wait,
+ * up to its timeout, and vkf_job_free of a running job, which cancels it and waits).
+ * A session runs one job at a time; while it does, other calls on it fail. */
+typedef struct vkf_job vkf_job;
+
+VKF_API vkf_status vkf_translate_start(vkf_session* session, const char* text, const vkf_generate_options* options,
+                                       vkf_job** job);
+VKF_API vkf_status vkf_generate_start(vkf_session* session, const uint32_t* source, size_t source_length,
+                                      const vkf_generate_options* options, vkf_job** job);
+/* VKF_PENDING while the job runs; once it has finished, its outcome: VKF_OK,
+ * VKF_ERROR_CANCELLED or VKF_ERROR_FAILED (the message: vkf_last_error after this call). */
+VKF_API vkf_status vkf_job_poll(vkf_job* job);
+/* As vkf_job_poll, after waiting at most timeout_ms for the job to finish. */
+VKF_API vkf_status vkf_job_wait(vkf_job* job, uint32_t timeout_ms);
+/* Asks the job to stop; from any thread. It ends with VKF_ERROR_CANCELLED at its next
+ * step (a step already on the GPU finishes first). */
+VKF_API vkf_status vkf_job_cancel(vkf_job* job);
+/* A finished job's result, as vkf_translate and vkf_generate give it; VKF_PENDING while it runs. */
+VKF_API vkf_status vkf_job_text(vkf_job* job, char* out, size_t capacity, size_t* needed);
+VKF_API vkf_status vkf_job_tokens(vkf_job* job, uint32_t* tokens, size_t capacity, size_t* count);
+/* Cancels a running job, waits for it to end, and frees it. Accepts NULL. */
+VKF_API void vkf_job_free(vkf_job* job);
+
+/* How many times the calling thread has waited for the GPU inside vkformer: a frame
+ * loop can check that its own calls never do. */
+VKF_API uint64_t vkf_blocking_waits_on_this_thread(void);
 
 #ifdef __cplusplus
 }

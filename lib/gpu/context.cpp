@@ -111,6 +111,8 @@ Kernel Context::kernel(const KernelDesc& desc) { return Kernel(impl_->pipelines-
 
 MemoryStats Context::memory_stats() const { return impl_->allocator->stats(); }
 CacheStats Context::cache_stats() const { return impl_->disk_cache->stats(); }
+uint64_t blocking_waits_on_this_thread() { return gpu::blocking_waits_this_thread; }
+
 Counters Context::counters() const {
   auto& c = impl_->counters;
   return {c.submits, c.recordings, c.dispatches, c.transfers, c.transfer_bytes};

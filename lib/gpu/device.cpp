@@ -78,6 +78,8 @@ Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(p
   vkGetDeviceQueue(device_, physical_.queue_family, 0, &queue_);
 }
 
+thread_local uint64_t blocking_waits_this_thread = 0;
+
 namespace {
 
 // Finds a struct of type `type` in a pNext chain.
@@ -183,6 +185,7 @@ void Device::submit_and_wait(VkCommandBuffer cb, VkFence fence, uint32_t times) 
     std::lock_guard lock(queue_mutex_);
     check(vkQueueSubmit(queue_, 1, &submit, fence), "vkQueueSubmit");
   }
+  ++blocking_waits_this_thread;
   check(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
 }
 

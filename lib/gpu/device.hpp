@@ -9,6 +9,9 @@
 
 namespace vkf::gpu {
 
+// Host waits for the GPU made by the calling thread (vkf::blocking_waits_on_this_thread).
+extern thread_local uint64_t blocking_waits_this_thread;
+
 // The logical device and its compute queue, opened with every optional feature the
 // physical device offers that vkformer can use.
 class Device {

@@ -11,6 +11,13 @@
 namespace vkf::model {
 
 namespace {
+// Between two submits: a cancelled generation stops here.
+void check_cancel(const GenerateOptions& o) {
+  if (o.cancel && o.cancel->load(std::memory_order_relaxed)) throw Cancelled();
+}
+}  // namespace
+
+namespace {
 
 std::vector<double> log_softmax(const float* logits, uint32_t n) {
   double m = -INFINITY;
@@ -66,6 +73,7 @@ std::vector<uint32_t> decode_beam(Seq2SeqGraph& s, const std::vector<uint32_t>& 
   };
   std::vector<Hyp> live = {{{}, 0.0}}, finished;
   for (uint32_t t = 0; t < o.max_new_tokens; ++t) {
+    check_cancel(o);
     std::vector<uint32_t> feed(K, c.bos_id);
     for (uint32_t k = 0; k < live.size(); ++k)
       if (!live[k].ids.empty()) feed[k] = live[k].ids.back();
@@ -129,6 +137,7 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
     const uint32_t most = std::max<uint32_t>(1, o.max_steps_per_submit);
     uint32_t t = 0, n = 1;
     while (t < o.max_new_tokens) {
+      check_cancel(o);
       n = std::min(n, o.max_new_tokens - t);
       const auto started = std::chrono::steady_clock::now();
       const auto rows = s.greedy_steps(n);
@@ -149,6 +158,7 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
   std::mt19937_64 rng(o.seed);
   const bool sampling = o.temperature > 0;
   for (uint32_t t = 0; t < o.max_new_tokens; ++t) {
+    check_cancel(o);
     std::vector<float> logits;
     std::vector<uint32_t> next = s.step(t, feed, sampling ? &logits : nullptr);
     if (sampling) {

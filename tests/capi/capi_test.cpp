@@ -4,6 +4,7 @@
 // or an exception crossing into C.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -217,6 +218,80 @@ TEST(CApi, BorrowedDeviceFromC) {
   b.instance = nullptr;
   EXPECT_EQ(vkf_context_create_borrowed(&b, &c), VKF_ERROR_FAILED);
   EXPECT_TRUE(error_mentions("instance is null")) << vkf_last_error();
+}
+
+// A frame loop's use: start a job, poll it each frame, take the result. The calls made
+// on this thread never wait for the GPU (the job's thread does).
+TEST(CApi, JobsRunWithoutBlockingTheCaller) {
+  Handles h;
+  h.open();
+  const uint64_t waits = vkf_blocking_waits_on_this_thread();
+  vkf_job* job = nullptr;
+  ASSERT_EQ(vkf_translate_start(h.session, "25.12.1969", nullptr, &job), VKF_OK) << vkf_last_error();
+  vkf_job* second = nullptr;
+  EXPECT_EQ(vkf_translate_start(h.session, "1/1/01", nullptr, &second), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("already running a job"));
+  char out[64];
+  EXPECT_EQ(vkf_translate(h.session, "1/1/01", nullptr, out, sizeof out, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  int frames = 0;
+  vkf_status s;
+  while ((s = vkf_job_poll(job)) == VKF_PENDING) {  // a frame's worth of other work
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ++frames;
+  }
+  ASSERT_EQ(s, VKF_OK) << vkf_last_error();
+  ASSERT_EQ(vkf_job_text(job, out, sizeof out, nullptr), VKF_OK) << vkf_last_error();
+  EXPECT_STREQ(out, "1969-12-25");
+  size_t count = 0;
+  EXPECT_EQ(vkf_job_tokens(job, nullptr, 0, &count), VKF_ERROR_INVALID_ARGUMENT);  // a text job
+  EXPECT_EQ(vkf_blocking_waits_on_this_thread(), waits) << "a frame call waited for the GPU";
+  vkf_job_free(job);
+  // The session is free again.
+  ASSERT_EQ(vkf_translate(h.session, "1/1/01", nullptr, out, sizeof out, nullptr), VKF_OK) << vkf_last_error();
+  EXPECT_GT(vkf_blocking_waits_on_this_thread(), waits) << "the blocking call should have waited here";
+
+  const uint32_t src[] = {5, 6, 7};
+  ASSERT_EQ(vkf_generate_start(h.session, src, 3, nullptr, &job), VKF_OK) << vkf_last_error();
+  ASSERT_EQ(vkf_job_wait(job, 60000), VKF_OK) << vkf_last_error();
+  uint32_t tokens[64];
+  ASSERT_EQ(vkf_job_tokens(job, tokens, 64, &count), VKF_OK) << vkf_last_error();
+  EXPECT_GE(count, 1u);
+  vkf_job_free(job);
+  EXPECT_EQ(vkf_job_poll(nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_job_cancel(nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_translate_start(h.session, "x", nullptr, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  vkf_job_free(nullptr);
+}
+
+// Cancelled from another thread, a long generation stops at its next step.
+TEST(CApi, JobsCanBeCancelled) {
+  Handles h;
+  h.open();
+  const uint32_t src[] = {5, 6, 7, 8, 9};
+  vkf_generate_options o = vkf_generate_options_default();
+  o.temperature = 50.0f;  // nearly uniform sampling: EOS is rare, the generation long
+  o.seed = 1;
+  vkf_job* job = nullptr;
+  ASSERT_EQ(vkf_generate_start(h.session, src, 5, &o, &job), VKF_OK) << vkf_last_error();
+  std::thread([job] { vkf_job_cancel(job); }).join();
+  EXPECT_EQ(vkf_job_wait(job, 60000), VKF_ERROR_CANCELLED);
+  EXPECT_TRUE(error_mentions("cancelled")) << vkf_last_error();
+  size_t count = 0;
+  EXPECT_EQ(vkf_job_tokens(job, nullptr, 0, &count), VKF_ERROR_CANCELLED);
+  vkf_job_free(job);
+  // Not cancelled, the same generation runs long: the cancel above had work to stop.
+  ASSERT_EQ(vkf_generate_start(h.session, src, 5, &o, &job), VKF_OK);
+  ASSERT_EQ(vkf_job_wait(job, 60000), VKF_OK) << vkf_last_error();
+  uint32_t tokens[256];
+  ASSERT_EQ(vkf_job_tokens(job, tokens, 256, &count), VKF_OK);
+  EXPECT_GT(count, 8u);
+  vkf_job_free(job);
+  // A session freed with a job still running ends the job; the job handle stays valid.
+  ASSERT_EQ(vkf_generate_start(h.session, src, 5, &o, &job), VKF_OK);
+  vkf_session_free(h.session);
+  h.session = nullptr;
+  EXPECT_NE(vkf_job_poll(job), VKF_PENDING);
+  vkf_job_free(job);
 }
 
 // Errors are per thread: a failure on one thread does not overwrite another's message.
