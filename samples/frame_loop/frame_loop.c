@@ -1,0 +1,151 @@
+/* A game's frame loop with vkformer in it. The "game" creates its own Vulkan instance,
+ * device and queue (as its renderer would), lends them to vkformer, and runs at 60
+ * frames per second while date strings arrive over time. Each frame it starts a
+ * translation when one is waiting and the session is free, polls the running one, and
+ * sleeps out the rest of its 16.7 ms. vkformer's calls inside a frame never wait for
+ * the GPU: the job does its waiting on its own thread; this program checks that.
+ *   frame_loop MODEL_DIR [FRAMES]          (samples/dates, 300 frames = 5 s)   */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <vkformer/vkformer.h>
+#include <vulkan/vulkan.h>
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void sleep_ms(double ms) {
+  if (ms <= 0) return;
+  struct timespec t = {(time_t)(ms / 1e3), (long)((ms - (time_t)(ms / 1e3) * 1e3) * 1e6)};
+  nanosleep(&t, NULL);
+}
+
+/* The game's own Vulkan objects: the first device, a queue family with compute. */
+typedef struct {
+  VkInstance instance;
+  VkPhysicalDevice physical;
+  VkDevice device;
+  VkQueue queue;
+  uint32_t family;
+  VkPhysicalDeviceFeatures2 features;
+  VkPhysicalDevice16BitStorageFeatures storage16;
+} Game;
+
+static int game_vulkan(Game* g) {
+  VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "frame_loop";
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ci = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  if (vkCreateInstance(&ci, NULL, &g->instance) != VK_SUCCESS) return 0;
+  uint32_t n = 1;
+  if (vkEnumeratePhysicalDevices(g->instance, &n, &g->physical) < 0 || n == 0) return 0;
+  VkQueueFamilyProperties families[16];
+  n = 16;
+  vkGetPhysicalDeviceQueueFamilyProperties(g->physical, &n, families);
+  for (g->family = 0; g->family < n && !(families[g->family].queueFlags & VK_QUEUE_COMPUTE_BIT); ++g->family) {
+  }
+  if (g->family == n) return 0;
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo q = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  q.queueFamilyIndex = g->family;
+  q.queueCount = 1;
+  q.pQueuePriorities = &priority;
+  memset(&g->storage16, 0, sizeof g->storage16);
+  g->storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  memset(&g->features, 0, sizeof g->features);
+  g->features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  g->features.pNext = &g->storage16;
+  VkDeviceCreateInfo d = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  d.pNext = &g->features;
+  d.queueCreateInfoCount = 1;
+  d.pQueueCreateInfos = &q;
+  if (vkCreateDevice(g->physical, &d, NULL, &g->device) != VK_SUCCESS) return 0;
+  vkGetDeviceQueue(g->device, g->family, 0, &g->queue);
+  return 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s MODEL_DIR [FRAMES]\n", argv[0]);
+    return 2;
+  }
+  const int frames = argc > 2 ? atoi(argv[2]) : 300;
+  static const char* inputs[] = {"the 3rd of March 1998", "3/3/98", "Tuesday, July 4, 2023", "25.12.1969",
+                                 "1998年3月3日", "March 3, 1998"};
+  const int n_inputs = (int)(sizeof inputs / sizeof inputs[0]);
+  Game g = {0};
+  if (!game_vulkan(&g)) {
+    fprintf(stderr, "the game could not create its Vulkan device\n");
+    return 1;
+  }
+  vkf_borrowed_vulkan b = {0};
+  b.struct_size = sizeof b;
+  b.instance = g.instance;
+  b.api_version = VK_API_VERSION_1_1;
+  b.physical_device = g.physical;
+  b.device = g.device;
+  b.queue_family = g.family;
+  b.queue = g.queue;
+  b.enabled_features = &g.features;
+  vkf_context* context = NULL;
+  vkf_model* model = NULL;
+  vkf_session* session = NULL;
+  int status = 1;
+  if (vkf_context_create_borrowed(&b, &context) != VKF_OK || vkf_model_load(context, argv[1], VKF_PRECISION_FP32, &model) != VKF_OK ||
+      vkf_session_create(model, &session) != VKF_OK) {
+    fprintf(stderr, "vkformer: %s\n", vkf_last_error());
+    goto done;
+  }
+  /* Loading is done before the loop; from here every call is made inside a frame. */
+  const uint64_t waits_before = vkf_blocking_waits_on_this_thread();
+  vkf_job* job = NULL;
+  int next_input = 0, arrived = 0, done_count = 0, started_frame = 0;
+  double worst = 0, total = 0;
+  for (int frame = 0; frame < frames; ++frame) {
+    const double start = now_ms();
+    if (frame % 20 == 0 && arrived < n_inputs) ++arrived; /* a new input every third of a second */
+    if (!job && next_input < arrived) {
+      if (vkf_translate_start(session, inputs[next_input], NULL, &job) != VKF_OK) {
+        fprintf(stderr, "vkf_translate_start: %s\n", vkf_last_error());
+        goto done;
+      }
+      started_frame = frame;
+    }
+    if (job) {
+      vkf_status s = vkf_job_poll(job);
+      if (s != VKF_PENDING) {
+        char out[256];
+        if (s == VKF_OK && vkf_job_text(job, out, sizeof out, NULL) == VKF_OK)
+          printf("frame %4d: %-24s -> %s (started at frame %d)\n", frame, inputs[next_input], out, started_frame);
+        else
+          printf("frame %4d: %s failed: %s\n", frame, inputs[next_input], vkf_last_error());
+        vkf_job_free(job);
+        job = NULL;
+        ++next_input;
+        ++done_count;
+      }
+    }
+    const double spent = now_ms() - start; /* the frame's own work, vkformer's calls included */
+    if (spent > worst) worst = spent;
+    total += spent;
+    sleep_ms(1000.0 / 60 - spent);
+  }
+  vkf_job_free(job);
+  const uint64_t waits = vkf_blocking_waits_on_this_thread() - waits_before;
+  printf("%d frames, %d of %d translations done; frame work: mean %.3f ms, worst %.3f ms; "
+         "waits for the GPU inside frames: %llu\n",
+         frames, done_count, n_inputs, total / frames, worst, (unsigned long long)waits);
+  status = waits == 0 && done_count > 0 ? 0 : 1;
+done:
+  vkf_session_free(session);
+  vkf_model_free(model);
+  vkf_context_free(context);
+  vkDestroyDevice(g.device, NULL); /* the game's own, after vkformer is gone */
+  vkDestroyInstance(g.instance, NULL);
+  return status;
+}
