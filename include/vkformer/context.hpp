@@ -67,6 +67,9 @@ struct ContextOptions {
   // Run on the application's Vulkan device instead of creating one (device, validation
   // and sync_validation are then the app's business and ignored).
   std::optional<BorrowedVulkan> borrow;
+  // The most device memory vkformer's buffers may hold, in bytes (0: no limit); an
+  // allocation past it is an error naming the buffer. Context::memory_stats() reports use.
+  uint64_t memory_limit = 0;
   // Size of the device memory blocks buffers are carved from.
   uint64_t block_bytes = 64ull << 20;
   LogSink log;  // default: warnings and errors to stderr (VKF_LOG=debug|info|warning|error)

@@ -97,6 +97,11 @@ class Session {
 
   const GenerateStats& last_stats() const;
   const Model& model() const;
+  // Compiles (or loads from the caches) the pipelines encoding and decoding use, with a
+  // short generation, so the first real request does not stall on them (a game calls
+  // this at load time). The on-disk caches (ContextOptions::cache_dir) keep the result
+  // for the next run.
+  void warmup();
 
   void set_profile(bool on);
   std::string profile_report() const;  // per-dispatch GPU times of the last encoder and decoder steps

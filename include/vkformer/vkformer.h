@@ -68,6 +68,7 @@ typedef struct vkf_context_options {
   uint32_t struct_size; /* sizeof(vkf_context_options): lets the struct grow compatibly */
   const char* device;   /* index ("1") or name piece ("radeon"); NULL or "": VKF_DEVICE, else the best */
   int validation;       /* 1: Khronos validation layer on; 0: off; -1: VKF_VALIDATION decides */
+  uint64_t memory_limit; /* the most device memory vkformer's buffers may hold, bytes; 0: no limit */
 } vkf_context_options;
 
 /* The defaults for vkf_context_options (struct_size filled in). */
@@ -100,6 +101,9 @@ typedef struct vkf_borrowed_vulkan {
 
 VKF_API vkf_status vkf_context_create_borrowed(const vkf_borrowed_vulkan* borrowed, vkf_context** context);
 
+/* Device memory in vkformer's live buffers now, and the most it has held. */
+VKF_API vkf_status vkf_context_memory(const vkf_context* context, uint64_t* allocated, uint64_t* peak);
+
 /* The chosen device's name, as vkf_device_name. */
 VKF_API vkf_status vkf_context_device_name(const vkf_context* context, char* name, size_t capacity,
                                            size_t* needed);
@@ -113,6 +117,9 @@ VKF_API vkf_status vkf_session_create(vkf_model* model, vkf_session** session);
 /* A job still running on the session is cancelled and waited for (its handle stays
  * valid until vkf_job_free). */
 VKF_API void vkf_session_free(vkf_session* session);
+/* Compiles every pipeline the session's model uses (at load time, so the first request
+ * does not stall a frame); the on-disk caches keep them for the next run. */
+VKF_API vkf_status vkf_session_warmup(vkf_session* session);
 
 typedef struct vkf_generate_options {
   uint32_t struct_size;    /* sizeof(vkf_generate_options) */
@@ -123,6 +130,7 @@ typedef struct vkf_generate_options {
   uint32_t top_k;          /* sampling: the k most likely tokens (0: all) */
   float top_p;             /* sampling: the smallest set holding this much probability */
   uint64_t seed;
+  float submit_budget_ms;  /* greedy: the GPU time one submit may take (default 2 ms; 0: no budget) */
 } vkf_generate_options;
 
 VKF_API vkf_generate_options vkf_generate_options_default(void);

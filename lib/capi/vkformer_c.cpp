@@ -101,6 +101,11 @@ std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options*
   g.top_k = o->top_k;
   g.top_p = o->top_p;
   g.seed = o->seed;
+  if (!(o->submit_budget_ms >= 0)) {
+    invalid(function, "submit_budget_ms must be >= 0 (0: no budget)");
+    return std::nullopt;
+  }
+  g.submit_budget_ms = o->submit_budget_ms;
   return g;
 }
 
@@ -148,6 +153,7 @@ vkf_status vkf_context_create(const vkf_context_options* options, vkf_context** 
     vkf::ContextOptions o;
     if (options && options->device) o.device = options->device;
     if (options && options->validation >= 0) o.validation = options->validation != 0;
+    if (options) o.memory_limit = options->memory_limit;
     auto handle = std::make_unique<vkf_context>();
     handle->ctx = std::make_shared<vkf::Context>(o);
     *context = handle.release();
@@ -191,6 +197,14 @@ vkf_status vkf_context_create_borrowed(const vkf_borrowed_vulkan* b, vkf_context
 }
 
 void vkf_context_free(vkf_context* context) { delete context; }
+
+vkf_status vkf_context_memory(const vkf_context* context, uint64_t* allocated, uint64_t* peak) {
+  if (!context) return invalid("vkf_context_memory", "context is NULL");
+  const vkf::MemoryStats m = context->ctx->memory_stats();
+  if (allocated) *allocated = m.allocated;
+  if (peak) *peak = m.peak;
+  return VKF_OK;
+}
 
 vkf_status vkf_context_device_name(const vkf_context* context, char* name, size_t capacity, size_t* needed) {
   if (!context) return invalid("vkf_context_device_name", "context is NULL");
@@ -240,12 +254,22 @@ void vkf_session_free(vkf_session* session) {
   delete session;
 }
 
+vkf_status vkf_session_warmup(vkf_session* session) {
+  if (!session) return invalid("vkf_session_warmup", "session is NULL");
+  if (session->busy) return invalid("vkf_session_warmup", "the session is running a job (vkf_job_free it first)");
+  return guarded("vkf_session_warmup", [&] {
+    session->session.warmup();
+    return VKF_OK;
+  });
+}
+
 vkf_generate_options vkf_generate_options_default(void) {
   vkf_generate_options o{};
   o.struct_size = sizeof o;
   o.beam = 1;
   o.length_penalty = 1.0f;
   o.top_p = 1.0f;
+  o.submit_budget_ms = 2.0f;
   return o;
 }
 

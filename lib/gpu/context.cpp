@@ -41,6 +41,7 @@ Context::Impl::Impl(const ContextOptions& opts) : options(opts), log(opts.log) {
   disk_cache = std::make_unique<gpu::DiskCache>(gpu::resolve_cache_dir(options), device->caps(), log);
   const bool direct = device->caps().unified_memory && !options.force_staging;
   allocator = std::make_unique<gpu::Allocator>(*device, direct, options.block_bytes);
+  allocator->set_limit(options.memory_limit);
   pipelines = std::make_unique<gpu::Pipelines>(*device, *disk_cache);
 
   VkDevice d = device->handle();

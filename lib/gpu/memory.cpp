@@ -130,6 +130,10 @@ std::shared_ptr<Allocation> Allocator::allocate(uint64_t bytes, std::string_view
   if (bytes == 0) throw Error("buffer '" + std::string(name) + "' has size 0");
   const uint64_t reserved = align_up(bytes, alignment_);
   std::lock_guard lock(mutex_);
+  if (limit_ && stats_.allocated + reserved > limit_)
+    throw Error("buffer '" + std::string(name) + "' (" + std::to_string(bytes) + " bytes) would take vkformer's device " +
+                "memory past its limit of " + std::to_string(limit_) + " bytes (" + std::to_string(stats_.allocated) +
+                " bytes in use; ContextOptions::memory_limit)");
   Block* chosen = nullptr;
   uint64_t offset = 0;
   if (reserved > block_bytes_ / 2) {

@@ -47,6 +47,8 @@ class Allocator {
   void release(Allocation& a);
   MemoryStats stats() const;
   bool direct() const { return direct_; }
+  // Live buffers may hold at most this many bytes (0: no limit): a game's memory budget.
+  void set_limit(uint64_t bytes) { limit_ = bytes; }
 
   // A mapped host-visible block for staging copies (host_read: prefer cached memory).
   std::unique_ptr<Block> create_host_block(uint64_t bytes, bool host_read);
@@ -68,6 +70,7 @@ class Allocator {
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Block>> blocks_;
   MemoryStats stats_;
+  uint64_t limit_ = 0;  // set_limit
 };
 
 }  // namespace vkf::gpu

@@ -19,6 +19,17 @@ Session::Session(Session&&) noexcept = default;
 const GenerateStats& Session::last_stats() const { return impl_->stats; }
 const Model& Session::model() const { return *impl_->model; }
 
+void Session::warmup() {
+  const ModelConfig& c = impl_->model->config();
+  // A source long enough for the tiled GEMMs (more rows than the decode-step kernel
+  // takes), of a token that is not padding; two greedy steps, then the host-stepped path.
+  const uint32_t id = c.src_vocab_size > 1 ? (c.pad_id + 1) % c.src_vocab_size : 0;
+  const std::vector<uint32_t> source(std::min<uint32_t>(8, c.max_position), id);
+  const uint32_t steps = std::min<uint32_t>(2, c.max_position);
+  generate({source}, {.max_new_tokens = steps, .stop_at_eos = false, .submit_budget_ms = 0});
+  generate({source}, {.max_new_tokens = steps, .temperature = 1.0f, .stop_at_eos = false});
+}
+
 void Session::set_profile(bool on) { impl_->graph.profile = on; }
 
 std::string Session::profile_report() const {

@@ -294,6 +294,37 @@ TEST(CApi, JobsCanBeCancelled) {
   vkf_job_free(job);
 }
 
+// A game's budgets: memory reported and capped, pipelines compiled at load time, the
+// GPU time per submit settable.
+TEST(CApi, BudgetsMemoryWarmupAndSubmitTime) {
+  Handles h;
+  h.open();
+  uint64_t allocated = 0, peak = 0;
+  ASSERT_EQ(vkf_context_memory(h.context, &allocated, &peak), VKF_OK);
+  EXPECT_GT(allocated, 1000000u);  // the weights
+  EXPECT_GE(peak, allocated);
+  EXPECT_EQ(vkf_context_memory(nullptr, &allocated, &peak), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_session_warmup(h.session), VKF_OK) << vkf_last_error();
+  EXPECT_EQ(vkf_session_warmup(nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  vkf_generate_options o = vkf_generate_options_default();
+  EXPECT_EQ(o.submit_budget_ms, 2.0f);
+  o.submit_budget_ms = 0;  // no budget: many steps per submit
+  char out[64];
+  ASSERT_EQ(vkf_translate(h.session, "3/3/98", &o, out, sizeof out, nullptr), VKF_OK) << vkf_last_error();
+  EXPECT_STREQ(out, "1998-03-03");
+  o.submit_budget_ms = -1;
+  EXPECT_EQ(vkf_translate(h.session, "3/3/98", &o, out, sizeof out, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+
+  vkf_context_options co = vkf_context_options_default();
+  co.memory_limit = 1 << 20;  // less than the model
+  vkf_context* small = nullptr;
+  ASSERT_EQ(vkf_context_create(&co, &small), VKF_OK) << vkf_last_error();
+  vkf_model* m = nullptr;
+  EXPECT_EQ(vkf_model_load(small, kDates.c_str(), VKF_PRECISION_FP32, &m), VKF_ERROR_FAILED);
+  EXPECT_TRUE(error_mentions("limit of 1048576 bytes")) << vkf_last_error();
+  vkf_context_free(small);
+}
+
 // Errors are per thread: a failure on one thread does not overwrite another's message.
 TEST(CApi, LastErrorIsPerThread) {
   EXPECT_EQ(vkf_device_count(nullptr), VKF_ERROR_INVALID_ARGUMENT);

@@ -88,5 +88,44 @@ TEST_F(GpuTest, ForecasterMatchesPyTorchAndBeatsNaive) {
   EXPECT_THROW(model->predict(std::vector<float>(c.window + 1, 1.0f)), Error);
 }
 
+// Warm-up at load time compiles what requests will use: afterwards greedy, beam and
+// sampled translations create no new pipeline (none compiled, none read from the cache).
+TEST(Warmup, FirstRequestsCompileNothing) {
+  MessageLog log;
+  ContextOptions o = test_options(log);  // a fresh, empty shader cache
+  Context ctx(o);
+  const std::string dir = std::string(VKF_SOURCE_DIR) + "/samples/dates";
+  auto model = Model::load(ctx, dir);
+  auto tok = CharTokenizer::from_file(dir + "/vocab.json");
+  Session s(model);
+  s.warmup();
+  const CacheStats before = ctx.cache_stats();
+  EXPECT_GT(before.spirv_misses, 0u);
+  for (const char* text : {"the 3rd of March 1998", "3/3/98", "Tuesday, July 4, 2023"}) {
+    s.generate({tok.encode(text)}, {.max_new_tokens = 16});
+    s.generate({tok.encode(text)}, {.max_new_tokens = 16, .beam = 3});
+    s.generate({tok.encode(text)}, {.max_new_tokens = 16, .temperature = 0.7f, .seed = 3});
+  }
+  const CacheStats after = ctx.cache_stats();
+  EXPECT_EQ(after.spirv_hits + after.spirv_misses, before.spirv_hits + before.spirv_misses)
+      << "a request after warmup() created new pipelines";
+  EXPECT_EQ(ctx.validation_messages(), 0u) << log.joined();
+}
+
+// A memory limit stops an allocation past it with a message that names the buffer.
+TEST(MemoryLimit, LoadingPastTheLimitIsAClearError) {
+  MessageLog log;
+  ContextOptions o = test_options(log);
+  o.memory_limit = 1 << 20;  // the date translator's weights are 1.4 MB
+  Context ctx(o);
+  try {
+    Model::load(ctx, std::string(VKF_SOURCE_DIR) + "/samples/dates");
+    FAIL() << "the model loaded past the memory limit";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("limit of 1048576 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_LE(ctx.memory_stats().peak, uint64_t(1) << 20);
+}
+
 }  // namespace
 }  // namespace vkf::test
