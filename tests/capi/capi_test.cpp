@@ -325,6 +325,28 @@ TEST(CApi, BudgetsMemoryWarmupAndSubmitTime) {
   vkf_context_free(small);
 }
 
+// The documented thread rules: one context and one model shared by several threads,
+// a session per thread, all translating at once.
+TEST(CApi, ThreadsShareAModelWithASessionEach) {
+  Handles h;
+  h.open();
+  const char* inputs[] = {"3/3/98", "25.12.1969", "Tuesday, July 4, 2023", "March 3, 1998"};
+  const char* want[] = {"1998-03-03", "1969-12-25", "2023-07-04", "1998-03-03"};
+  std::string got[4];
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      vkf_session* s = nullptr;
+      if (vkf_session_create(h.model, &s) != VKF_OK) return;
+      char out[64];
+      for (int round = 0; round < 3; ++round)
+        if (vkf_translate(s, inputs[t], nullptr, out, sizeof out, nullptr) == VKF_OK) got[t] = out;
+      vkf_session_free(s);
+    });
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(got[t], want[t]) << "thread " << t;
+}
+
 // Errors are per thread: a failure on one thread does not overwrite another's message.
 TEST(CApi, LastErrorIsPerThread) {
   EXPECT_EQ(vkf_device_count(nullptr), VKF_ERROR_INVALID_ARGUMENT);
