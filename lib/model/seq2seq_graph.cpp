@@ -137,6 +137,13 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   }
 }
 
+void Seq2SeqGraph::ensure_step_buffers() {
+  ensure(ctx_, step_state_, 1, sizeof(DecodeStep::State), "decode_step");
+  ensure(ctx_, tgt_ids_, batch_, 4, "tgt_ids");                                                      // [B]
+  ensure(ctx_, logits_, uint64_t(batch_) * m_.config.tgt_vocab_size, dtype_bytes(m_.dtype), "logits");  // [B, V]
+  ensure(ctx_, next_ids_, batch_, 4, "next_ids");                                                    // [B]
+}
+
 void Seq2SeqGraph::check_target_ids(const std::vector<uint32_t>& ids) const {
   for (uint32_t id : ids)
     if (id >= m_.config.tgt_vocab_size)
@@ -166,10 +173,7 @@ std::vector<uint32_t> Seq2SeqGraph::step(uint32_t t, const std::vector<uint32_t>
   if (t >= cache_.capacity()) throw Error("step: position " + std::to_string(t) + " is past the decoding capacity");
   check_target_ids(ids);
   if (!step_list_) {
-    ensure(ctx_, step_state_, 1, sizeof(DecodeStep::State), "decode_step");
-    ensure(ctx_, tgt_ids_, batch_, 4, "tgt_ids");
-    ensure(ctx_, logits_, uint64_t(batch_) * V, dtype_bytes(m_.dtype), "logits");
-    ensure(ctx_, next_ids_, batch_, 4, "next_ids");
+    ensure_step_buffers();
     step_list_.emplace(begin());
     const DecodeStep step{.state = step_state_.view(), .max_step = cache_.capacity() - 1};
     record_decoder(*step_list_, {.n = 1, .step = step});
@@ -194,10 +198,7 @@ void Seq2SeqGraph::start_greedy(uint32_t t0, const std::vector<uint32_t>& ids, b
   check_target_ids(ids);
   if (!greedy_list_ || greedy_stop_at_eos_ != stop_at_eos) {
     greedy_list_.reset();
-    ensure(ctx_, step_state_, 1, sizeof(DecodeStep::State), "decode_step");
-    ensure(ctx_, tgt_ids_, batch_, 4, "tgt_ids");
-    ensure(ctx_, logits_, uint64_t(batch_) * V, dtype_bytes(m_.dtype), "logits");
-    ensure(ctx_, next_ids_, batch_, 4, "next_ids");
+    ensure_step_buffers();
     ensure(ctx_, done_, batch_, 4, "done");
     ensure(ctx_, tokens_, uint64_t(cap) * batch_, 4, "tokens");
     // One decode step, replayed back to back many times per submit: everything that

@@ -52,6 +52,7 @@ class Seq2SeqGraph {
   };
   void record_decoder(CommandList& cl, const DecoderOptions& o);
   void check_target_ids(const std::vector<uint32_t>& ids) const;
+  void ensure_step_buffers();  // what a recorded decode step (step() or greedy) reads and writes
   LayerRecorder recorder(CommandList& cl, uint32_t rows);
   CommandList begin();
   void finish(CommandList& cl, std::string& report);
