@@ -61,6 +61,7 @@ struct Capabilities {
   bool subgroup_size_control = false;
   bool portability_subset = false;  // MoltenVK and other layered implementations
   bool cooperative_matrix_nv = false;  // recorded, unused: no cooperative-matrix GEMM yet
+  bool memory_budget = false;  // VK_EXT_memory_budget: the driver reports each heap's budget and use
   bool compute_only_queue = false;  // a queue family with compute and no graphics
 
   std::vector<std::string> quirks;  // workarounds from the vendor table that apply here

@@ -70,6 +70,11 @@ struct ContextOptions {
   // The most device memory vkformer's buffers may hold, in bytes (0: no limit); an
   // allocation past it is an error naming the buffer. Context::memory_stats() reports use.
   uint64_t memory_limit = 0;
+  // Stay within the budget the driver gives this process on the heap vkformer's buffers
+  // live in (VK_EXT_memory_budget, where offered): a block that would take the heap's use
+  // past it is an error, not an over-commitment that makes the driver evict the app's
+  // other memory (a game's textures) and stutter. false: allocate past it.
+  bool within_heap_budget = true;
   // Size of the device memory blocks buffers are carved from.
   uint64_t block_bytes = 64ull << 20;
   LogSink log;  // default: warnings and errors to stderr (VKF_LOG=debug|info|warning|error)
@@ -81,6 +86,16 @@ struct MemoryStats {
   uint64_t reserved = 0;   // bytes of device memory held in blocks
   uint32_t blocks = 0;
 };
+
+// The heap vkformer's buffers live in, as the driver reports it (VK_EXT_memory_budget).
+struct HeapBudget {
+  uint64_t heap_size = 0;
+  uint64_t budget = 0;  // what this process may use without hurting performance (heap_size when not reported)
+  uint64_t usage = 0;   // what this process uses now, vkformer and the rest of it (0 when not reported)
+  bool reported = false;  // the device offers VK_EXT_memory_budget
+};
+// Why `bytes` more would not fit `b` ("" when they do, or when no budget is reported).
+std::string over_heap_budget(const HeapBudget& b, uint64_t bytes);
 
 struct CacheStats {
   uint32_t spirv_hits = 0, spirv_misses = 0, spirv_rejected = 0;
@@ -125,6 +140,7 @@ class Context {
   CommandList command_list(const CommandListOptions& options = {});
 
   MemoryStats memory_stats() const;
+  HeapBudget heap_budget() const;
   CacheStats cache_stats() const;
   Counters counters() const;
   bool direct_host_access() const;  // uploads and downloads map device memory directly

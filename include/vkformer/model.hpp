@@ -42,7 +42,10 @@ struct GenerateOptions {
   // EOS and positions on the GPU): one step in the first submit, so the first token
   // comes at once, then twice as many each submit, up to max_steps_per_submit, while a
   // submit's measured time stays within submit_budget_ms (a game sharing the queue must
-  // not stall, and weak GPUs time out long submits). 0: no time budget.
+  // not stall, and weak GPUs time out long submits). 0: no time budget. The encoder
+  // keeps to it too, in submits of whole layers sized from the previous encode's time
+  // (the first encode, which Session::warmup does, is one submit); beam search and
+  // sampling submit one step at a time.
   float submit_budget_ms = 2.0f;
   uint32_t max_steps_per_submit = 64;
   // Set from any thread to stop a generation between two submits: generate() then

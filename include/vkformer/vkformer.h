@@ -76,12 +76,31 @@ VKF_API vkf_status vkf_device_count(uint32_t* count);
  *  NULL) receives the bytes the name takes with its NUL. */
 VKF_API vkf_status vkf_device_name(uint32_t index, char* name, size_t capacity, size_t* needed);
 
+/** How serious a message is. */
+typedef enum vkf_log_level {
+  VKF_LOG_DEBUG = 0,   /**< detail for developers */
+  VKF_LOG_INFO = 1,    /**< what vkformer did (devices, caches) */
+  VKF_LOG_WARNING = 2, /**< something the app should know: a validation-layer warning, a slow path */
+  VKF_LOG_ERROR = 3    /**< a validation-layer error, a failed operation */
+} vkf_log_level;
+
+/** Receives vkformer's messages, the Khronos validation layer's included, from any of
+ *  vkformer's threads (a job's too): it must be thread-safe and must not call vkformer. */
+typedef void (*vkf_log_callback)(void* user, vkf_log_level level, const char* message);
+
 /** How vkf_context_create chooses and opens a device. */
 typedef struct vkf_context_options {
   uint32_t struct_size;  /**< sizeof(vkf_context_options): lets the struct grow compatibly */
   const char* device;    /**< index ("1") or name piece ("radeon"); NULL or "": VKF_DEVICE, else the best */
   int validation;        /**< 1: Khronos validation layer on; 0: off; -1: VKF_VALIDATION decides */
   uint64_t memory_limit; /**< the most device memory vkformer's buffers may hold, bytes; 0: no limit */
+  int within_heap_budget; /**< 1 (default): refuse memory past the driver's heap budget (VK_EXT_memory_budget),
+                               so the app's own memory is not evicted; 0: allocate past it */
+  const char* cache_dir; /**< the SPIR-V and pipeline caches' directory: ship one filled by
+                              vkf_session_warmup with the app; NULL: VKF_CACHE_DIR or ~/.cache/vkformer;
+                              "off": none on disk */
+  vkf_log_callback log;  /**< messages (validation included) go here; NULL: warnings and errors to stderr */
+  void* log_user;        /**< passed to log */
 } vkf_context_options;
 
 /** The defaults for vkf_context_options (struct_size filled in). */
@@ -111,6 +130,10 @@ typedef struct vkf_borrowed_vulkan {
                                               internal lock, for a queue the app does not use itself) */
   void (*unlock_queue)(void* user);      /**< called after it; both or neither */
   void* user;                            /**< passed to lock_queue and unlock_queue */
+  uint64_t memory_limit;                 /**< as vkf_context_options::memory_limit (0: no limit) */
+  vkf_log_callback log;                  /**< vkformer's messages (NULL: warnings and errors to stderr); the
+                                              validation layer, if any, reports through the app's own messenger */
+  void* log_user;                        /**< passed to log */
 } vkf_borrowed_vulkan;
 
 /** Opens a context on the application's own Vulkan device (see vkf_borrowed_vulkan);
@@ -120,6 +143,13 @@ VKF_API vkf_status vkf_context_create_borrowed(const vkf_borrowed_vulkan* borrow
 /** Device memory in vkformer's live buffers now, and the most it has held (either
  *  pointer may be NULL). */
 VKF_API vkf_status vkf_context_memory(const vkf_context* context, uint64_t* allocated, uint64_t* peak);
+
+/** The device heap vkformer's buffers live in, as the driver reports it with
+ *  VK_EXT_memory_budget: its size, the budget this process may use without hurting
+ *  performance, and what the process (vkformer and the rest of the app) uses now. Without
+ *  the extension the budget is the heap's size and the usage 0. Any pointer may be NULL. */
+VKF_API vkf_status vkf_context_heap_budget(const vkf_context* context, uint64_t* heap_size, uint64_t* budget,
+                                           uint64_t* usage);
 
 /** The context's device name, as vkf_device_name gives it. */
 VKF_API vkf_status vkf_context_device_name(const vkf_context* context, char* name, size_t capacity,
@@ -150,7 +180,11 @@ typedef struct vkf_generate_options {
   uint32_t top_k;          /**< sampling: the k most likely tokens (0: all) */
   float top_p;             /**< sampling: the smallest set holding this much probability */
   uint64_t seed;           /**< sampling: the random seed */
-  float submit_budget_ms;  /**< greedy: the GPU time one submit may take (default 2 ms; 0: no budget) */
+  float submit_budget_ms;  /**< the GPU time one submit may take (default 2 ms; 0: no bound): greedy decoding
+                                sizes its many-step submits by it, and the encoder goes in pieces of
+                                whole layers that fit it, timed by the previous encode (the first
+                                encode, which vkf_session_warmup does, is one submit). Beam search and
+                                sampling submit one decode step at a time. */
 } vkf_generate_options;
 
 /** The defaults for vkf_generate_options: greedy, struct_size filled in. */
@@ -168,6 +202,45 @@ VKF_API vkf_status vkf_generate(vkf_session* session, const uint32_t* source, si
  *  the bytes it takes with its NUL. @p options may be NULL. */
 VKF_API vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_generate_options* options,
                                  char* out, size_t capacity, size_t* needed);
+
+/** Teacher-forced scoring: the logits [target_length, vocabulary] the model gives
+ *  after each target prefix (row i predicts target token i + 1; target[0] is BOS) into
+ *  logits[capacity]; *count receives target_length * vocabulary. */
+VKF_API vkf_status vkf_score(vkf_session* session, const uint32_t* source, size_t source_length,
+                             const uint32_t* target, size_t target_length, float* logits, size_t capacity,
+                             size_t* count);
+
+/** What the session's last vkf_generate or vkf_translate did (its last job's too). */
+typedef struct vkf_generate_stats {
+  uint32_t struct_size;                /**< sizeof(vkf_generate_stats): set it before the call */
+  double encode_ms;                    /**< encoding the source */
+  double decode_ms;                    /**< generating the tokens */
+  uint64_t tokens;                     /**< tokens generated */
+  uint64_t submits;                    /**< queue submissions, encode and decode */
+  uint64_t recordings;                 /**< command buffers recorded */
+  uint64_t dispatches;                 /**< compute dispatches submitted */
+  double dispatches_per_decoder_layer; /**< in one recorded decode step */
+} vkf_generate_stats;
+
+/** The counters of the session's last generation. */
+VKF_API vkf_status vkf_session_stats(const vkf_session* session, vkf_generate_stats* stats);
+
+/** A time-series forecaster ("torch-patch-forecaster" model directory). Usable from
+ *  any number of threads at once. */
+typedef struct vkf_forecaster vkf_forecaster;
+
+/** Loads a forecaster directory (config.json, model.safetensors). */
+VKF_API vkf_status vkf_forecaster_load(vkf_context* context, const char* directory, vkf_precision precision,
+                                       vkf_forecaster** forecaster);
+/** How many values a window holds and how many the forecaster predicts after it
+ *  (either pointer may be NULL). */
+VKF_API vkf_status vkf_forecaster_shape(const vkf_forecaster* forecaster, uint32_t* window, uint32_t* horizon);
+/** Forecasts @p count windows (count * window values, one window after another) into
+ *  out[capacity]: count * horizon values. */
+VKF_API vkf_status vkf_forecast(const vkf_forecaster* forecaster, const float* windows, size_t count, float* out,
+                                size_t capacity);
+/** Releases a forecaster. Accepts NULL. */
+VKF_API void vkf_forecaster_free(vkf_forecaster* forecaster);
 
 /** A translation or generation running on a thread of its own, for a frame loop: the
  *  job calls never wait for the GPU (except vkf_job_wait, up to its timeout, and

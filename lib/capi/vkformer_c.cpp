@@ -35,6 +35,11 @@ struct vkf_session {
   vkf_job* job = nullptr;         // that job (vkf_session_free ends it)
 };
 
+struct vkf_forecaster {
+  std::shared_ptr<vkf::Context> ctx;
+  std::shared_ptr<const vkf::Forecaster> forecaster;
+};
+
 // A generation running on a thread of its own; the caller polls it.
 struct vkf_job {
   vkf_session* session = nullptr;
@@ -109,6 +114,14 @@ std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options*
   return g;
 }
 
+// The app's C callback as the context's log sink.
+vkf::LogSink c_log_sink(vkf_log_callback log, void* user) {
+  return [log, user](vkf::LogLevel level, std::string_view message) {
+    const std::string text(message);  // NUL-terminated for C
+    log(user, vkf_log_level(int(level)), text.c_str());
+  };
+}
+
 }  // namespace
 
 extern "C" {
@@ -139,6 +152,7 @@ vkf_context_options vkf_context_options_default(void) {
   vkf_context_options o{};
   o.struct_size = sizeof o;
   o.validation = -1;
+  o.within_heap_budget = 1;
   return o;
 }
 
@@ -153,7 +167,15 @@ vkf_status vkf_context_create(const vkf_context_options* options, vkf_context** 
     vkf::ContextOptions o;
     if (options && options->device) o.device = options->device;
     if (options && options->validation >= 0) o.validation = options->validation != 0;
-    if (options) o.memory_limit = options->memory_limit;
+    if (options) {
+      o.memory_limit = options->memory_limit;
+      o.within_heap_budget = options->within_heap_budget != 0;
+      if (options->cache_dir) {
+        if (std::string(options->cache_dir) == "off") o.disk_cache = false;
+        else o.cache_dir = options->cache_dir;
+      }
+      if (options->log) o.log = c_log_sink(options->log, options->log_user);
+    }
     auto handle = std::make_unique<vkf_context>();
     handle->ctx = std::make_shared<vkf::Context>(o);
     *context = handle.release();
@@ -189,6 +211,8 @@ vkf_status vkf_context_create_borrowed(const vkf_borrowed_vulkan* b, vkf_context
     }
     vkf::ContextOptions o;
     o.borrow = std::move(v);
+    o.memory_limit = b->memory_limit;
+    if (b->log) o.log = c_log_sink(b->log, b->log_user);
     auto handle = std::make_unique<vkf_context>();
     handle->ctx = std::make_shared<vkf::Context>(o);
     *context = handle.release();
@@ -204,6 +228,18 @@ vkf_status vkf_context_memory(const vkf_context* context, uint64_t* allocated, u
   if (allocated) *allocated = m.allocated;
   if (peak) *peak = m.peak;
   return VKF_OK;
+}
+
+vkf_status vkf_context_heap_budget(const vkf_context* context, uint64_t* heap_size, uint64_t* budget,
+                                   uint64_t* usage) {
+  if (!context) return invalid("vkf_context_heap_budget", "context is NULL");
+  return guarded("vkf_context_heap_budget", [&] {
+    const vkf::HeapBudget b = context->ctx->heap_budget();
+    if (heap_size) *heap_size = b.heap_size;
+    if (budget) *budget = b.budget;
+    if (usage) *usage = b.usage;
+    return VKF_OK;
+  });
 }
 
 vkf_status vkf_context_device_name(const vkf_context* context, char* name, size_t capacity, size_t* needed) {
@@ -311,6 +347,96 @@ vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_gener
     return copy_string(fn, session->tokenizer->decode(result), out, capacity, needed);
   });
 }
+
+vkf_status vkf_score(vkf_session* session, const uint32_t* source, size_t source_length, const uint32_t* target,
+                     size_t target_length, float* logits, size_t capacity, size_t* count) {
+  const char* fn = "vkf_score";
+  if (!session) return invalid(fn, "session is NULL");
+  if (!source || source_length == 0) return invalid(fn, "the source is empty (or NULL)");
+  if (!target || target_length == 0) return invalid(fn, "the target is empty (or NULL); it starts with BOS");
+  if (!count) return invalid(fn, "count is NULL");
+  if (session->busy) return invalid(fn, "the session is running a job (vkf_job_free it first)");
+  return guarded(fn, [&] {
+    const size_t vocabulary = session->session.model().config().tgt_vocab_size;
+    *count = target_length * vocabulary;
+    if (!logits || capacity < *count) {  // checked before the work, which the caller would have to repeat
+      last_error = std::string(fn) + ": the logits take " + std::to_string(*count) + " floats (" +
+                   std::to_string(target_length) + " x " + std::to_string(vocabulary) + "), the buffer holds " +
+                   std::to_string(logits ? capacity : 0);
+      return VKF_ERROR_BUFFER_TOO_SMALL;
+    }
+    const auto out = session->session.score(std::vector<uint32_t>(source, source + source_length),
+                                            std::vector<uint32_t>(target, target + target_length));
+    std::copy(out.begin(), out.end(), logits);
+    return VKF_OK;
+  });
+}
+
+vkf_status vkf_session_stats(const vkf_session* session, vkf_generate_stats* stats) {
+  const char* fn = "vkf_session_stats";
+  if (!session) return invalid(fn, "session is NULL");
+  if (!stats) return invalid(fn, "stats is NULL");
+  if (stats->struct_size != sizeof(vkf_generate_stats))
+    return invalid(fn, "vkf_generate_stats.struct_size is " + std::to_string(stats->struct_size) + ", expected " +
+                           std::to_string(sizeof(vkf_generate_stats)));
+  if (session->busy) return invalid(fn, "the session is running a job (vkf_job_free it first)");
+  const vkf::GenerateStats& g = session->session.last_stats();
+  stats->encode_ms = g.encode_ms;
+  stats->decode_ms = g.decode_ms;
+  stats->tokens = g.tokens;
+  stats->submits = g.submits;
+  stats->recordings = g.recordings;
+  stats->dispatches = g.dispatches;
+  stats->dispatches_per_decoder_layer = g.dispatches_per_decoder_layer;
+  return VKF_OK;
+}
+
+vkf_status vkf_forecaster_load(vkf_context* context, const char* directory, vkf_precision precision,
+                               vkf_forecaster** forecaster) {
+  const char* fn = "vkf_forecaster_load";
+  if (!forecaster) return invalid(fn, "forecaster is NULL");
+  *forecaster = nullptr;
+  if (!context) return invalid(fn, "context is NULL");
+  if (!directory) return invalid(fn, "directory is NULL");
+  if (precision != VKF_PRECISION_FP32 && precision != VKF_PRECISION_FP16)
+    return invalid(fn, "precision must be VKF_PRECISION_FP32 or VKF_PRECISION_FP16");
+  return guarded(fn, [&] {
+    auto handle = std::make_unique<vkf_forecaster>();
+    handle->ctx = context->ctx;
+    handle->forecaster = vkf::Forecaster::load(*context->ctx, directory,
+                                               precision == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
+    *forecaster = handle.release();
+    return VKF_OK;
+  });
+}
+
+vkf_status vkf_forecaster_shape(const vkf_forecaster* forecaster, uint32_t* window, uint32_t* horizon) {
+  if (!forecaster) return invalid("vkf_forecaster_shape", "forecaster is NULL");
+  if (window) *window = forecaster->forecaster->config().window;
+  if (horizon) *horizon = forecaster->forecaster->config().horizon;
+  return VKF_OK;
+}
+
+vkf_status vkf_forecast(const vkf_forecaster* forecaster, const float* windows, size_t count, float* out,
+                        size_t capacity) {
+  const char* fn = "vkf_forecast";
+  if (!forecaster) return invalid(fn, "forecaster is NULL");
+  if (!windows || count == 0) return invalid(fn, "no windows (NULL or count 0)");
+  const vkf::ForecasterConfig& c = forecaster->forecaster->config();
+  const size_t needed = count * c.horizon;
+  if (!out || capacity < needed)
+    return last_error = std::string(fn) + ": the forecasts take " + std::to_string(needed) + " floats (" +
+                        std::to_string(count) + " x " + std::to_string(c.horizon) + "), the buffer holds " +
+                        std::to_string(out ? capacity : 0),
+           VKF_ERROR_BUFFER_TOO_SMALL;
+  return guarded(fn, [&] {
+    const auto result = forecaster->forecaster->predict(std::vector<float>(windows, windows + count * c.window));
+    std::copy(result.begin(), result.end(), out);
+    return VKF_OK;
+  });
+}
+
+void vkf_forecaster_free(vkf_forecaster* forecaster) { delete forecaster; }
 
 namespace {
 

@@ -32,6 +32,7 @@ std::vector<std::string> features_used(const Capabilities& c) {
   if (c.compute_only_queue) f.push_back("compute-only queue");
   if (c.unified_memory) f.push_back("direct host access (unified memory)");
   if (c.portability_subset) f.push_back("portability subset");
+  if (c.memory_budget) f.push_back("heap budgets (memory budget)");
   return f;
 }
 

@@ -42,6 +42,7 @@ Context::Impl::Impl(const ContextOptions& opts) : options(opts), log(opts.log) {
   const bool direct = device->caps().unified_memory && !options.force_staging;
   allocator = std::make_unique<gpu::Allocator>(*device, direct, options.block_bytes);
   allocator->set_limit(options.memory_limit);
+  allocator->set_within_heap_budget(options.within_heap_budget);
   pipelines = std::make_unique<gpu::Pipelines>(*device, *disk_cache);
 
   VkDevice d = device->handle();
@@ -111,6 +112,7 @@ void Context::download(const Buffer& src, void* data, uint64_t bytes, uint64_t o
 Kernel Context::kernel(const KernelDesc& desc) { return Kernel(impl_->pipelines->get(desc)); }
 
 MemoryStats Context::memory_stats() const { return impl_->allocator->stats(); }
+HeapBudget Context::heap_budget() const { return impl_->allocator->heap_budget(); }
 CacheStats Context::cache_stats() const { return impl_->disk_cache->stats(); }
 uint64_t blocking_waits_on_this_thread() { return gpu::blocking_waits_this_thread; }
 

@@ -61,6 +61,8 @@ Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(p
   if (c.rounding_rte_fp16 && api < VK_API_VERSION_1_2) enable_ext(VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
   // Recorded for the cooperative-matrix GEMM to come; enabling it costs nothing.
   if (c.cooperative_matrix_nv) enable_ext("VK_NV_cooperative_matrix");
+  // Heap budgets (the allocator stays within them, Context::memory_budget reports them).
+  if (c.memory_budget) enable_ext(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -142,6 +144,7 @@ Device::Device(PhysicalDevice physical, const BorrowedVulkan& b) : physical_(std
   c.rounding_rte_fp16 &= c.storage_16bit && (physical_.api_version >= VK_API_VERSION_1_2 ||
                                              has_ext(VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME));
   c.cooperative_matrix_nv &= has_ext("VK_NV_cooperative_matrix");
+  c.memory_budget &= has_ext(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   c.quirks.emplace_back("borrowed device: optional features as the application enabled them");
 
   vkGetPhysicalDeviceMemoryProperties(physical_.handle, &memory_);

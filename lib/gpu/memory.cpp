@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace vkf::gpu {
+namespace vkf {
 
 namespace {
 constexpr VkBufferUsageFlags kUsage =
@@ -16,6 +16,16 @@ std::string mib(uint64_t bytes) {
   return buf;
 }
 }  // namespace
+
+std::string over_heap_budget(const HeapBudget& b, uint64_t bytes) {
+  if (!b.reported || b.usage + bytes <= b.budget) return "";
+  return "it would take this process's use of the device heap to " + mib(b.usage + bytes) + ", past the " +
+         mib(b.budget) + " budget the driver gives it (VK_EXT_memory_budget; heap size " + mib(b.heap_size) +
+         "; other programs and this one's own memory hold the rest): free memory, use fp16, or set "
+         "ContextOptions::within_heap_budget = false to allocate past it";
+}
+
+namespace gpu {
 
 Allocation::~Allocation() {
   if (allocator) allocator->release(*this);
@@ -82,6 +92,11 @@ std::unique_ptr<Block> Allocator::create_block(uint64_t bytes, uint32_t type, bo
   if (caps.max_memory_allocation_size && bytes > caps.max_memory_allocation_size)
     throw Error("cannot allocate '" + std::string(what) + "' (" + mib(bytes) + "): larger than this device's " +
                 "maxMemoryAllocationSize (" + mib(caps.max_memory_allocation_size) + ")");
+  if (within_budget_ && type == type_) {
+    const std::string why = over_heap_budget(heap_budget(), bytes);
+    if (!why.empty())
+      throw Error("cannot allocate '" + std::string(what) + "' (" + mib(bytes) + " block): " + why);
+  }
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = bytes;
   info.usage = kUsage;
@@ -116,6 +131,22 @@ void Allocator::destroy_block(Block& b) {
   vkDestroyBuffer(device_.handle(), b.buffer, nullptr);
   vkFreeMemory(device_.handle(), b.memory, nullptr);
   b = Block{};
+}
+
+HeapBudget Allocator::heap_budget() const {
+  const auto& mem = device_.memory_properties();
+  const uint32_t heap = mem.memoryTypes[type_].heapIndex;
+  HeapBudget b;
+  b.heap_size = b.budget = mem.memoryHeaps[heap].size;
+  if (!device_.caps().memory_budget) return b;
+  VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+  VkPhysicalDeviceMemoryProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+  props.pNext = &budget;
+  vkGetPhysicalDeviceMemoryProperties2(device_.physical().handle, &props);
+  b.budget = budget.heapBudget[heap];
+  b.usage = budget.heapUsage[heap];
+  b.reported = true;
+  return b;
 }
 
 std::unique_ptr<Block> Allocator::create_host_block(uint64_t bytes, bool host_read) {
@@ -234,4 +265,5 @@ void Allocator::invalidate(const Block& b, uint64_t offset, uint64_t size) const
   check(vkInvalidateMappedMemoryRanges(device_.handle(), 1, &range), "vkInvalidateMappedMemoryRanges");
 }
 
-}  // namespace vkf::gpu
+}  // namespace gpu
+}  // namespace vkf

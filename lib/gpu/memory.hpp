@@ -49,6 +49,9 @@ class Allocator {
   bool direct() const { return direct_; }
   // Live buffers may hold at most this many bytes (0: no limit): a game's memory budget.
   void set_limit(uint64_t bytes) { limit_ = bytes; }
+  // Refuse device blocks past the driver's heap budget (ContextOptions::within_heap_budget).
+  void set_within_heap_budget(bool on) { within_budget_ = on; }
+  HeapBudget heap_budget() const;
 
   // A mapped host-visible block for staging copies (host_read: prefer cached memory).
   std::unique_ptr<Block> create_host_block(uint64_t bytes, bool host_read);
@@ -71,6 +74,7 @@ class Allocator {
   std::vector<std::unique_ptr<Block>> blocks_;
   MemoryStats stats_;
   uint64_t limit_ = 0;  // set_limit
+  bool within_budget_ = true;
 };
 
 }  // namespace vkf::gpu

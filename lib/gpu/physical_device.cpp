@@ -167,6 +167,7 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
   c.subgroup_size_control = has_sizectl && sizectl_f.subgroupSizeControl && sizectl_f.computeFullSubgroups;
   c.portability_subset = pd.has_extension("VK_KHR_portability_subset");
   c.cooperative_matrix_nv = pd.has_extension("VK_NV_cooperative_matrix");
+  c.memory_budget = pd.has_extension(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   c.rounding_rte_fp16 = c.storage_16bit && has_float_controls && float_controls.shaderRoundingModeRTEFloat16;
 
   // Memory: unified when the device is not discrete and the host can map all its memory.

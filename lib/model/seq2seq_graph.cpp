@@ -95,21 +95,50 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   ensure(ctx_, memory_, uint64_t(rows) * D, e, "memory");         // [B*S, D]
   cache_.reserve(ctx_, m_.dtype, uint32_t(m_.decoder.size()), batch_, target_capacity, S, D);
 
+  // A game sharing the queue must not stall on one long submit: with a GPU-time budget
+  // the encoder goes in pieces of whole layers, each sized from the last encode's time.
+  const uint32_t units = uint32_t(m_.encoder.size()) + 1;  // the layers, then norm + cross K/V
+  const uint32_t per_submit = encoder_units_per_submit(rows, units);
+  double submitted_ms = 0;
+  encoder_report.clear();
   CommandList cl = begin();
+  auto submit = [&] {
+    const auto t = std::chrono::steady_clock::now();
+    cl.submit();
+    submitted_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+    if (profile) encoder_report += cl.profile_report();
+  };
   const LayerRecorder r = recorder(cl, rows);
   const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
   ops_.embedding(cl, {.rows = rows, .vocab = c.src_vocab_size, .dim = D, .scale = scale, .seq_len = S,
                       .positions = c.max_position},
                  src_ids_.view(), m_.src_embed.view(), m_.positions.view(), x_.view());  // x [B*S, D]
   const EncoderBuffers buffers{x_, y_, qkv_, attn_, hidden_};
-  for (const auto& layer : m_.encoder)
-    record_encoder_layer(r, layer, {.batch = batch_, .seq_len = S, .heads = c.nhead}, buffers, src_mask_.view());
+  for (size_t l = 0; l < m_.encoder.size(); ++l) {
+    record_encoder_layer(r, m_.encoder[l], {.batch = batch_, .seq_len = S, .heads = c.nhead}, buffers,
+                         src_mask_.view());
+    if (per_submit && (l + 1) % per_submit == 0) {  // this piece is full: the next one starts
+      submit();
+      cl = begin();
+    }
+  }
   r.norm(m_.encoder_norm, x_.view(), memory_.view());  // memory [B*S, D]
   // Cross-attention keys and values, once per source for every decoding step.
   for (size_t l = 0; l < m_.decoder.size(); ++l)
     r.linear(m_.decoder[l].cross_kv, memory_.view(), cache_.cross(l).view());  // cross [B*S, 2D]
-  finish(cl, encoder_report);
+  submit();
+  encode_ms_per_unit_row_ = submitted_ms / (double(units) * rows);
   encode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+}
+
+uint32_t Seq2SeqGraph::encoder_units_per_submit(uint32_t rows, uint32_t units) const {
+  // Not measured yet (the first encode; Session::warmup does one): all in one submit.
+  if (submit_budget_ms <= 0 || encode_ms_per_unit_row_ <= 0) return 0;
+  // Time grows at most linearly with the rows (less where dispatch overhead dominates),
+  // and the measurement includes the host's submit and wait: both err on the safe side.
+  const double unit_ms = encode_ms_per_unit_row_ * rows;
+  const uint32_t fit = uint32_t(std::max(1.0, std::floor(submit_budget_ms / unit_ms)));
+  return fit >= units ? 0 : fit;
 }
 
 void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {

@@ -41,6 +41,9 @@ class Seq2SeqGraph {
   double dispatches_per_decoder_layer() const { return dispatches_per_layer_; }
 
   bool profile = false;
+  // The GPU time one submit may take (0: no bound). Greedy decoding sizes its submits by
+  // it (decoding.cpp); encode() splits the encoder into pieces of whole layers that fit it.
+  double submit_budget_ms = 2.0;
   std::string encoder_report, decoder_report;  // per-dispatch GPU times (profile)
   double encode_ms = 0;                        // wall time of the last encode
 
@@ -72,6 +75,10 @@ class Seq2SeqGraph {
   uint32_t greedy_t_ = 0;                   // the position the next greedy step decodes
   bool greedy_stop_at_eos_ = true;          // what greedy_list_ was recorded with
   double dispatches_per_layer_ = 0;
+  // How many of the encoder's units (its layers, then the final norm with the cross K/V)
+  // one submit of `rows` source tokens can take within submit_budget_ms (0: all of them).
+  uint32_t encoder_units_per_submit(uint32_t rows, uint32_t units) const;
+  double encode_ms_per_unit_row_ = 0;  // measured by the last encode: its submits' time / (units * rows)
 };
 
 }  // namespace vkf::model

@@ -39,6 +39,7 @@ std::string Session::profile_report() const {
 std::vector<float> Session::score(const std::vector<uint32_t>& src, const std::vector<uint32_t>& tgt) {
   if (tgt.empty()) throw Error("score: the target is empty (it starts with BOS)");
   model::Seq2SeqGraph& g = impl_->graph;
+  g.submit_budget_ms = GenerateOptions{}.submit_budget_ms;
   g.encode({src}, 1, uint32_t(tgt.size()));
   return g.decode(0, uint32_t(tgt.size()), tgt);
 }
@@ -54,6 +55,7 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
     throw Error("generate: max_new_tokens " + std::to_string(o.max_new_tokens) +
                 " needs more positions than the model's max_position " + std::to_string(c.max_position));
   Context& ctx = impl_->model->impl().ctx;
+  impl_->graph.submit_budget_ms = o.submit_budget_ms;
   const Counters before = ctx.counters();
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::vector<uint32_t>> results;

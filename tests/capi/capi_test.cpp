@@ -4,7 +4,11 @@
 // or an exception crossing into C.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <mutex>
+#include <unistd.h>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -13,6 +17,7 @@
 
 #include "support/app_vulkan.hpp"
 #include "vkformer/vkformer.h"
+#include "vkformer/vkformer.hpp"
 
 extern "C" int vkf_test_c99_header(void);
 
@@ -192,9 +197,15 @@ TEST(CApi, BorrowedDeviceFromC) {
   };
   b.unlock_queue = [](void* u) { static_cast<Lock*>(u)->held--; };
   b.user = &lock;
+  std::string device_line;  // vkformer's messages reach the app's callback
+  b.log = [](void* user, vkf_log_level level, const char* message) {
+    if (level == VKF_LOG_INFO && std::strstr(message, "borrowed")) *static_cast<std::string*>(user) = message;
+  };
+  b.log_user = &device_line;
   {
     Handles h;
     ASSERT_EQ(vkf_context_create_borrowed(&b, &h.context), VKF_OK) << vkf_last_error();
+    EXPECT_NE(device_line.find("using device"), std::string::npos) << device_line;
     ASSERT_EQ(vkf_model_load(h.context, kDates.c_str(), VKF_PRECISION_FP16, &h.model), VKF_OK) << vkf_last_error();
     ASSERT_EQ(vkf_session_create(h.model, &h.session), VKF_OK) << vkf_last_error();
     char out[64];
@@ -323,6 +334,153 @@ TEST(CApi, BudgetsMemoryWarmupAndSubmitTime) {
   EXPECT_EQ(vkf_model_load(small, kDates.c_str(), VKF_PRECISION_FP32, &m), VKF_ERROR_FAILED);
   EXPECT_TRUE(error_mentions("limit of 1048576 bytes")) << vkf_last_error();
   vkf_context_free(small);
+}
+
+// The device heap's budget (VK_EXT_memory_budget on lavapipe), a shippable cache
+// directory filled by warm-up, and vkformer's messages through the app's callback.
+TEST(CApi, HeapBudgetCacheDirectoryAndLogCallback) {
+  const fs::path dir = fs::temp_directory_path() / ("vkf_capi_cache_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  struct Messages {
+    std::mutex mutex;
+    std::vector<std::string> text;
+  } messages;
+  vkf_context_options co = vkf_context_options_default();
+  EXPECT_EQ(co.within_heap_budget, 1);
+  co.validation = 1;
+  const std::string dir_text = dir.string();
+  co.cache_dir = dir_text.c_str();
+  co.log = [](void* user, vkf_log_level level, const char* message) {
+    auto* m = static_cast<Messages*>(user);
+    std::lock_guard lock(m->mutex);
+    m->text.push_back(std::to_string(int(level)) + " " + message);
+  };
+  co.log_user = &messages;
+  {
+    Handles h;
+    ASSERT_EQ(vkf_context_create(&co, &h.context), VKF_OK) << vkf_last_error();
+    ASSERT_EQ(vkf_model_load(h.context, kDates.c_str(), VKF_PRECISION_FP32, &h.model), VKF_OK) << vkf_last_error();
+    ASSERT_EQ(vkf_session_create(h.model, &h.session), VKF_OK) << vkf_last_error();
+    uint64_t heap = 0, budget = 0, usage = 0;
+    ASSERT_EQ(vkf_context_heap_budget(h.context, &heap, &budget, &usage), VKF_OK) << vkf_last_error();
+    EXPECT_GT(heap, 0u);
+    EXPECT_GT(budget, 0u);
+    EXPECT_LE(budget, heap);
+    EXPECT_EQ(vkf_context_heap_budget(h.context, nullptr, nullptr, nullptr), VKF_OK);
+    EXPECT_EQ(vkf_context_heap_budget(nullptr, &heap, &budget, &usage), VKF_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ(vkf_session_warmup(h.session), VKF_OK) << vkf_last_error();
+  }  // the caches are written when the context goes
+  size_t spirv = 0, pipeline_caches = 0;
+  for (auto& e : fs::recursive_directory_iterator(dir)) {
+    spirv += e.path().extension() == ".spv";
+    pipeline_caches += e.path().filename().string().find("pipeline") != std::string::npos;
+  }
+  EXPECT_GT(spirv, 0u) << "warm-up filled no SPIR-V cache in " << dir;
+  EXPECT_GT(pipeline_caches, 0u) << "no pipeline cache file in " << dir;
+  {
+    std::lock_guard lock(messages.mutex);
+    bool device_line = false;
+    for (auto& m : messages.text) {
+      device_line |= m.rfind("1 using device", 0) == 0;  // VKF_LOG_INFO
+      EXPECT_LT(m[0], '2') << "a warning or error (a validation message?): " << m;
+    }
+    EXPECT_TRUE(device_line) << "the callback got no 'using device' message (" << messages.text.size() << " messages)";
+  }
+  fs::remove_all(dir);
+}
+
+TEST(CApi, ScoreGivesTeacherForcedLogits) {
+  Handles h;
+  h.open();
+  const uint32_t src[] = {5, 6, 7, 8};
+  uint32_t tokens[16];
+  size_t n = 0;
+  vkf_generate_options o = vkf_generate_options_default();
+  o.max_new_tokens = 6;
+  ASSERT_EQ(vkf_generate(h.session, src, 4, &o, tokens, 16, &n), VKF_OK) << vkf_last_error();
+  ASSERT_GE(n, 2u);
+  // BOS, then the greedy tokens: the argmax of row i must be token i + 1.
+  std::vector<uint32_t> target = {1};
+  target.insert(target.end(), tokens, tokens + n - 1);
+  size_t count = 0;
+  EXPECT_EQ(vkf_score(h.session, src, 4, target.data(), target.size(), nullptr, 0, &count), VKF_ERROR_BUFFER_TOO_SMALL);
+  ASSERT_GT(count, 0u);
+  ASSERT_EQ(count % target.size(), 0u);
+  const size_t vocabulary = count / target.size();
+  std::vector<float> logits(count, std::nanf(""));
+  ASSERT_EQ(vkf_score(h.session, src, 4, target.data(), target.size(), logits.data(), logits.size(), &count), VKF_OK)
+      << vkf_last_error();
+  for (size_t i = 0; i < target.size(); ++i) {
+    const float* row = logits.data() + i * vocabulary;
+    for (size_t v = 0; v < vocabulary; ++v) ASSERT_TRUE(std::isfinite(row[v])) << "row " << i << " id " << v;
+    EXPECT_EQ(size_t(std::max_element(row, row + vocabulary) - row), tokens[i]) << "row " << i;
+  }
+  EXPECT_EQ(vkf_score(nullptr, src, 4, target.data(), 1, logits.data(), logits.size(), &count), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_score(h.session, src, 4, nullptr, 0, logits.data(), logits.size(), &count), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("target is empty"));
+  EXPECT_EQ(vkf_score(h.session, src, 4, target.data(), 1, logits.data(), logits.size(), nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  const uint32_t bad_target[] = {1, 1u << 30};
+  EXPECT_EQ(vkf_score(h.session, src, 4, bad_target, 2, logits.data(), logits.size(), &count), VKF_ERROR_FAILED);
+  EXPECT_TRUE(error_mentions("vocabulary")) << vkf_last_error();
+}
+
+TEST(CApi, SessionStatsCountTheLastGeneration) {
+  Handles h;
+  h.open();
+  vkf_generate_stats st{};
+  EXPECT_EQ(vkf_session_stats(h.session, &st), VKF_ERROR_INVALID_ARGUMENT);  // struct_size unset
+  EXPECT_TRUE(error_mentions("struct_size"));
+  st.struct_size = sizeof st;
+  char out[64];
+  ASSERT_EQ(vkf_translate(h.session, "3/3/98", nullptr, out, sizeof out, nullptr), VKF_OK) << vkf_last_error();
+  ASSERT_EQ(vkf_session_stats(h.session, &st), VKF_OK) << vkf_last_error();
+  EXPECT_EQ(st.tokens, std::strlen("1998-03-03") + 1);  // EOS included
+  EXPECT_GT(st.encode_ms, 0);
+  EXPECT_GT(st.decode_ms, 0);
+  EXPECT_GE(st.submits, 2u);
+  EXPECT_GT(st.dispatches, st.submits);
+  EXPECT_GT(st.dispatches_per_decoder_layer, 0);
+  EXPECT_EQ(vkf_session_stats(nullptr, &st), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_session_stats(h.session, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(CApi, ForecasterFromC) {
+  const std::string dir = std::string(VKF_SOURCE_DIR) + "/samples/forecast";
+  vkf_context* c = nullptr;
+  ASSERT_EQ(vkf_context_create(nullptr, &c), VKF_OK) << vkf_last_error();
+  vkf_forecaster* f = nullptr;
+  EXPECT_EQ(vkf_forecaster_load(c, kDates.c_str(), VKF_PRECISION_FP32, &f), VKF_ERROR_FAILED);  // a seq2seq model
+  EXPECT_NE(std::string(vkf_last_error()), "");
+  EXPECT_EQ(f, nullptr);
+  EXPECT_EQ(vkf_forecaster_load(nullptr, dir.c_str(), VKF_PRECISION_FP32, &f), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_forecaster_load(c, dir.c_str(), VKF_PRECISION_FP32, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(vkf_forecaster_load(c, dir.c_str(), VKF_PRECISION_FP32, &f), VKF_OK) << vkf_last_error();
+  uint32_t window = 0, horizon = 0;
+  ASSERT_EQ(vkf_forecaster_shape(f, &window, &horizon), VKF_OK);
+  EXPECT_EQ(window, 30u);
+  EXPECT_EQ(horizon, 7u);
+  // Two windows: a ramp and a seasonal series; the C answer is the C++ one, value for value.
+  std::vector<float> windows(2 * window);
+  for (uint32_t i = 0; i < window; ++i) {
+    windows[i] = 10.0f + 0.5f * i;
+    windows[window + i] = 20.0f + 5.0f * std::sin(2.0f * 3.14159265f * i / 7.0f);
+  }
+  std::vector<float> out(2 * horizon, std::nanf(""));
+  EXPECT_EQ(vkf_forecast(f, windows.data(), 2, out.data(), out.size() - 1), VKF_ERROR_BUFFER_TOO_SMALL);
+  EXPECT_TRUE(error_mentions("14 floats")) << vkf_last_error();
+  ASSERT_EQ(vkf_forecast(f, windows.data(), 2, out.data(), out.size()), VKF_OK) << vkf_last_error();
+  vkf::Context ctx;
+  const auto expected = vkf::Forecaster::load(ctx, dir)->predict(windows);
+  ASSERT_EQ(expected.size(), out.size());
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-5 * (1 + std::abs(expected[i]))) << i;
+  EXPECT_EQ(vkf_forecast(f, nullptr, 2, out.data(), out.size()), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_forecast(f, windows.data(), 0, out.data(), out.size()), VKF_ERROR_INVALID_ARGUMENT);
+  windows[3] = std::nanf("");
+  EXPECT_EQ(vkf_forecast(f, windows.data(), 1, out.data(), out.size()), VKF_ERROR_FAILED);
+  EXPECT_TRUE(error_mentions("finite")) << vkf_last_error();
+  vkf_forecaster_free(f);
+  vkf_forecaster_free(nullptr);
+  vkf_context_free(c);
 }
 
 // The documented thread rules: one context and one model shared by several threads,

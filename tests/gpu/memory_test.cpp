@@ -104,6 +104,38 @@ TEST_F(Memory, StatsCountAllocatedAndPeakBytes) {
   EXPECT_GE(after.peak, before.allocated + (4 << 20));
 }
 
+// VK_EXT_memory_budget (lavapipe offers it): the heap's budget and this process's use
+// of it are reported, and the use grows when vkformer takes a block of its own.
+TEST_F(Memory, HeapBudgetIsReportedWhereTheDriverOffersIt) {
+  const HeapBudget before = ctx().heap_budget();
+  EXPECT_GT(before.heap_size, 0u);
+  EXPECT_GT(before.budget, 0u);
+  if (!ctx().capabilities().memory_budget) GTEST_SKIP() << "no VK_EXT_memory_budget on this device";
+  ASSERT_TRUE(before.reported);
+  EXPECT_LE(before.budget, before.heap_size);
+  Buffer big = ctx().buffer(96 << 20, "big");  // past half a block: a block of its own
+  std::vector<uint8_t> ones(96 << 20, 1);
+  ctx().upload(big, ones.data(), ones.size());
+  const HeapBudget during = ctx().heap_budget();
+  EXPECT_GE(during.usage, before.usage + (96 << 20)) << "usage " << before.usage << " -> " << during.usage;
+}
+
+// The rule the allocator applies before each device block.
+TEST(HeapBudgetRule, BlocksPastTheDriversBudgetAreRefusedWithTheFigures) {
+  HeapBudget b;
+  b.heap_size = 8ull << 30;
+  b.budget = 6ull << 30;
+  b.usage = (6ull << 30) - (64ull << 20);
+  EXPECT_EQ(over_heap_budget(b, 64ull << 20), "");  // exactly to the budget
+  b.reported = true;
+  EXPECT_EQ(over_heap_budget(b, 64ull << 20), "");
+  const std::string why = over_heap_budget(b, (64ull << 20) + 1);
+  EXPECT_NE(why.find("6144.0 MiB budget"), std::string::npos) << why;
+  EXPECT_NE(why.find("within_heap_budget"), std::string::npos) << why;
+  b.reported = false;  // no VK_EXT_memory_budget: nothing to go by
+  EXPECT_EQ(over_heap_budget(b, 1ull << 40), "");
+}
+
 TEST_F(Memory, SuballocationsDoNotOverlap) {
   std::vector<Buffer> bufs;
   for (uint32_t i = 0; i < 40; ++i) bufs.push_back(ctx().buffer(1000 + 37 * i, "piece"));

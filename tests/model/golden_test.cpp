@@ -152,7 +152,9 @@ TEST_F(GpuTest, DecodeStepIsRecordedOnceAndReplayed) {
   Session s(model);
   auto count = [&](uint32_t tokens) {
     const auto before = ctx().counters();
-    auto out = s.generate({{3, 4, 5}, {6}}, {.max_new_tokens = tokens, .stop_at_eos = false, .max_steps_per_submit = 1});
+    // No time budget: the encoder in one submit (EncoderSubmitsFitTheTimeBudget tests the pieces).
+    auto out = s.generate({{3, 4, 5}, {6}},
+                          {.max_new_tokens = tokens, .stop_at_eos = false, .submit_budget_ms = 0, .max_steps_per_submit = 1});
     EXPECT_EQ(out[0].size(), tokens);
     const auto after = ctx().counters();
     return std::make_pair(after.recordings - before.recordings, after.submits - before.submits);
@@ -186,6 +188,28 @@ TEST_F(GpuTest, CountersPerTokenAtBatchOne) {
   // With the default 2 ms budget a slow device keeps one step per submit; a fast one
   // packs more. Either way the tokens are the same.
   EXPECT_EQ(s.generate({{3, 4, 5}}, {.max_new_tokens = 64, .stop_at_eos = false}), out);
+}
+
+// The GPU-time budget bounds the encoder's submits too: once an encode has been timed,
+// a budget smaller than one layer puts each encoder layer (and the final norm with the
+// cross K/V) in a submit of its own, with the same answers.
+TEST_F(GpuTest, EncoderSubmitsFitTheTimeBudget) {
+  const std::string dir = golden_dir() + "/case_2";
+  if (!fs::exists(dir + "/golden.json")) GTEST_SKIP() << "no goldens";
+  auto model = Model::load(ctx(), dir);
+  const uint32_t layers = model->config().num_encoder_layers;
+  ASSERT_GE(layers, 2u) << "case_2 should have several encoder layers";
+  Session s(model);
+  const std::vector<std::vector<uint32_t>> src = {{3, 4, 5, 6, 7}};
+  GenerateOptions whole{.max_new_tokens = 4, .stop_at_eos = false, .submit_budget_ms = 0, .max_steps_per_submit = 1};
+  const auto want = s.generate(src, whole);
+  const uint64_t whole_submits = s.last_stats().submits;
+  GenerateOptions tiny = whole;
+  tiny.submit_budget_ms = 1e-6f;  // less than any layer takes
+  EXPECT_EQ(s.generate(src, tiny), want);  // the first encode timed it
+  EXPECT_EQ(s.last_stats().submits, whole_submits + layers) << "one submit per encoder layer, and one for the rest";
+  EXPECT_EQ(s.generate(src, whole), want);
+  EXPECT_EQ(s.last_stats().submits, whole_submits) << "no budget: the encoder in one submit";
 }
 
 // Load once, generate from several threads at once, a session each: same answers as alone.
