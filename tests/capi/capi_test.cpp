@@ -231,6 +231,36 @@ TEST(CApi, BorrowedDeviceFromC) {
   EXPECT_TRUE(error_mentions("instance is null")) << vkf_last_error();
 }
 
+// A device that lacks what a request needs: fp16 weights on a device the app created
+// without 16-bit storage fail with a message naming the feature; fp32 still works.
+TEST(CApi, ADeviceWithoutARequiredFeatureIsAClearError) {
+  vkf::test::AppVulkan app(false);
+  ASSERT_TRUE(app.device);
+  vkf_borrowed_vulkan b{};
+  b.struct_size = sizeof b;
+  b.instance = app.instance;
+  b.api_version = VK_API_VERSION_1_1;
+  b.physical_device = app.physical;
+  b.device = app.device;
+  b.queue_family = app.family;
+  b.queue = app.queue;
+  b.enabled_features = &app.features;
+  {
+    Handles h;
+    ASSERT_EQ(vkf_context_create_borrowed(&b, &h.context), VKF_OK) << vkf_last_error();
+    EXPECT_EQ(vkf_model_load(h.context, kDates.c_str(), VKF_PRECISION_FP16, &h.model), VKF_ERROR_FAILED);
+    EXPECT_TRUE(error_mentions("16-bit storage")) << vkf_last_error();
+    EXPECT_EQ(h.model, nullptr);
+    ASSERT_EQ(vkf_model_load(h.context, kDates.c_str(), VKF_PRECISION_FP32, &h.model), VKF_OK) << vkf_last_error();
+    ASSERT_EQ(vkf_session_create(h.model, &h.session), VKF_OK) << vkf_last_error();
+    char out[64];
+    ASSERT_EQ(vkf_translate(h.session, "3/3/98", nullptr, out, sizeof out, nullptr), VKF_OK) << vkf_last_error();
+    EXPECT_STREQ(out, "1998-03-03");
+  }
+  app.destroy();
+  EXPECT_EQ(app.messages.load(), 0) << "validation: " << app.last_message;
+}
+
 // A frame loop's use: start a job, poll it each frame, take the result. The calls made
 // on this thread never wait for the GPU (the job's thread does).
 TEST(CApi, JobsRunWithoutBlockingTheCaller) {
