@@ -20,6 +20,18 @@ layout(std430, set = 0, binding = 6) writeonly buffer BufC2 { store_t C2[]; };  
 #include "gemm_flags.h"  // flag bits shared with lib/ops/gemm.cpp
 const uint FLAG_TRANS_A = GEMM_FLAG_TRANS_A, FLAG_TRANS_B = GEMM_FLAG_TRANS_B;
 const uint FLAG_BIAS = GEMM_FLAG_BIAS, FLAG_RESIDUAL = GEMM_FLAG_RESIDUAL, FLAG_STEP_ROWS = GEMM_FLAG_STEP_ROWS;
+const uint FLAG_NORM_A = GEMM_FLAG_NORM_A, FLAG_NORM_R = GEMM_FLAG_NORM_R;
+
+#ifdef GEMM_NORM
+// A folded LayerNorm's weights, and the statistics of the rows it normalises (each
+// workgroup computes them for its own rows before the product: a few KB of reads).
+layout(std430, set = 0, binding = 7) readonly buffer NormGamma { store_t norm_gamma[]; };
+layout(std430, set = 0, binding = 8) readonly buffer NormBeta { store_t norm_beta[]; };
+float norm_mean[GEMM_SMALL_M_MAX_M], norm_rstd[GEMM_SMALL_M_MAX_M];
+float normalized(float v, uint m, uint i) {
+  return (v - norm_mean[m]) * norm_rstd[m] * float(norm_gamma[i]) + float(norm_beta[i]);
+}
+#endif
 
 // Batches are two-level, (outer, inner) = (batch item, head), each operand with its
 // own element strides, so per-head views of [B, L, H*d] tensors need no copies.
@@ -35,6 +47,7 @@ layout(push_constant) uniform Push {
   // stride_c2), e.g. a fused QKV projection's queries to scratch and its keys and
   // values to a cache. 0: no split.
   uint split_n, ldc2, stride_c2, base_c2;
+  float norm_eps;  // FLAG_NORM_A / FLAG_NORM_R
 } pc;
 
 bool flag(uint f) { return (pc.flags & f) != 0u; }
@@ -55,7 +68,13 @@ void store_c(uint z, uint m, uint n, float acc) {
   float v = pc.alpha * acc;
   if (flag(FLAG_BIAS)) v += float(bias[n]);
   v = activate_flagged(v);
-  if (flag(FLAG_RESIDUAL)) v += float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + n]);
+  if (flag(FLAG_RESIDUAL)) {
+    float r = float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + n]);
+#ifdef GEMM_NORM
+    if (flag(FLAG_NORM_R)) r = normalized(r, m, n);  // post-norm: the residual is the previous sublayer's LN
+#endif
+    v += r;
+  }
   // Decoding: row m of this step's product is row step + m of the output that is a
   // cache of positions (C2 when the output is split, else C).
   const uint step_row = flag(FLAG_STEP_ROWS) ? step_state[DECODE_STEP_WORD] + m : m;

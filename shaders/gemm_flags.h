@@ -15,6 +15,10 @@
 #define GEMM_ACT_GELU 2u       // erf form
 #define GEMM_ACT_GELU_TANH 3u  // tanh approximation
 #define GEMM_FLAG_STEP_ROWS 64u  // C's rows start at the decode step's row (DECODE_STEP_WORD)
+// LayerNorm folded into the decode-step kernel (gemm_small_m.comp): the rows of A, or
+// of the residual, are normalised with the norm's gamma and beta as they are read.
+#define GEMM_FLAG_NORM_A 128u
+#define GEMM_FLAG_NORM_R 256u
 
 // gemm_small_m.comp: products with at most this many rows of C take the decode-step
 // kernel, which keeps MAX_M accumulators per invocation.

@@ -12,6 +12,7 @@
 #include "types.glsl"
 #include "activations.glsl"
 
+#define GEMM_NORM  // FLAG_NORM_A, FLAG_NORM_R: bindings 7 and 8
 #ifdef VEC4_K
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
@@ -34,12 +35,77 @@ layout(local_size_x = WG_SIZE) in;
 #ifdef SUBGROUP_REDUCE
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+// The folded LayerNorm's statistics, per subgroup (no barriers).
+float norm_sum(float v) { return subgroupAdd(v); }
+#define NORM_LANE gl_SubgroupInvocationID
+#define NORM_LANES gl_SubgroupSize
+#else
+shared float partial[WG_SIZE];
+float norm_sum(float v) {
+  const uint tid = gl_LocalInvocationID.x;
+  partial[tid] = v;
+  barrier();
+  for (uint s = WG_SIZE / 2; s > 0; s >>= 1) {
+    if (tid < s) partial[tid] += partial[tid + s];
+    barrier();
+  }
+  const float r = partial[0];
+  barrier();
+  return r;
+}
+#define NORM_LANE gl_LocalInvocationID.x
+#define NORM_LANES WG_SIZE
+#endif
+
+// Element i of the row m that the folded norm normalises: A's (K values) or the
+// residual's (N values).
+float norm_input(uint z, uint m, uint i) {
+  if (flag(FLAG_NORM_R)) return float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + i]);
+  const uint at = offset_a(z) + m * pc.lda + i;
+#ifdef VEC4_K
+  return float(A4[at / 4][at % 4]);
+#else
+  return float(A[at]);
+#endif
+}
+
+// Mean and 1/std of each row, the variance around the mean in a second pass (as
+// layer_norm.comp: E[v^2] - mean^2 cancels catastrophically when |mean| >> std).
+void norm_statistics(uint z) {
+  const uint count = flag(FLAG_NORM_R) ? pc.N : pc.K;
+  for (uint m = 0; m < MAX_M; ++m) {
+    norm_mean[m] = 0.0;
+    norm_rstd[m] = 0.0;
+    if (m >= pc.M) continue;  // uniform
+    float s = 0.0;
+    for (uint i = NORM_LANE; i < count; i += NORM_LANES) s += norm_input(z, m, i);
+    const float mean = norm_sum(s) / float(count);
+    float q = 0.0;
+    for (uint i = NORM_LANE; i < count; i += NORM_LANES) {
+      const float d = norm_input(z, m, i) - mean;
+      q += d * d;
+    }
+    norm_mean[m] = mean;
+    norm_rstd[m] = inversesqrt(norm_sum(q) / float(count) + pc.norm_eps);
+  }
+}
+
+#ifndef VEC4_K
+// Element (m, k) of A as the product reads it: normalised when the norm is folded in.
+float a_read(uint a_off, uint m, uint k) {
+  const float v = a_at(a_off, m, k);
+  return flag(FLAG_NORM_A) ? normalized(v, m, k) : v;
+}
+#endif
+
+#ifdef SUBGROUP_REDUCE
 
 void main() {
   const uint z = gl_WorkGroupID.z;
   const uint a_off = offset_a(z), b_off = offset_b(z);
   const uint lane = gl_SubgroupInvocationID;
   const uint n0 = (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * COLS;
+  if (flag(FLAG_NORM_A | FLAG_NORM_R)) norm_statistics(z);
   uint cols[COLS];
   for (uint c = 0; c < COLS; ++c) cols[c] = min(n0 + c, pc.N - 1);  // clamped: loads stay in bounds
   float acc[MAX_M * COLS];
@@ -49,6 +115,13 @@ void main() {
   for (uint k = lane; k < K4; k += gl_SubgroupSize) {
     vec4 a[MAX_M];
     for (uint m = 0; m < MAX_M; ++m) a[m] = m < pc.M ? vec4(A4[a_off / 4 + m * lda4 + k]) : vec4(0.0);
+    if (flag(FLAG_NORM_A)) {
+      const uint k0 = 4 * k;
+      const vec4 g = vec4(norm_gamma[k0], norm_gamma[k0 + 1], norm_gamma[k0 + 2], norm_gamma[k0 + 3]);
+      const vec4 be = vec4(norm_beta[k0], norm_beta[k0 + 1], norm_beta[k0 + 2], norm_beta[k0 + 3]);
+      for (uint m = 0; m < MAX_M; ++m)
+        if (m < pc.M) a[m] = (a[m] - norm_mean[m]) * norm_rstd[m] * g + be;
+    }
     for (uint c = 0; c < COLS; ++c) {
       vec4 b = vec4(B4[b_off / 4 + cols[c] * ldb4 + k]);
       for (uint m = 0; m < MAX_M; ++m) acc[m * COLS + c] += dot(a[m], b);
@@ -57,7 +130,7 @@ void main() {
 #else
   for (uint k = lane; k < pc.K; k += gl_SubgroupSize) {
     float a[MAX_M];
-    for (uint m = 0; m < MAX_M; ++m) a[m] = m < pc.M ? a_at(a_off, m, k) : 0.0;
+    for (uint m = 0; m < MAX_M; ++m) a[m] = m < pc.M ? a_read(a_off, m, k) : 0.0;
     for (uint c = 0; c < COLS; ++c) {
       float b = float(B[b_off + cols[c] * pc.ldb + k]);
       for (uint m = 0; m < MAX_M; ++m) acc[m * COLS + c] = fma(a[m], b, acc[m * COLS + c]);
@@ -73,13 +146,12 @@ void main() {
 
 #else
 
-shared float partial[WG_SIZE];
-
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint z = gl_WorkGroupID.z;
   const uint a_off = offset_a(z);
   const uint b_off = offset_b(z);
+  if (flag(FLAG_NORM_A | FLAG_NORM_R)) norm_statistics(z);  // the whole workgroup, before any return
   float acc[MAX_M];
   for (uint m = 0; m < MAX_M; ++m) acc[m] = 0.0;
 
@@ -91,7 +163,7 @@ void main() {
       for (uint k = lane; k < pc.K; k += LANES) {
         float b = float(B[b_off + n * pc.ldb + k]);
         for (uint m = 0; m < MAX_M; ++m)
-          if (m < pc.M) acc[m] = fma(a_at(a_off, m, k), b, acc[m]);
+          if (m < pc.M) acc[m] = fma(a_read(a_off, m, k), b, acc[m]);
       }
     }
     for (uint m = 0; m < MAX_M; ++m) {
@@ -110,7 +182,7 @@ void main() {
     for (uint k = 0; k < pc.K; ++k) {
       float b = float(B[b_off + k * pc.ldb + n]);
       for (uint m = 0; m < MAX_M; ++m)
-        if (m < pc.M) acc[m] = fma(a_at(a_off, m, k), b, acc[m]);
+        if (m < pc.M) acc[m] = fma(a_read(a_off, m, k), b, acc[m]);
     }
     for (uint m = 0; m < MAX_M; ++m)
       if (m < pc.M) store_c(z, m, n, acc[m]);

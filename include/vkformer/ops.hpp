@@ -35,6 +35,13 @@ struct GemmSplit {
 // with trans_a), B is [K, N] (or [N, K] with trans_b, like a Linear weight), C and the
 // residual are [M, N], bias is [N]. Leading dimensions of 0 mean packed. There are
 // batch * heads products, operand (b, h) at b * strides.outer + h * strides.inner.
+// A LayerNorm folded into a decode-step product (M <= 4 rows, B a Linear weight [N, K],
+// one batch of heads): the rows of A (NormOf::A: x W^T with x = LN(a)) or of the
+// residual (NormOf::Residual: + LN(r), post-norm's residual) are normalised as they are
+// read, with gemm()'s `norm` gamma and beta and Gemm::norm_eps, so no layer_norm
+// dispatch runs before the product.
+enum class NormOf { None, A, Residual };
+
 struct Gemm {
   uint32_t M = 1, N = 1, K = 1;
   bool trans_a = false, trans_b = false;
@@ -44,6 +51,13 @@ struct Gemm {
   uint32_t batch = 1, heads = 1;
   Strides stride_a, stride_b, stride_c, stride_r;
   GemmSplit split;
+  NormOf norm_of = NormOf::None;
+  float norm_eps = 1e-5f;
+};
+
+// A LayerNorm's weights, [cols] each.
+struct NormWeights {
+  BufferView gamma, beta;
 };
 
 // y = softmax(scale * x + mask) over the last axis of a [rows, cols] matrix. The
@@ -136,7 +150,8 @@ class Ops {
 
   void gemm(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b, const BufferView& c,
             const std::optional<BufferView>& bias = {}, const std::optional<BufferView>& residual = {},
-            const std::optional<DecodeStep>& step = {}, const std::optional<BufferView>& split_out = {});
+            const std::optional<DecodeStep>& step = {}, const std::optional<BufferView>& split_out = {},
+            const std::optional<NormWeights>& norm = {});
   void softmax(CommandList& cl, const Softmax& s, const BufferView& x, const BufferView& y,
                const std::optional<BufferView>& mask = {});
   void layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, const BufferView& gamma,

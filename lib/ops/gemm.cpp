@@ -49,8 +49,9 @@ struct GemmPush {
   uint32_t flags;
   uint32_t base_a, base_b, base_c, base_r;
   uint32_t split_n, ldc2, stride_c2, base_c2;
+  float norm_eps;
 };
-static_assert(sizeof(GemmPush) == 104, "matches Push in shaders/gemm_common.glsl");
+static_assert(sizeof(GemmPush) == 108, "matches Push in shaders/gemm_common.glsl");
 
 constexpr uint32_t kSmallM = GEMM_SMALL_M_MAX_M;  // MAX_M of gemm_small_m.comp
 static_assert(uint32_t(Activation::Relu) == GEMM_ACT_RELU && uint32_t(Activation::Gelu) == GEMM_ACT_GELU &&
@@ -65,7 +66,8 @@ uint32_t narrow(uint64_t v, const char* what) {
 
 void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b, const BufferView& c,
                const std::optional<BufferView>& bias, const std::optional<BufferView>& residual,
-               const std::optional<DecodeStep>& step, const std::optional<BufferView>& split_out) {
+               const std::optional<DecodeStep>& step, const std::optional<BufferView>& split_out,
+               const std::optional<NormWeights>& norm) {
   Gemm g = g0;
   if (g.M == 0 || g.N == 0 || g.K == 0 || g.batch == 0 || g.heads == 0)
     throw Error("gemm: M, N, K, batch and heads must be at least 1 (got M=" + std::to_string(g.M) +
@@ -101,20 +103,38 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   if (step) need_step(*step, "gemm");
   if (bias) need(*bias, g.N, "gemm", "bias");
   if (residual) need(*residual, last(g.stride_r) + (uint64_t(g.M) - 1) * g.ldr + g.N, "gemm", "residual");
+  if (g.norm_of != NormOf::None) {
+    if (!norm) throw Error("gemm: a folded LayerNorm needs its gamma and beta");
+    if (g.M > kSmallM || !g.trans_b || g.trans_a || g.heads != 1)
+      throw Error("gemm: a LayerNorm folds only into a decode-step product (M <= " + std::to_string(kSmallM) +
+                  ", B a Linear weight, no transposed A, heads = 1)");
+    if (g.norm_of == NormOf::Residual && !residual) throw Error("gemm: a norm of the residual needs a residual");
+    if (!(g.norm_eps >= 0)) throw Error("gemm: norm_eps must be a non-negative number");
+    const uint32_t cols = g.norm_of == NormOf::A ? g.K : g.N;
+    need(norm->gamma, cols, "gemm", "norm gamma");
+    need(norm->beta, cols, "gemm", "norm beta");
+  } else if (norm) {
+    throw Error("gemm: norm weights were given but Gemm::norm_of is None");
+  }
 
   const uint32_t flags = (g.trans_a ? GEMM_FLAG_TRANS_A : 0u) | (g.trans_b ? GEMM_FLAG_TRANS_B : 0u) |
                          (bias ? GEMM_FLAG_BIAS : 0u) | (residual ? GEMM_FLAG_RESIDUAL : 0u) |
-                         (step ? GEMM_FLAG_STEP_ROWS : 0u) | (uint32_t(g.act) << GEMM_ACT_SHIFT);
+                         (step ? GEMM_FLAG_STEP_ROWS : 0u) | (uint32_t(g.act) << GEMM_ACT_SHIFT) |
+                         (g.norm_of == NormOf::A ? GEMM_FLAG_NORM_A : 0u) |
+                         (g.norm_of == NormOf::Residual ? GEMM_FLAG_NORM_R : 0u);
   GemmPush push{g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.ldr, g.heads,
                 {narrow(g.stride_a.outer, "stride"), narrow(g.stride_a.inner, "stride")},
                 {narrow(g.stride_b.outer, "stride"), narrow(g.stride_b.inner, "stride")},
                 {narrow(g.stride_c.outer, "stride"), narrow(g.stride_c.inner, "stride")},
                 {narrow(g.stride_r.outer, "stride"), narrow(g.stride_r.inner, "stride")},
-                g.alpha, flags, 0, 0, 0, 0, sp.column, ldc2, narrow(sp.stride, "stride"), 0};
+                g.alpha, flags, 0, 0, 0, 0, sp.column, ldc2, narrow(sp.stride, "stride"), 0, g.norm_eps};
   const Placed pa = place(a, "gemm"), pb = place(b, "gemm"), pc = place(c, "gemm");
   const Placed pbias = place(bias ? *bias : a, "gemm"), pr = place(residual ? *residual : a, "gemm");
   const Placed pc2 = place(split_out ? *split_out : c, "gemm");
   if (pbias.base) throw Error("gemm: the bias view must start at a descriptor-aligned offset");
+  const Placed pgamma = place(norm ? norm->gamma : a, "gemm"), pbeta = place(norm ? norm->beta : a, "gemm");
+  if (norm && (pgamma.base || pbeta.base))
+    throw Error("gemm: the norm's gamma and beta must start at descriptor-aligned offsets");
   push.base_a = pa.base;
   push.base_b = pb.base;
   push.base_c = pc.base;
@@ -138,13 +158,13 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                         push.stride_b[1] % 4 == 0;
       Defines d = {{"SUBGROUP_REDUCE", "1"}, {"WG_SIZE", std::to_string(wg)}, {"COLS", std::to_string(cols)}};
       if (vec4) d.emplace_back("VEC4_K", "1");
-      k = kernel("gemm_small_m.comp", d, 7, sizeof push);
+      k = kernel("gemm_small_m.comp", d, 9, sizeof push);
       const uint32_t per_group = wg / caps.subgroup_size * cols;
       groups = {(g.N + per_group - 1) / per_group, 1, batches};
     } else {
       const uint32_t wg = std::min<uint32_t>(256, caps.max_workgroup_invocations);
       const uint32_t lanes = std::min<uint32_t>(32, wg);
-      k = kernel("gemm_small_m.comp", {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}}, 7,
+      k = kernel("gemm_small_m.comp", {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}}, 9,
                  sizeof push);
       const uint32_t cols = g.trans_b ? wg / lanes : wg;
       groups = {(g.N + cols - 1) / cols, 1, batches};
@@ -163,12 +183,19 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
     groups = {(g.N + t.bn - 1) / t.bn, (g.M + t.bm - 1) / t.bm, batches};
     label = "gemm";
   }
+  const bool small = label == "gemm_small_m";
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
   // Absent operands are bound to A (or C) as placeholders; the kernel never touches them.
-  cl.dispatch(k, groups,
-              {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view),
-               in(step ? step->state : pa.view), out(pc2.view)},
-              push, label);
+  const BufferView step_view = step ? step->state : pa.view;
+  if (small)  // + the folded norm's gamma and beta
+    cl.dispatch(k, groups,
+                {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step_view), out(pc2.view),
+                 in(pgamma.view), in(pbeta.view)},
+                push, label);
+  else
+    cl.dispatch(k, groups,
+                {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step_view), out(pc2.view)},
+                push, label);
 }
 
 }  // namespace vkf

@@ -171,6 +171,87 @@ TEST_P(GemmTest, WritesAtTheDecodeStepRow) {
   cl2.submit();
 }
 
+// LayerNorm folded into the decode-step product: y = LN(a) W^T + b (NormOf::A, the
+// pre-norm sublayer's input and every post-norm consumer) and y = a W^T + b + LN(r)
+// (NormOf::Residual, post-norm's residual), against LN then GEMM in double precision.
+// Rows hold values in [1, 3] (mean far from 0: the variance must be taken around the
+// mean) at awkward widths, vec4 and scalar loads (K % 4), M = 1 to 4, batched items.
+// Tolerance: the statistics are fp32 sums over at most ~1000 values (relative error
+// ~1e-6 of the normalised values, amplified by |mean| / std ~ 4), so the GEMM's 1e-5 of
+// sum |a'_k b_k| still holds; fp16 rounds the stored result (1e-3 of |c|).
+TEST_P(GemmTest, FoldedLayerNormOfAOrOfTheResidual) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t shapes[][3] = {{1, 67, 45}, {3, 17, 256}, {4, 255, 1000}, {2, 1000, 3}, {1, 1, 1}, {1, 3, 1024}};
+  for (auto& s : shapes)
+    for (NormOf where : {NormOf::A, NormOf::Residual}) {
+      const uint32_t M = s[0], N = s[1], K = s[2], batch = 2;
+      SCOPED_TRACE("M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+                   (where == NormOf::A ? " norm of A" : " norm of the residual"));
+      Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .act = Activation::Relu, .batch = batch};
+      g.stride_a = {uint64_t(M) * K, 0};
+      g.stride_c = g.stride_r = {uint64_t(M) * N, 0};
+      g.norm_of = where;
+      g.norm_eps = 1e-5f;
+      const uint32_t cols = where == NormOf::A ? K : N;
+      auto A = random_values(size_t(batch) * M * K, rng, 1, 3), W = random_values(size_t(N) * K, rng);
+      auto bias = random_values(N, rng), R = random_values(size_t(batch) * M * N, rng, 1, 3);
+      auto gamma = random_values(cols, rng, 0.5, 1.5), beta = random_values(cols, rng);
+      for (auto* v : {&A, &W, &bias, &R, &gamma, &beta})
+        for (auto& x : *v) x = stored(x, dtype());
+      const LayerNorm ln{.rows = batch * M, .cols = cols, .eps = g.norm_eps};
+      Gemm plain = g;
+      plain.norm_of = NormOf::None;
+      const auto want = where == NormOf::A ? ref::gemm(plain, ref::layer_norm(ln, A, gamma, beta, nullptr), W, &bias, &R)
+                                           : ref::gemm(plain, A, W, &bias, &R);
+      const auto normed_r = ref::layer_norm(ln, R, gamma, beta, nullptr);
+      const auto want_r = where == NormOf::Residual ? ref::gemm(plain, A, W, &bias, &normed_r) : want;
+      Buffer a = upload_as(ctx(), A, dtype(), "A"), w = upload_as(ctx(), W, dtype(), "W");
+      Buffer bb = upload_as(ctx(), bias, dtype(), "bias"), r = upload_as(ctx(), R, dtype(), "R");
+      Buffer gm = upload_as(ctx(), gamma, dtype(), "gamma"), bt = upload_as(ctx(), beta, dtype(), "beta");
+      Buffer c = poisoned(ctx(), want_r.c.size(), dtype(), "C");
+      Ops o = ops();
+      auto cl = ctx().command_list();
+      o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), r.view(), std::nullopt, std::nullopt,
+             NormWeights{gm.view(), bt.view()});
+      cl.submit();
+      std::vector<double> scale(want_r.c.size());
+      const double store = dtype() == DType::F16 ? 1e-3 : 0;
+      for (size_t i = 0; i < scale.size(); ++i) scale[i] = want_r.scale[i] + (store / 1e-5) * std::abs(want_r.c[i]);
+      EXPECT_TRUE(close(download_as(ctx(), c, want_r.c.size(), dtype()), want_r.c, scale, 1e-5,
+                        dtype() == DType::F16 ? 6e-8 : 1e-30));
+    }
+}
+
+TEST_P(GemmTest, FoldedLayerNormMisuseIsAClearError) {
+  Buffer x = ctx().buffer(64 * 64 * 4, "x");
+  Ops o = ops();
+  auto cl = ctx().command_list();
+  const NormWeights nw{x.view(), x.view()};
+  auto message = [&](const Gemm& g, std::optional<NormWeights> w, bool residual) {
+    try {
+      o.gemm(cl, g, x.view(), x.view(), x.view(), std::nullopt, residual ? std::optional(x.view()) : std::nullopt,
+             std::nullopt, std::nullopt, w);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Gemm g{.M = 1, .N = 8, .K = 8, .trans_b = true, .norm_of = NormOf::A};
+  EXPECT_NE(message(g, std::nullopt, false).find("needs its gamma and beta"), std::string::npos);
+  Gemm big = g;
+  big.M = 5;  // the tiled kernel has no folded norm
+  EXPECT_NE(message(big, nw, false).find("decode-step product"), std::string::npos);
+  Gemm res = g;
+  res.norm_of = NormOf::Residual;
+  EXPECT_NE(message(res, nw, false).find("needs a residual"), std::string::npos);
+  Gemm none = g;
+  none.norm_of = NormOf::None;
+  EXPECT_NE(message(none, nw, false).find("norm_of is None"), std::string::npos);
+  cl.submit();
+}
+
 // A split output: columns [split, N) go to a second buffer with its own layout (a
 // fused QKV projection: queries to scratch, keys and values to a cache), at awkward
 // shapes, both GEMM kernels (M <= 4 and the tiled one), with and without a decode step
