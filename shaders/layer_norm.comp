@@ -2,7 +2,9 @@
 // y = (v - mean) / sqrt(var + eps) * gamma + beta with v = x (+ r); one workgroup per
 // row. The variance is taken around the mean in a second pass (not E[v^2] - mean^2,
 // which cancels catastrophically when |mean| >> std). With FLAG_WRITE_SUM the sum
-// v = x + r is also stored, for pre-norm blocks that keep the residual stream.
+// v = x + r is also stored, for pre-norm blocks that keep the residual stream. With
+// FLAG_NORM_IN, v = LN_in(x) first (another norm's gamma_in, beta_in, the same eps): a
+// post-norm decoder's last layer norm and the final norm in one dispatch.
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
 
@@ -18,18 +20,26 @@ layout(std430, set = 0, binding = 2) readonly buffer Beta { store_t beta[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Y { store_t y[]; };
 layout(std430, set = 0, binding = 4) readonly buffer R { store_t r[]; };      // FLAG_RESIDUAL
 layout(std430, set = 0, binding = 5) writeonly buffer S { store_t sum_out[]; };  // FLAG_WRITE_SUM
+layout(std430, set = 0, binding = 6) readonly buffer GammaIn { store_t gamma_in[]; };  // FLAG_NORM_IN
+layout(std430, set = 0, binding = 7) readonly buffer BetaIn { store_t beta_in[]; };    // FLAG_NORM_IN
 
-const uint FLAG_RESIDUAL = 1u, FLAG_WRITE_SUM = 2u;
+const uint FLAG_RESIDUAL = 1u, FLAG_WRITE_SUM = 2u, FLAG_NORM_IN = 4u;
 layout(push_constant) uniform Push {
   uint rows, cols;
   float eps;
   uint flags;
 } pc;
 
-float value(uint i) {
+float raw(uint i) {
   float v = float(x[i]);
   if ((pc.flags & FLAG_RESIDUAL) != 0u) v += float(r[i]);
   return v;
+}
+
+float mean_in = 0.0, rstd_in = 0.0;  // FLAG_NORM_IN: the inner norm's statistics of this row
+float value(uint i, uint c) {
+  const float v = raw(i);
+  return (pc.flags & FLAG_NORM_IN) != 0u ? (v - mean_in) * rstd_in * float(gamma_in[c]) + float(beta_in[c]) : v;
 }
 
 void main() {
@@ -37,17 +47,28 @@ void main() {
   if (row >= pc.rows) return;
   const uint tid = gl_LocalInvocationID.x, base = row * pc.cols;
 
+  if ((pc.flags & FLAG_NORM_IN) != 0u) {
+    float s0 = 0.0;
+    for (uint c = tid; c < pc.cols; c += WG_SIZE) s0 += raw(base + c);
+    mean_in = workgroup_sum(s0) / float(pc.cols);
+    float q0 = 0.0;
+    for (uint c = tid; c < pc.cols; c += WG_SIZE) {
+      float d = raw(base + c) - mean_in;
+      q0 += d * d;
+    }
+    rstd_in = inversesqrt(workgroup_sum(q0) / float(pc.cols) + pc.eps);
+  }
   float s = 0.0;
-  for (uint c = tid; c < pc.cols; c += WG_SIZE) s += value(base + c);
+  for (uint c = tid; c < pc.cols; c += WG_SIZE) s += value(base + c, c);
   const float mean = workgroup_sum(s) / float(pc.cols);
   float q = 0.0;
   for (uint c = tid; c < pc.cols; c += WG_SIZE) {
-    float d = value(base + c) - mean;
+    float d = value(base + c, c) - mean;
     q += d * d;
   }
   const float rstd = inversesqrt(workgroup_sum(q) / float(pc.cols) + pc.eps);
   for (uint c = tid; c < pc.cols; c += WG_SIZE) {
-    float v = value(base + c);
+    float v = value(base + c, c);
     if ((pc.flags & FLAG_WRITE_SUM) != 0u) sum_out[base + c] = store_t(v);
     y[base + c] = store_t((v - mean) * rstd * float(gamma[c]) + float(beta[c]));
   }

@@ -74,7 +74,9 @@ struct Softmax {
 };
 
 // y = (x [+ r] - mean) / sqrt(var + eps) * gamma + beta over rows of `cols`; with a
-// residual r, the sum x + r can also be written out (pre-norm blocks keep it).
+// residual r, the sum x + r can also be written out (pre-norm blocks keep it). With an
+// inner norm, x [+ r] is first normalised by it (same eps): y = LN(LN_inner(x)), a
+// post-norm decoder's last layer norm and its final norm in one dispatch.
 struct LayerNorm {
   uint32_t rows = 1, cols = 1;
   float eps = 1e-5f;
@@ -156,7 +158,7 @@ class Ops {
                const std::optional<BufferView>& mask = {});
   void layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, const BufferView& gamma,
                   const BufferView& beta, const BufferView& y, const std::optional<BufferView>& residual = {},
-                  const std::optional<BufferView>& sum_out = {});
+                  const std::optional<BufferView>& sum_out = {}, const std::optional<NormWeights>& inner = {});
   // key_padding_mask: additive [batch, kv_len] (0 keeps a key, -inf drops it).
   void attention(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k, const BufferView& v,
                  const BufferView& o, const std::optional<BufferView>& key_padding_mask = {},
