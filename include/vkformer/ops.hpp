@@ -170,7 +170,8 @@ class Ops {
   // Whether the fused kernel fits this device for this head dimension (models check it
   // when they load: decoding has no other path).
   bool fused_attention_fits(uint32_t head_dim) const;
-  static constexpr uint32_t kMaxFusedHeadDim = 128;  // q and o live in registers: 2 * head_dim floats
+  static constexpr uint32_t kMaxFusedHeadDim = 128;
+  static constexpr uint32_t kMaxFoldedNormRows = 4;  // Gemm::norm_of: products of at most this many rows  // q and o live in registers: 2 * head_dim floats
 
   // out[r, :] = table[ids[r], :] * scale + pe[position_offset + r % seq_len, :], with pe
   // an fp32 [positions, dim] table (sinusoidal_positions) or none. ids are uint32; an

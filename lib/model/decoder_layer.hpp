@@ -29,4 +29,18 @@ struct DecoderPass {
 void record_decoder_layer(const LayerRecorder& r, const DecoderLayer& layer, size_t index, const DecoderPass& pass,
                           const DecoderBuffers& b, const KvCache& cache);
 
+// Where a decode step's residual stream is between layers: the buffer (b.x or b.y)
+// and, post-norm, the LayerNorm still to apply to it (the previous layer's last norm,
+// folded into the GEMMs that read it; null for pre-norm and before the first layer).
+struct StepStream {
+  const Buffer* x = nullptr;  // &b.x or &b.y of the DecoderBuffers passed to every layer
+  const Norm* pending = nullptr;
+};
+
+// The decoder layer for a decode step (one token per sequence, rows <= 4: the
+// decode-step GEMM), each LayerNorm folded into the GEMM that reads its output.
+StepStream record_decoder_layer_step(const LayerRecorder& r, const DecoderLayer& layer, size_t index,
+                                     const DecoderPass& pass, const DecoderBuffers& b, const KvCache& cache,
+                                     StepStream in);
+
 }  // namespace vkf::model

@@ -152,16 +152,33 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   const DecoderPass pass{.batch = batch_, .n = o.n, .heads = c.nhead, .t0 = o.t0, .step = o.step};
   const DecoderBuffers buffers{x_, y_, queries_, attn_, hidden_, src_mask_.view()};
   const uint32_t before = cl.stats().dispatches;
-  for (size_t l = 0; l < m_.decoder.size(); ++l) record_decoder_layer(r, m_.decoder[l], l, pass, buffers, cache_);
-  if (!m_.decoder.empty()) dispatches_per_layer_ = double(cl.stats().dispatches - before) / m_.decoder.size();
-  r.norm(m_.decoder_norm, x_.view(), y_.view());  // y [B*n, D]
+  const Buffer* out = &y_;  // y [B*n, D]: the decoder's output after its final norm
+  if (o.step && rows <= Ops::kMaxFoldedNormRows) {
+    // A decode step: each LayerNorm folded into the GEMM that reads it. Post-norm, the
+    // last layer's norm and the final norm run as one dispatch.
+    StepStream s{&buffers.x, nullptr};  // buffers' own members: the layers tell them apart by address
+    for (size_t l = 0; l < m_.decoder.size(); ++l)
+      s = record_decoder_layer_step(r, m_.decoder[l], l, pass, buffers, cache_, s);
+    out = s.x == &buffers.x ? &buffers.y : &buffers.x;
+    if (!m_.decoder.empty()) dispatches_per_layer_ = double(cl.stats().dispatches - before) / m_.decoder.size();
+    ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, s.x->view(),
+                    m_.decoder_norm.gamma.view(), m_.decoder_norm.beta.view(), out->view(), std::nullopt,
+                    std::nullopt,
+                    s.pending ? std::optional(NormWeights{s.pending->gamma.view(), s.pending->beta.view()})
+                              : std::nullopt);  // out = LN(LN_pending(h))
+  } else {
+    for (size_t l = 0; l < m_.decoder.size(); ++l) record_decoder_layer(r, m_.decoder[l], l, pass, buffers, cache_);
+    if (!m_.decoder.empty()) dispatches_per_layer_ = double(cl.stats().dispatches - before) / m_.decoder.size();
+    r.norm(m_.decoder_norm, x_.view(), y_.view());
+  }
+  const Buffer& y = *out;
   if (o.logits_of_every_token) {
-    r.linear(m_.generator, y_.view(), logits_.view());  // logits [B*n, V]
+    r.linear(m_.generator, y.view(), logits_.view());  // logits [B*n, V]
   } else {  // only each sequence's last token predicts the next one
     Gemm g{.M = 1, .N = V, .K = D, .trans_b = true, .batch = batch_};
     g.stride_a = {uint64_t(o.n) * D, 0};
     g.stride_c = {V, 0};
-    ops_.gemm(cl, g, r.at(y_, uint64_t(o.n - 1) * D), m_.generator.weight.view(), logits_.view(),
+    ops_.gemm(cl, g, r.at(y, uint64_t(o.n - 1) * D), m_.generator.weight.view(), logits_.view(),
               m_.generator.bias.view());  // logits [B, V]
   }
 }

@@ -183,7 +183,7 @@ TEST_P(GemmTest, FoldedLayerNormOfAOrOfTheResidual) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
-  const uint32_t shapes[][3] = {{1, 67, 45}, {3, 17, 256}, {4, 255, 1000}, {2, 1000, 3}, {1, 1, 1}, {1, 3, 1024}};
+  const uint32_t shapes[][3] = {{1, 67, 45}, {3, 17, 256}, {4, 255, 1000}, {2, 1000, 3}, {1, 1, 1}, {1, 3, 1024}, {1, 64, 40}, {3, 96, 100}, {1, 64, 64}};
   for (auto& s : shapes)
     for (NormOf where : {NormOf::A, NormOf::Residual}) {
       const uint32_t M = s[0], N = s[1], K = s[2], batch = 2;
