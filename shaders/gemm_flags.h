@@ -21,7 +21,8 @@
 #define GEMM_FLAG_NORM_R 256u
 
 // gemm_small_m.comp: products with at most this many rows of C take the decode-step
-// kernel, which keeps MAX_M accumulators per invocation.
+// kernel, which keeps MAX_M accumulators per invocation (and a folded norm one row
+// per vec4 component: 4 at most).
 #define GEMM_SMALL_M_MAX_M 4u
 
 #endif

@@ -15,6 +15,9 @@
 #define GEMM_NORM  // FLAG_NORM_A, FLAG_NORM_R: bindings 7 and 8
 #ifdef VEC4_K
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
+// The folded norm's gamma and beta as vectors along K too (the host binds them at offset 0).
+layout(std430, set = 0, binding = 7) readonly buffer NormGamma4 { store_vec4 norm_gamma4[]; };
+layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm_beta4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
 #define GEMM_SKIP_AB
 #endif
@@ -35,27 +38,33 @@ layout(local_size_x = WG_SIZE) in;
 #ifdef SUBGROUP_REDUCE
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-// The folded LayerNorm's statistics, per subgroup (no barriers).
-float norm_sum(float v) { return subgroupAdd(v); }
-#define NORM_LANE gl_SubgroupInvocationID
-#define NORM_LANES gl_SubgroupSize
+#define NORM_GROUPS gl_NumSubgroups
+#define NORM_GROUP gl_SubgroupID
+#define NORM_GROUP_LEADER (gl_SubgroupInvocationID == 0u)
+vec4 norm_group_sum(vec4 v) { return subgroupAdd(v); }
 #else
 shared float partial[WG_SIZE];
-float norm_sum(float v) {
+// Without subgroup arithmetic the whole workgroup is one group, summed in shared memory.
+shared vec4 norm_scratch[WG_SIZE];
+#define NORM_GROUPS 1u
+#define NORM_GROUP 0u
+#define NORM_GROUP_LEADER (gl_LocalInvocationID.x == 0u)
+vec4 norm_group_sum(vec4 v) {
   const uint tid = gl_LocalInvocationID.x;
-  partial[tid] = v;
+  norm_scratch[tid] = v;
   barrier();
   for (uint s = WG_SIZE / 2; s > 0; s >>= 1) {
-    if (tid < s) partial[tid] += partial[tid + s];
+    if (tid < s) norm_scratch[tid] += norm_scratch[tid + s];
     barrier();
   }
-  const float r = partial[0];
+  const vec4 r = norm_scratch[0];
   barrier();
   return r;
 }
-#define NORM_LANE gl_LocalInvocationID.x
-#define NORM_LANES WG_SIZE
 #endif
+// Each group's element count, mean and sum of squared deviations, one row per component.
+shared vec4 norm_group_mean[WG_SIZE], norm_group_m2[WG_SIZE];
+shared float norm_group_count[WG_SIZE];
 
 // Element i of the row m that the folded norm normalises: A's (K values) or the
 // residual's (N values).
@@ -69,24 +78,51 @@ float norm_input(uint z, uint m, uint i) {
 #endif
 }
 
-// Mean and 1/std of each row, the variance around the mean in a second pass (as
-// layer_norm.comp: E[v^2] - mean^2 cancels catastrophically when |mean| >> std).
+// Mean and 1/std of each row, once per workgroup, stable and with one barrier: each
+// group (a subgroup, or the workgroup without subgroup arithmetic) takes the mean of
+// its elements and their squared deviations from it (two passes over a few values per
+// invocation, summed without barriers), then every invocation combines the groups
+// exactly (Chan et al.: M2 = M2_a + M2_b + (mean_a - mean_b)^2 n_a n_b / n). E[v^2] -
+// mean^2 would cancel catastrophically when |mean| >> std.
 void norm_statistics(uint z) {
-  const uint count = flag(FLAG_NORM_R) ? pc.N : pc.K;
+  const uint count = flag(FLAG_NORM_R) ? pc.N : pc.K, tid = gl_LocalInvocationID.x;
+  vec4 sum = vec4(0.0);
+  float mine = 0.0;  // elements this invocation takes
+  for (uint i = tid; i < count; i += WG_SIZE) mine += 1.0;
+  for (uint m = 0; m < MAX_M; ++m)
+    if (m < pc.M)
+      for (uint i = tid; i < count; i += WG_SIZE) sum[m] += norm_input(z, m, i);
+  const float group_count = norm_group_sum(vec4(mine)).x;
+  const vec4 group_mean = group_count > 0.0 ? norm_group_sum(sum) / group_count : vec4(0.0);
+  vec4 m2 = vec4(0.0);
+  for (uint m = 0; m < MAX_M; ++m)
+    if (m < pc.M)
+      for (uint i = tid; i < count; i += WG_SIZE) {
+        const float d = norm_input(z, m, i) - group_mean[m];
+        m2[m] += d * d;
+      }
+  const vec4 group_m2 = norm_group_sum(m2);
+  if (NORM_GROUP_LEADER) {
+    norm_group_count[NORM_GROUP] = group_count;
+    norm_group_mean[NORM_GROUP] = group_mean;
+    norm_group_m2[NORM_GROUP] = group_m2;
+  }
+  barrier();
+  float n = 0.0;
+  vec4 mean = vec4(0.0), M2 = vec4(0.0);
+  for (uint g = 0; g < NORM_GROUPS; ++g) {
+    const float nb = norm_group_count[g];
+    if (nb == 0.0) continue;
+    const vec4 delta = norm_group_mean[g] - mean;
+    const float total = n + nb;
+    mean += delta * (nb / total);
+    M2 += norm_group_m2[g] + delta * delta * (n * nb / total);
+    n = total;
+  }
+  const vec4 rstd = inversesqrt(M2 / float(count) + pc.norm_eps);
   for (uint m = 0; m < MAX_M; ++m) {
-    norm_mean[m] = 0.0;
-    norm_rstd[m] = 0.0;
-    if (m >= pc.M) continue;  // uniform
-    float s = 0.0;
-    for (uint i = NORM_LANE; i < count; i += NORM_LANES) s += norm_input(z, m, i);
-    const float mean = norm_sum(s) / float(count);
-    float q = 0.0;
-    for (uint i = NORM_LANE; i < count; i += NORM_LANES) {
-      const float d = norm_input(z, m, i) - mean;
-      q += d * d;
-    }
-    norm_mean[m] = mean;
-    norm_rstd[m] = inversesqrt(norm_sum(q) / float(count) + pc.norm_eps);
+    norm_mean[m] = m < pc.M ? mean[m] : 0.0;
+    norm_rstd[m] = m < pc.M ? rstd[m] : 0.0;
   }
 }
 
@@ -116,9 +152,7 @@ void main() {
     vec4 a[MAX_M];
     for (uint m = 0; m < MAX_M; ++m) a[m] = m < pc.M ? vec4(A4[a_off / 4 + m * lda4 + k]) : vec4(0.0);
     if (flag(FLAG_NORM_A)) {
-      const uint k0 = 4 * k;
-      const vec4 g = vec4(norm_gamma[k0], norm_gamma[k0 + 1], norm_gamma[k0 + 2], norm_gamma[k0 + 3]);
-      const vec4 be = vec4(norm_beta[k0], norm_beta[k0 + 1], norm_beta[k0 + 2], norm_beta[k0 + 3]);
+      const vec4 g = vec4(norm_gamma4[k]), be = vec4(norm_beta4[k]);
       for (uint m = 0; m < MAX_M; ++m)
         if (m < pc.M) a[m] = (a[m] - norm_mean[m]) * norm_rstd[m] * g + be;
     }

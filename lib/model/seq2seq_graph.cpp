@@ -153,9 +153,9 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   const DecoderBuffers buffers{x_, y_, queries_, attn_, hidden_, src_mask_.view()};
   const uint32_t before = cl.stats().dispatches;
   const Buffer* out = &y_;  // y [B*n, D]: the decoder's output after its final norm
-  if (o.step && rows <= Ops::kMaxFoldedNormRows) {
-    // A decode step: each LayerNorm folded into the GEMM that reads it. Post-norm, the
-    // last layer's norm and the final norm run as one dispatch.
+  if (o.step && rows <= Ops::kMaxFoldedNormRows && ops_.fold_norms_in_decode_steps()) {
+    // A decode step on a GPU: each LayerNorm folded into the GEMM that reads it.
+    // Post-norm, the last layer's norm and the final norm run as one dispatch.
     StepStream s{&buffers.x, nullptr};  // buffers' own members: the layers tell them apart by address
     for (size_t l = 0; l < m_.decoder.size(); ++l)
       s = record_decoder_layer_step(r, m_.decoder[l], l, pass, buffers, cache_, s);

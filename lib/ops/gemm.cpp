@@ -65,6 +65,15 @@ uint32_t narrow(uint64_t v, const char* what) {
 
 }  // namespace
 
+bool Ops::fold_norms_in_decode_steps() const {
+  if (const char* env = std::getenv("VKF_FOLD_NORMS")) {
+    const std::string v = env;
+    if (v != "0" && v != "1") throw Error("VKF_FOLD_NORMS must be 0 or 1, not '" + v + "'");
+    return v == "1";
+  }
+  return ctx_.capabilities().type != DeviceType::Cpu;  // the portable profile counts as a GPU
+}
+
 void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b, const BufferView& c,
                const std::optional<BufferView>& bias, const std::optional<BufferView>& residual,
                const std::optional<DecodeStep>& step, const std::optional<BufferView>& split_out,
