@@ -12,13 +12,20 @@
 #include "types.glsl"
 #include "activations.glsl"
 
-#define GEMM_NORM  // FLAG_NORM_A, FLAG_NORM_R: bindings 7 and 8
+// NORM_FOLDED (host: a product with Gemm::norm_of): FLAG_NORM_A / FLAG_NORM_R and the
+// norm's weights at bindings 7 and 8. A variant of its own, so the products without a
+// norm keep the plain loop (lavapipe measured the norm's branches in it).
+#ifdef NORM_FOLDED
+#define GEMM_NORM
+#endif
 #ifdef VEC4_K
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
+#ifdef NORM_FOLDED
 // The folded norm's gamma and beta as vectors along K too (the host binds them at offset 0).
 layout(std430, set = 0, binding = 7) readonly buffer NormGamma4 { store_vec4 norm_gamma4[]; };
 layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm_beta4[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
+#endif
 #define GEMM_SKIP_AB
 #endif
 #include "gemm_common.glsl"
@@ -38,12 +45,18 @@ layout(local_size_x = WG_SIZE) in;
 #ifdef SUBGROUP_REDUCE
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#ifndef SUBGROUP_REDUCE
+shared float partial[WG_SIZE];
+#endif
+
+#ifdef NORM_FOLDED
+#ifdef SUBGROUP_REDUCE
 #define NORM_GROUPS gl_NumSubgroups
 #define NORM_GROUP gl_SubgroupID
 #define NORM_GROUP_LEADER (gl_SubgroupInvocationID == 0u)
 vec4 norm_group_sum(vec4 v) { return subgroupAdd(v); }
 #else
-shared float partial[WG_SIZE];
 // Without subgroup arithmetic the whole workgroup is one group, summed in shared memory.
 shared vec4 norm_scratch[WG_SIZE];
 #define NORM_GROUPS 1u
@@ -126,11 +139,16 @@ void norm_statistics(uint z) {
   }
 }
 
+#endif  // NORM_FOLDED
+
 #ifndef VEC4_K
 // Element (m, k) of A as the product reads it: normalised when the norm is folded in.
 float a_read(uint a_off, uint m, uint k) {
   const float v = a_at(a_off, m, k);
-  return flag(FLAG_NORM_A) ? normalized(v, m, k) : v;
+#ifdef NORM_FOLDED
+  if (flag(FLAG_NORM_A)) return normalized(v, m, k);
+#endif
+  return v;
 }
 #endif
 
@@ -141,7 +159,9 @@ void main() {
   const uint a_off = offset_a(z), b_off = offset_b(z);
   const uint lane = gl_SubgroupInvocationID;
   const uint n0 = (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * COLS;
+#ifdef NORM_FOLDED
   if (flag(FLAG_NORM_A | FLAG_NORM_R)) norm_statistics(z);
+#endif
   uint cols[COLS];
   for (uint c = 0; c < COLS; ++c) cols[c] = min(n0 + c, pc.N - 1);  // clamped: loads stay in bounds
   float acc[MAX_M * COLS];
@@ -151,11 +171,13 @@ void main() {
   for (uint k = lane; k < K4; k += gl_SubgroupSize) {
     vec4 a[MAX_M];
     for (uint m = 0; m < MAX_M; ++m) a[m] = m < pc.M ? vec4(A4[a_off / 4 + m * lda4 + k]) : vec4(0.0);
+#ifdef NORM_FOLDED
     if (flag(FLAG_NORM_A)) {
       const vec4 g = vec4(norm_gamma4[k]), be = vec4(norm_beta4[k]);
       for (uint m = 0; m < MAX_M; ++m)
         if (m < pc.M) a[m] = (a[m] - norm_mean[m]) * norm_rstd[m] * g + be;
     }
+#endif
     for (uint c = 0; c < COLS; ++c) {
       vec4 b = vec4(B4[b_off / 4 + cols[c] * ldb4 + k]);
       for (uint m = 0; m < MAX_M; ++m) acc[m * COLS + c] += dot(a[m], b);
@@ -185,7 +207,9 @@ void main() {
   const uint z = gl_WorkGroupID.z;
   const uint a_off = offset_a(z);
   const uint b_off = offset_b(z);
+#ifdef NORM_FOLDED
   if (flag(FLAG_NORM_A | FLAG_NORM_R)) norm_statistics(z);  // the whole workgroup, before any return
+#endif
   float acc[MAX_M];
   for (uint m = 0; m < MAX_M; ++m) acc[m] = 0.0;
 

@@ -183,8 +183,9 @@ typedef struct vkf_generate_options {
   float submit_budget_ms;  /**< the GPU time one submit may take (default 2 ms; 0: no bound): greedy decoding
                                 sizes its many-step submits by it, and the encoder goes in pieces of
                                 whole layers that fit it, timed by the previous encode (the first
-                                encode, which vkf_session_warmup does, is one submit). Beam search and
-                                sampling submit one decode step at a time. */
+                                encode, which vkf_session_warmup does, is one submit; CPU drivers such
+                                as lavapipe keep it whole). Beam search and sampling submit one decode
+                                step at a time. */
 } vkf_generate_options;
 
 /** The defaults for vkf_generate_options: greedy, struct_size filled in. */

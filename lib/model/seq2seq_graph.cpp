@@ -134,6 +134,9 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
 uint32_t Seq2SeqGraph::encoder_units_per_submit(uint32_t rows, uint32_t units) const {
   // Not measured yet (the first encode; Session::warmup does one): all in one submit.
   if (submit_budget_ms <= 0 || encode_ms_per_unit_row_ <= 0) return 0;
+  // A CPU driver (lavapipe) runs submits on the CPU's own threads, where no renderer
+  // waits behind them: pieces would only add host round trips (4% of decoding there).
+  if (ctx_.capabilities().type == DeviceType::Cpu) return 0;
   // Time grows at most linearly with the rows (less where dispatch overhead dominates),
   // and the measurement includes the host's submit and wait: both err on the safe side.
   const double unit_ms = encode_ms_per_unit_row_ * rows;

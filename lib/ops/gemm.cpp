@@ -168,14 +168,16 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                         push.stride_b[1] % 4 == 0;
       Defines d = {{"SUBGROUP_REDUCE", "1"}, {"WG_SIZE", std::to_string(wg)}, {"COLS", std::to_string(cols)}};
       if (vec4) d.emplace_back("VEC4_K", "1");
+      if (g.norm_of != NormOf::None) d.emplace_back("NORM_FOLDED", "1");
       k = kernel("gemm_small_m.comp", d, 9, sizeof push);
       const uint32_t per_group = wg / caps.subgroup_size * cols;
       groups = {(g.N + per_group - 1) / per_group, 1, batches};
     } else {
       const uint32_t wg = std::min<uint32_t>(256, caps.max_workgroup_invocations);
       const uint32_t lanes = std::min<uint32_t>(32, wg);
-      k = kernel("gemm_small_m.comp", {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}}, 9,
-                 sizeof push);
+      Defines d = {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}};
+      if (g.norm_of != NormOf::None) d.emplace_back("NORM_FOLDED", "1");
+      k = kernel("gemm_small_m.comp", d, 9, sizeof push);
       const uint32_t cols = g.trans_b ? wg / lanes : wg;
       groups = {(g.N + cols - 1) / cols, 1, batches};
     }
