@@ -46,6 +46,20 @@ struct Handles {
   }
 };
 
+// The app's Vulkan objects as the C API borrows them.
+vkf_borrowed_vulkan lend(const vkf::test::AppVulkan& app) {
+  vkf_borrowed_vulkan b{};
+  b.struct_size = sizeof b;
+  b.instance = app.instance;
+  b.api_version = VK_API_VERSION_1_1;
+  b.physical_device = app.physical;
+  b.device = app.device;
+  b.queue_family = app.family;
+  b.queue = app.queue;
+  b.enabled_features = &app.features;
+  return b;
+}
+
 TEST(CApi, HeaderIsC99AndVersionsAgree) {
   EXPECT_EQ(vkf_test_c99_header(), 1);
   EXPECT_EQ(vkf_abi_version(), VKF_ABI_VERSION);
@@ -181,15 +195,7 @@ TEST(CApi, BorrowedDeviceFromC) {
   struct Lock {
     int calls = 0, held = 0;
   } lock;
-  vkf_borrowed_vulkan b{};
-  b.struct_size = sizeof b;
-  b.instance = app.instance;
-  b.api_version = VK_API_VERSION_1_1;
-  b.physical_device = app.physical;
-  b.device = app.device;
-  b.queue_family = app.family;
-  b.queue = app.queue;
-  b.enabled_features = &app.features;
+  vkf_borrowed_vulkan b = lend(app);
   b.lock_queue = [](void* u) {
     auto* l = static_cast<Lock*>(u);
     l->calls++;
@@ -236,15 +242,7 @@ TEST(CApi, BorrowedDeviceFromC) {
 TEST(CApi, ADeviceWithoutARequiredFeatureIsAClearError) {
   vkf::test::AppVulkan app(false);
   ASSERT_TRUE(app.device);
-  vkf_borrowed_vulkan b{};
-  b.struct_size = sizeof b;
-  b.instance = app.instance;
-  b.api_version = VK_API_VERSION_1_1;
-  b.physical_device = app.physical;
-  b.device = app.device;
-  b.queue_family = app.family;
-  b.queue = app.queue;
-  b.enabled_features = &app.features;
+  vkf_borrowed_vulkan b = lend(app);
   {
     Handles h;
     ASSERT_EQ(vkf_context_create_borrowed(&b, &h.context), VKF_OK) << vkf_last_error();
