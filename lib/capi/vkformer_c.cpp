@@ -1,96 +1,36 @@
-// The C API (include/vkformer/vkformer.h) over the C++ one. Every entry point catches
-// everything: no exception crosses into C, failures become a status and a message.
-#include "vkformer/vkformer.h"
-
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
+// The C API (include/vkformer/vkformer.h) over the C++ one: devices, contexts, models,
+// sessions and their generation. Every entry point catches everything: no exception
+// crosses into C, failures become a status and a message. Jobs (jobs_c.cpp) and the
+// forecaster (forecaster_c.cpp) live beside it.
 #include <cstring>
 #include <filesystem>
-#include <functional>
-#include <mutex>
-#include <thread>
-#include <memory>
-#include <optional>
-#include <string>
 
-#include "vkformer/vkformer.hpp"
+#include "handles.hpp"
 
-struct vkf_context {
-  std::shared_ptr<vkf::Context> ctx;
-};
-
-struct vkf_model {
-  std::shared_ptr<vkf::Context> ctx;  // the model's weights live on it
-  std::shared_ptr<const vkf::Model> model;
-  std::shared_ptr<const vkf::CharTokenizer> tokenizer;  // null without vocab.json
-  std::string directory;
-};
-
-struct vkf_session {
-  std::shared_ptr<vkf::Context> ctx;
-  std::shared_ptr<const vkf::CharTokenizer> tokenizer;
-  vkf::Session session;
-  std::atomic<bool> busy{false};  // a job runs on it
-  vkf_job* job = nullptr;         // that job (vkf_session_free ends it)
-};
-
-struct vkf_forecaster {
-  std::shared_ptr<vkf::Context> ctx;
-  std::shared_ptr<const vkf::Forecaster> forecaster;
-};
-
-// A generation running on a thread of its own; the caller polls it.
-struct vkf_job {
-  vkf_session* session = nullptr;
-  bool text = false;  // a translation (result as text) or a generation (tokens)
-  std::atomic<bool> cancel{false};
-  std::mutex mutex;
-  std::condition_variable finished_cv;
-  bool finished = false;
-  vkf_status status = VKF_PENDING;
-  std::string error, result_text;
-  std::vector<uint32_t> result_tokens;
-  std::thread worker;
-};
-
-namespace {
+namespace capi {
 
 thread_local std::string last_error;
-
-// Runs f, turning every exception into a status and the thread's last error.
-template <class F>
-vkf_status guarded(const char* function, F&& f) {
-  try {
-    return f();
-  } catch (const std::exception& e) {
-    last_error = std::string(function) + ": " + e.what();
-  } catch (...) {
-    last_error = std::string(function) + ": unknown error";
-  }
-  return VKF_ERROR_FAILED;
-}
 
 vkf_status invalid(const char* function, const std::string& why) {
   last_error = std::string(function) + ": " + why;
   return VKF_ERROR_INVALID_ARGUMENT;
 }
 
-// Copies s with its NUL into out[capacity] when it fits; reports the size needed.
+vkf_status too_small(const char* function, const std::string& needs, size_t capacity, bool has_buffer) {
+  last_error = std::string(function) + ": " + needs + ", the buffer holds " + std::to_string(has_buffer ? capacity : 0);
+  return VKF_ERROR_BUFFER_TOO_SMALL;
+}
+
 vkf_status copy_string(const char* function, const std::string& s, char* out, size_t capacity, size_t* needed) {
   if (needed) *needed = s.size() + 1;
-  if (!out || capacity < s.size() + 1) {
-    last_error = std::string(function) + ": the result needs " + std::to_string(s.size() + 1) + " bytes, the buffer holds " +
-                 std::to_string(out ? capacity : 0);
-    return VKF_ERROR_BUFFER_TOO_SMALL;
-  }
+  if (!out || capacity < s.size() + 1)
+    return too_small(function, "the result needs " + std::to_string(s.size() + 1) + " bytes", capacity, out);
   std::memcpy(out, s.c_str(), s.size() + 1);
   return VKF_OK;
 }
 
-// The C options as the C++ ones; struct_size guards against a caller built with another layout.
 std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options* o, const vkf::ModelConfig& c,
-                                                     const char* function) {
+                                                const char* function) {
   vkf::GenerateOptions g;
   g.max_new_tokens = c.max_position;
   if (!o) return g;
@@ -114,6 +54,10 @@ std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options*
   return g;
 }
 
+}  // namespace capi
+
+namespace {
+
 // The app's C callback as the context's log sink.
 vkf::LogSink c_log_sink(vkf_log_callback log, void* user) {
   return [log, user](vkf::LogLevel level, std::string_view message) {
@@ -123,6 +67,13 @@ vkf::LogSink c_log_sink(vkf_log_callback log, void* user) {
 }
 
 }  // namespace
+
+using capi::copy_string;
+using capi::generate_options;
+using capi::guarded;
+using capi::invalid;
+using capi::last_error;
+using capi::too_small;
 
 extern "C" {
 
@@ -321,11 +272,8 @@ vkf_status vkf_generate(vkf_session* session, const uint32_t* source, size_t sou
     if (!o) return VKF_ERROR_INVALID_ARGUMENT;
     const auto out = session->session.generate({std::vector<uint32_t>(source, source + source_length)}, *o)[0];
     *count = out.size();
-    if (!tokens || capacity < out.size()) {
-      last_error = std::string(fn) + ": " + std::to_string(out.size()) + " tokens were generated, the buffer holds " +
-                   std::to_string(tokens ? capacity : 0);
-      return VKF_ERROR_BUFFER_TOO_SMALL;
-    }
+    if (!tokens || capacity < out.size())
+      return too_small(fn, std::to_string(out.size()) + " tokens were generated", capacity, tokens);
     std::copy(out.begin(), out.end(), tokens);
     return VKF_OK;
   });
@@ -359,12 +307,10 @@ vkf_status vkf_score(vkf_session* session, const uint32_t* source, size_t source
   return guarded(fn, [&] {
     const size_t vocabulary = session->session.model().config().tgt_vocab_size;
     *count = target_length * vocabulary;
-    if (!logits || capacity < *count) {  // checked before the work, which the caller would have to repeat
-      last_error = std::string(fn) + ": the logits take " + std::to_string(*count) + " floats (" +
-                   std::to_string(target_length) + " x " + std::to_string(vocabulary) + "), the buffer holds " +
-                   std::to_string(logits ? capacity : 0);
-      return VKF_ERROR_BUFFER_TOO_SMALL;
-    }
+    if (!logits || capacity < *count)  // checked before the work, which the caller would have to repeat
+      return too_small(fn, "the logits take " + std::to_string(*count) + " floats (" + std::to_string(target_length) +
+                               " x " + std::to_string(vocabulary) + ")",
+                       capacity, logits);
     const auto out = session->session.score(std::vector<uint32_t>(source, source + source_length),
                                             std::vector<uint32_t>(target, target + target_length));
     std::copy(out.begin(), out.end(), logits);
@@ -391,195 +337,7 @@ vkf_status vkf_session_stats(const vkf_session* session, vkf_generate_stats* sta
   return VKF_OK;
 }
 
-vkf_status vkf_forecaster_load(vkf_context* context, const char* directory, vkf_precision precision,
-                               vkf_forecaster** forecaster) {
-  const char* fn = "vkf_forecaster_load";
-  if (!forecaster) return invalid(fn, "forecaster is NULL");
-  *forecaster = nullptr;
-  if (!context) return invalid(fn, "context is NULL");
-  if (!directory) return invalid(fn, "directory is NULL");
-  if (precision != VKF_PRECISION_FP32 && precision != VKF_PRECISION_FP16)
-    return invalid(fn, "precision must be VKF_PRECISION_FP32 or VKF_PRECISION_FP16");
-  return guarded(fn, [&] {
-    auto handle = std::make_unique<vkf_forecaster>();
-    handle->ctx = context->ctx;
-    handle->forecaster = vkf::Forecaster::load(*context->ctx, directory,
-                                               precision == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
-    *forecaster = handle.release();
-    return VKF_OK;
-  });
-}
 
-vkf_status vkf_forecaster_shape(const vkf_forecaster* forecaster, uint32_t* window, uint32_t* horizon) {
-  if (!forecaster) return invalid("vkf_forecaster_shape", "forecaster is NULL");
-  if (window) *window = forecaster->forecaster->config().window;
-  if (horizon) *horizon = forecaster->forecaster->config().horizon;
-  return VKF_OK;
-}
-
-vkf_status vkf_forecast(const vkf_forecaster* forecaster, const float* windows, size_t count, float* out,
-                        size_t capacity) {
-  const char* fn = "vkf_forecast";
-  if (!forecaster) return invalid(fn, "forecaster is NULL");
-  if (!windows || count == 0) return invalid(fn, "no windows (NULL or count 0)");
-  const vkf::ForecasterConfig& c = forecaster->forecaster->config();
-  const size_t needed = count * c.horizon;
-  if (!out || capacity < needed)
-    return last_error = std::string(fn) + ": the forecasts take " + std::to_string(needed) + " floats (" +
-                        std::to_string(count) + " x " + std::to_string(c.horizon) + "), the buffer holds " +
-                        std::to_string(out ? capacity : 0),
-           VKF_ERROR_BUFFER_TOO_SMALL;
-  return guarded(fn, [&] {
-    const auto result = forecaster->forecaster->predict(std::vector<float>(windows, windows + count * c.window));
-    std::copy(result.begin(), result.end(), out);
-    return VKF_OK;
-  });
-}
-
-void vkf_forecaster_free(vkf_forecaster* forecaster) { delete forecaster; }
-
-namespace {
-
-// Starts `work` on the job's thread; it fills the result and the outcome.
-vkf_status start_job(const char* fn, vkf_session* session, bool text, vkf_job** job,
-                     std::function<void(vkf_job&)> work) {
-  bool expected = false;
-  if (!session->busy.compare_exchange_strong(expected, true))
-    return invalid(fn, "the session is already running a job (one at a time; free it first)");
-  auto j = std::make_unique<vkf_job>();
-  j->session = session;
-  j->text = text;
-  vkf_job* raw = j.get();
-  try {
-    j->worker = std::thread([raw, work = std::move(work)] {
-      vkf_status status = VKF_OK;
-      std::string error;
-      try {
-        work(*raw);
-      } catch (const vkf::Cancelled&) {
-        status = VKF_ERROR_CANCELLED, error = "the job was cancelled";
-      } catch (const std::exception& e) {
-        status = VKF_ERROR_FAILED, error = e.what();
-      } catch (...) {
-        status = VKF_ERROR_FAILED, error = "unknown error";
-      }
-      std::lock_guard lock(raw->mutex);
-      raw->status = status;
-      raw->error = error;
-      raw->finished = true;
-      raw->finished_cv.notify_all();
-    });
-  } catch (const std::exception& e) {
-    session->busy = false;
-    last_error = std::string(fn) + ": " + e.what();
-    return VKF_ERROR_FAILED;
-  }
-  session->job = raw;
-  *job = j.release();
-  return VKF_OK;
-}
-
-// A finished job's outcome, its message as this thread's last error.
-vkf_status outcome(const char* fn, vkf_job* job) {
-  std::lock_guard lock(job->mutex);
-  if (!job->finished) return VKF_PENDING;
-  if (job->status != VKF_OK) last_error = std::string(fn) + ": " + job->error;
-  return job->status;
-}
-
-}  // namespace
-
-vkf_status vkf_translate_start(vkf_session* session, const char* text, const vkf_generate_options* options,
-                               vkf_job** job) {
-  const char* fn = "vkf_translate_start";
-  if (!job) return invalid(fn, "job is NULL");
-  *job = nullptr;
-  if (!session) return invalid(fn, "session is NULL");
-  if (!text) return invalid(fn, "text is NULL");
-  if (!session->tokenizer) return invalid(fn, "the model has no tokenizer (vocab.json): use vkf_generate_start");
-  auto o = generate_options(options, session->session.model().config(), fn);
-  if (!o) return VKF_ERROR_INVALID_ARGUMENT;
-  auto ids = session->tokenizer->encode(text);
-  if (ids.empty()) return invalid(fn, "the text is empty");
-  return start_job(fn, session, true, job, [session, ids = std::move(ids), o = *o](vkf_job& j) mutable {
-    o.cancel = &j.cancel;
-    const auto out = session->session.generate({ids}, o)[0];
-    j.result_text = session->tokenizer->decode(out);
-  });
-}
-
-vkf_status vkf_generate_start(vkf_session* session, const uint32_t* source, size_t source_length,
-                              const vkf_generate_options* options, vkf_job** job) {
-  const char* fn = "vkf_generate_start";
-  if (!job) return invalid(fn, "job is NULL");
-  *job = nullptr;
-  if (!session) return invalid(fn, "session is NULL");
-  if (!source || source_length == 0) return invalid(fn, "the source is empty (or NULL)");
-  auto o = generate_options(options, session->session.model().config(), fn);
-  if (!o) return VKF_ERROR_INVALID_ARGUMENT;
-  std::vector<uint32_t> ids(source, source + source_length);
-  return start_job(fn, session, false, job, [session, ids = std::move(ids), o = *o](vkf_job& j) mutable {
-    o.cancel = &j.cancel;
-    j.result_tokens = session->session.generate({ids}, o)[0];
-  });
-}
-
-vkf_status vkf_job_poll(vkf_job* job) {
-  if (!job) return invalid("vkf_job_poll", "job is NULL");
-  return outcome("vkf_job_poll", job);
-}
-
-vkf_status vkf_job_wait(vkf_job* job, uint32_t timeout_ms) {
-  if (!job) return invalid("vkf_job_wait", "job is NULL");
-  {
-    std::unique_lock lock(job->mutex);
-    job->finished_cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return job->finished; });
-  }
-  return outcome("vkf_job_wait", job);
-}
-
-vkf_status vkf_job_cancel(vkf_job* job) {
-  if (!job) return invalid("vkf_job_cancel", "job is NULL");
-  job->cancel = true;
-  return VKF_OK;
-}
-
-vkf_status vkf_job_text(vkf_job* job, char* out, size_t capacity, size_t* needed) {
-  const char* fn = "vkf_job_text";
-  if (!job) return invalid(fn, "job is NULL");
-  if (!job->text) return invalid(fn, "the job generates tokens: use vkf_job_tokens");
-  const vkf_status s = outcome(fn, job);
-  if (s != VKF_OK) return s;
-  return copy_string(fn, job->result_text, out, capacity, needed);
-}
-
-vkf_status vkf_job_tokens(vkf_job* job, uint32_t* tokens, size_t capacity, size_t* count) {
-  const char* fn = "vkf_job_tokens";
-  if (!job) return invalid(fn, "job is NULL");
-  if (job->text) return invalid(fn, "the job translates text: use vkf_job_text");
-  if (!count) return invalid(fn, "count is NULL");
-  const vkf_status s = outcome(fn, job);
-  if (s != VKF_OK) return s;
-  *count = job->result_tokens.size();
-  if (!tokens || capacity < job->result_tokens.size()) {
-    last_error = std::string(fn) + ": " + std::to_string(job->result_tokens.size()) +
-                 " tokens were generated, the buffer holds " + std::to_string(tokens ? capacity : 0);
-    return VKF_ERROR_BUFFER_TOO_SMALL;
-  }
-  std::copy(job->result_tokens.begin(), job->result_tokens.end(), tokens);
-  return VKF_OK;
-}
-
-void vkf_job_free(vkf_job* job) {
-  if (!job) return;
-  job->cancel = true;
-  if (job->worker.joinable()) job->worker.join();
-  if (job->session) {
-    job->session->job = nullptr;
-    job->session->busy = false;
-  }
-  delete job;
-}
 
 uint64_t vkf_blocking_waits_on_this_thread(void) { return vkf::blocking_waits_on_this_thread(); }
 

@@ -155,7 +155,8 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   Kernel k;
   Groups groups;
   std::string label;
-  if (g.M <= kSmallM) {
+  const bool small = g.M <= kSmallM;
+  if (small) {
     // Decode step: stream the weights once.
     // gl_SubgroupID and subgroupAdd (basic + arithmetic), at one fixed subgroup size.
     const bool subgroups = g.trans_b && caps.subgroup_basic && caps.subgroup_arithmetic &&
@@ -195,7 +196,6 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
     groups = {(g.N + t.bn - 1) / t.bn, (g.M + t.bm - 1) / t.bm, batches};
     label = "gemm";
   }
-  const bool small = label == "gemm_small_m";
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
   // Absent operands are bound to A (or C) as placeholders; the kernel never touches them.
   const BufferView step_view = step ? step->state : pa.view;

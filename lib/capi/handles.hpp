@@ -1,0 +1,81 @@
+#pragma once
+// What the C API's files share: the handles behind the opaque C types, and the rules
+// every entry point follows (no exception crosses into C; failures are a status and a
+// message in the calling thread's last error).
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "vkformer/vkformer.h"
+#include "vkformer/vkformer.hpp"
+
+struct vkf_context {
+  std::shared_ptr<vkf::Context> ctx;
+};
+
+struct vkf_model {
+  std::shared_ptr<vkf::Context> ctx;  // the model's weights live on it
+  std::shared_ptr<const vkf::Model> model;
+  std::shared_ptr<const vkf::CharTokenizer> tokenizer;  // null without vocab.json
+  std::string directory;
+};
+
+struct vkf_session {
+  std::shared_ptr<vkf::Context> ctx;
+  std::shared_ptr<const vkf::CharTokenizer> tokenizer;
+  vkf::Session session;
+  std::atomic<bool> busy{false};  // a job runs on it
+  vkf_job* job = nullptr;         // that job (vkf_session_free ends it)
+};
+
+struct vkf_forecaster {
+  std::shared_ptr<vkf::Context> ctx;
+  std::shared_ptr<const vkf::Forecaster> forecaster;
+};
+
+// A generation running on a thread of its own; the caller polls it.
+struct vkf_job {
+  vkf_session* session = nullptr;
+  bool text = false;  // a translation (result as text) or a generation (tokens)
+  std::atomic<bool> cancel{false};
+  std::mutex mutex;
+  std::condition_variable finished_cv;
+  bool finished = false;
+  vkf_status status = VKF_PENDING;
+  std::string error, result_text;
+  std::vector<uint32_t> result_tokens;
+  std::thread worker;
+};
+
+namespace capi {  // internal: outside namespace vkf, so the shared library does not export it
+
+extern thread_local std::string last_error;
+
+// Runs f, turning every exception into a status and the thread's last error.
+template <class F>
+vkf_status guarded(const char* function, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    last_error = std::string(function) + ": " + e.what();
+  } catch (...) {
+    last_error = std::string(function) + ": unknown error";
+  }
+  return VKF_ERROR_FAILED;
+}
+
+vkf_status invalid(const char* function, const std::string& why);
+// A result that does not fit the caller's buffer: "<function>: <needs>, the buffer holds N".
+vkf_status too_small(const char* function, const std::string& needs, size_t capacity, bool has_buffer);
+// Copies s with its NUL into out[capacity] when it fits; reports the size needed.
+vkf_status copy_string(const char* function, const std::string& s, char* out, size_t capacity, size_t* needed);
+// The C options as the C++ ones; struct_size guards against a caller built with another layout.
+std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options* o, const vkf::ModelConfig& c,
+                                                const char* function);
+
+}  // namespace capi
