@@ -30,6 +30,12 @@ struct ModelConfig {
 };
 
 struct GenerateOptions {
+  // Ranges generate() enforces (an Error names the field): a beam wider than this only
+  // multiplies host work ((beam x vocabulary) candidates a step), and more sources than
+  // this belong in several calls.
+  static constexpr uint32_t kMaxBeam = 128;
+  static constexpr size_t kMaxSources = 1u << 16;
+  static constexpr float kMaxTemperature = 100.0f;
   uint32_t max_new_tokens = 64;
   uint32_t beam = 1;            // > 1: beam search of this width (one source at a time)
   float length_penalty = 1.0f;  // beam: score / length^penalty

@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "shader_compiler.hpp"
+#include "vkformer/error.hpp"
+#include "vkformer/files.hpp"
 #include "vk.hpp"
 
 namespace fs = std::filesystem;
@@ -47,9 +49,12 @@ std::string hex(uint64_t v) {
 std::optional<std::vector<uint8_t>> read_checked(const std::string& path, const char (&magic)[8],
                                                  const std::string& key, bool& rejected) {
   rejected = false;
+  const std::string problem = regular_file_problem(path);
+  if (problem == "does not exist") return std::nullopt;
+  rejected = true;  // a FIFO or a directory in an entry's place is never opened: it could block
+  if (!problem.empty()) return std::nullopt;
   std::ifstream f(path, std::ios::binary);
   if (!f) return std::nullopt;
-  rejected = true;
   FileHeader h{};
   if (!f.read(reinterpret_cast<char*>(&h), sizeof h)) return std::nullopt;
   if (std::memcmp(h.magic, magic, 8) != 0 || h.key_hash != hash_str(key) || h.key_hash2 != hash_str(key, 0x9e3779b97f4a7c15ull))
@@ -71,22 +76,12 @@ void write_atomic(const std::string& path, const char (&magic)[8], const std::st
   h.key_hash2 = hash_str(key, 0x9e3779b97f4a7c15ull);
   h.payload_bytes = bytes;
   h.payload_hash = fnv1a64(data, bytes);
-  // Write beside the target and rename, so a reader never sees half a file.
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(&h), sizeof h);
-    f.write(static_cast<const char*>(data), std::streamsize(bytes));
-    if (!f) {
-      log.warn("could not write cache file " + tmp);
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return;
-    }
+  try {
+    write_file_atomically(path, {{reinterpret_cast<const char*>(&h), sizeof h},
+                                 {static_cast<const char*>(data), bytes}});
+  } catch (const Error& e) {
+    log.warn(std::string("cache not saved: ") + e.what());  // a cache is an optimisation, not a result
   }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) log.warn("could not write cache file " + path + ": " + ec.message());
 }
 
 }  // namespace
@@ -135,14 +130,18 @@ std::optional<std::vector<uint32_t>> DiskCache::load_spirv(const std::string& ke
   if (bytes && bytes->size() >= 20 && bytes->size() % 4 == 0) {
     std::vector<uint32_t> spirv(bytes->size() / 4);
     std::memcpy(spirv.data(), bytes->data(), bytes->size());
-    if (spirv[0] == 0x07230203u) {
+    const std::string problem = spirv_problem(spirv);
+    if (problem.empty()) {
       stats_.spirv_hits++;
       return spirv;
     }
+    log_.info("shader cache file " + spirv_path(key) + " holds invalid SPIR-V (" + problem + "): recompiling");
   }
   if (bytes || rejected) {
     stats_.spirv_rejected++;
     log_.info("ignoring stale or corrupt shader cache file " + spirv_path(key));
+    std::error_code ec;
+    if (regular_file_problem(spirv_path(key)).empty()) fs::remove(spirv_path(key), ec);  // the fresh compile replaces it
   }
   stats_.spirv_misses++;
   return std::nullopt;

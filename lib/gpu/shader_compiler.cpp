@@ -1,5 +1,7 @@
 #include "shader_compiler.hpp"
 
+#include <spirv-tools/libspirv.hpp>
+
 #include <glslang/Public/ResourceLimits.h>
 #include <glslang/Public/ShaderLang.h>
 #include <glslang/SPIRV/GlslangToSpv.h>
@@ -87,6 +89,16 @@ std::vector<uint32_t> compile_glsl(std::string_view name, std::string_view sourc
   glslang::GlslangToSpv(*program.getIntermediate(EShLangCompute), spirv, &logger, &options);
   if (spirv.empty()) fail("generate SPIR-V", logger.getAllMessages().c_str());
   return spirv;
+}
+
+std::string spirv_problem(const std::vector<uint32_t>& spirv) {
+  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_1);
+  std::string first;
+  tools.SetMessageConsumer([&](spv_message_level_t, const char*, const spv_position_t&, const char* message) {
+    if (first.empty()) first = message ? message : "invalid";
+  });
+  if (tools.Validate(spirv)) return "";
+  return first.empty() ? "invalid SPIR-V" : first;
 }
 
 }  // namespace vkf::gpu

@@ -14,7 +14,13 @@ ModelConfig ModelConfig::from_file(const std::string& path) {
   c.num_decoder_layers = r.count("num_decoder_layers", 0);
   c.src_vocab_size = r.count("src_vocab_size", 1);
   c.tgt_vocab_size = r.count("tgt_vocab_size", 1);
-  c.max_position = r.count("max_position", 1);
+  // Positions are a table computed at load ([max_position, d_model] doubles) and bound
+  // every buffer a decode reserves: a far larger value than any model uses is an error,
+  // not minutes of work and gigabytes of memory.
+  c.max_position = r.count("max_position", 1, 1u << 16);
+  if (uint64_t(c.max_position) * c.d_model > (1ull << 26))
+    r.fail("max_position x d_model is " + std::to_string(uint64_t(c.max_position) * c.d_model) +
+           ", more than the 2^26 positional values vkformer computes");
   c.scale_embedding = r.flag("scale_embedding");
   c.pad_id = r.count("pad_id", 0);
   c.bos_id = r.count("bos_id", 0);

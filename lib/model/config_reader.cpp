@@ -55,7 +55,7 @@ StackSettings ConfigReader::stack() const {
   t.dim_feedforward = count("dim_feedforward", 1);
   t.activation = activation("activation");
   t.norm_first = flag("norm_first");
-  t.layer_norm_eps = number("layer_norm_eps", 0, 1);
+  t.layer_norm_eps = number("layer_norm_eps", 0, 0.1);  // real models: 1e-12 .. 1e-5
   if (t.d_model % t.nhead)
     fail("d_model " + std::to_string(t.d_model) + " is not divisible by nhead " + std::to_string(t.nhead));
   if (t.d_model / t.nhead > Ops::kMaxFusedHeadDim)

@@ -4,12 +4,14 @@
 #include <string>
 
 #include "vkformer/error.hpp"
+#include "vkformer/files.hpp"
 
 namespace vkf::model {
 
 // A JSON object from a file; errors say "<what> <path>: ..." (unreadable, bad JSON, not an object).
 inline nlohmann::json read_json_object(const std::string& path, const char* what) {
   auto fail = [&](const std::string& why) { throw Error(std::string(what) + " " + path + ": " + why); };
+  if (std::string problem = regular_file_problem(path); !problem.empty()) fail(problem);
   std::ifstream f(path);
   if (!f) fail("cannot be read");
   nlohmann::json j;

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "vkformer/error.hpp"
@@ -21,10 +23,14 @@ uint64_t TensorInfo::elements() const {
 
 SafeTensors::SafeTensors(const std::string& path) : path_(path) {
   auto fail = [&](const std::string& why) { throw Error("model file " + path + ": " + why); };
-  int fd = ::open(path.c_str(), O_RDONLY);
+  // O_NONBLOCK: a FIFO in the file's place must not block the open; it is refused below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) fail(std::string("cannot open: ") + std::strerror(errno));
   struct stat st{};
-  ::fstat(fd, &st);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("is not a regular file (a FIFO, socket, device or directory)");
+  }
   size_ = uint64_t(st.st_size);
   if (size_ < 8) {
     ::close(fd);
@@ -49,6 +55,7 @@ SafeTensors::SafeTensors(const std::string& path) : path_(path) {
   if (!header.is_object()) fail("the header is not a JSON object");
   const uint8_t* data = bytes + 8 + header_len;
   const uint64_t data_size = size_ - 8 - header_len;
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;  // [begin, end), name
   for (auto& [name, info] : header.items()) {
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& why) { fail("tensor '" + name + "': " + why); };
@@ -78,7 +85,14 @@ SafeTensors::SafeTensors(const std::string& path) : path_(path) {
       bad("holds " + std::to_string(t.bytes) + " bytes, but its shape needs " + std::to_string(t.elements() * elem));
     t.data = data + begin;
     tensors_[name] = t;
+    ranges.push_back({begin, end, name});
   }
+  // Two tensors sharing bytes would silently alias each other's weights.
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (std::get<0>(ranges[i]) < std::get<1>(ranges[i - 1]))
+      fail("tensors '" + std::get<2>(ranges[i - 1]) + "' and '" + std::get<2>(ranges[i]) + "' overlap in the file (bytes " +
+           std::to_string(std::get<0>(ranges[i])) + " to " + std::to_string(std::get<1>(ranges[i - 1])) + ")");
 }
 
 SafeTensors::~SafeTensors() {

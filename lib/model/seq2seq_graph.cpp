@@ -12,6 +12,7 @@
 // pass, D = d_model, V = the target vocabulary. Residual adds ride in GEMM epilogues.
 #include "seq2seq_graph.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -60,9 +61,21 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   if (target_capacity > c.max_position)
     throw Error("decoding " + std::to_string(target_capacity) + " target positions exceeds the model's max_position " +
                 std::to_string(c.max_position));
+  // Sizes in 64 bits, checked before anything is allocated: a batch times a beam times a
+  // length must not wrap a 32-bit row count, nor ask for more than one binding can hold.
+  const uint64_t batch = uint64_t(sources.size()) * copies;
+  const uint64_t widest = std::max<uint64_t>({3ull * c.d_model, c.dim_feedforward, c.tgt_vocab_size});
+  const uint64_t largest = batch * std::max<uint64_t>(src_len_, target_capacity) * widest * dtype_bytes(m_.dtype);
+  const uint64_t limit = ctx_.capabilities().max_storage_buffer_range;
+  if (batch > (1u << 20) || largest > limit)
+    throw Error(std::to_string(sources.size()) + " source(s) x " + std::to_string(copies) + " cop" +
+                (copies == 1 ? "y" : "ies (beam)") + " x " + std::to_string(std::max<uint32_t>(src_len_, target_capacity)) +
+                " positions need " + std::to_string(largest >> 20) + " MiB in one buffer, more than device '" +
+                ctx_.capabilities().name + "' binds (" + std::to_string(limit >> 20) +
+                " MiB): use fewer or shorter sources, a smaller beam or fewer new tokens");
   step_list_.reset();  // they refer to buffers that may be reallocated below
   greedy_list_.reset();
-  batch_ = uint32_t(sources.size()) * copies;
+  batch_ = uint32_t(batch);
   const uint32_t D = c.d_model, S = src_len_, rows = batch_ * S;
   const uint32_t e = dtype_bytes(m_.dtype);
 

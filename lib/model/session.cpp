@@ -48,8 +48,25 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
                                                      const GenerateOptions& o) {
   const ModelConfig& c = impl_->model->config();
   if (o.max_new_tokens == 0) return std::vector<std::vector<uint32_t>>(sources.size());
-  if (o.temperature < 0 || !(o.top_p > 0 && o.top_p <= 1))
-    throw Error("generate: temperature must be >= 0 and top_p in (0, 1]");
+  if (!(o.temperature >= 0 && o.temperature <= GenerateOptions::kMaxTemperature))
+    throw Error("generate: temperature must be from 0 (greedy) to " + std::to_string(int(GenerateOptions::kMaxTemperature)) +
+                ", got " + std::to_string(o.temperature));
+  if (!(o.top_p > 0 && o.top_p <= 1)) throw Error("generate: top_p must be in (0, 1], got " + std::to_string(o.top_p));
+  if (o.beam == 0 || o.beam > GenerateOptions::kMaxBeam || o.beam > c.tgt_vocab_size)
+    throw Error("generate: beam must be from 1 to " +
+                std::to_string(std::min(GenerateOptions::kMaxBeam, c.tgt_vocab_size)) +
+                " (the target vocabulary's size caps it), got " + std::to_string(o.beam));
+  if (o.top_k > c.tgt_vocab_size)
+    throw Error("generate: top_k " + std::to_string(o.top_k) + " is larger than the target vocabulary (" +
+                std::to_string(c.tgt_vocab_size) + "); 0 keeps every token");
+  if (!(o.length_penalty >= -10 && o.length_penalty <= 10))
+    throw Error("generate: length_penalty must be from -10 to 10, got " + std::to_string(o.length_penalty));
+  if (!(o.submit_budget_ms >= 0 && o.submit_budget_ms <= 1e6))
+    throw Error("generate: submit_budget_ms must be from 0 (no budget) to 1e6");
+  if (o.max_steps_per_submit == 0) throw Error("generate: max_steps_per_submit must be at least 1");
+  if (sources.size() > GenerateOptions::kMaxSources)
+    throw Error("generate: " + std::to_string(sources.size()) + " sources in one call, more than " +
+                std::to_string(GenerateOptions::kMaxSources) + ": split them into several calls");
   // Positions 0 (BOS) .. max_new_tokens - 1 are fed to the decoder.
   if (o.max_new_tokens > c.max_position)
     throw Error("generate: max_new_tokens " + std::to_string(o.max_new_tokens) +

@@ -113,21 +113,16 @@ TEST_F(Memory, HeapBudgetIsReportedWhereTheDriverOffersIt) {
   if (!ctx().capabilities().memory_budget) GTEST_SKIP() << "no VK_EXT_memory_budget on this device";
   ASSERT_TRUE(before.reported);
   EXPECT_LE(before.budget, before.heap_size);
-  // lavapipe reports the whole system's use (total memory less what is available), so
-  // another process freeing memory at the same moment (ctest -j2) can hide the growth:
-  // a few fresh tries, each with a block of its own, must see it at least once.
-  HeapBudget during{}, start{};
-  bool grew = false;
-  for (int attempt = 0; attempt < 5 && !grew; ++attempt) {
-    start = ctx().heap_budget();
-    Buffer big = ctx().buffer(96 << 20, "big");  // past half a block: a block of its own
-    std::vector<uint8_t> ones(96 << 20, 1);
-    ctx().upload(big, ones.data(), ones.size());
-    during = ctx().heap_budget();
-    grew = during.usage > start.usage;
-  }
-  // Drivers count usage their own way, so only its growth is checked, not by how much.
-  EXPECT_TRUE(grew) << "usage " << start.usage << " -> " << during.usage;
+  Buffer big = ctx().buffer(96 << 20, "big");  // past half a block: a block of its own
+  std::vector<uint8_t> ones(96 << 20, 1);
+  ctx().upload(big, ones.data(), ones.size());
+  const HeapBudget during = ctx().heap_budget();
+  // GPU drivers count the process's own allocations, so its growth is checked there.
+  // lavapipe's figure is the whole system's use, refreshed when the driver chooses
+  // (seen unchanged to the byte across three 96 MiB blocks, and moved by neighbouring
+  // processes under ctest -j2): nothing about this process can be asserted from it.
+  if (ctx().capabilities().type != DeviceType::Cpu)
+    EXPECT_GT(during.usage, before.usage) << "usage " << before.usage << " -> " << during.usage;
   EXPECT_LE(during.usage, during.heap_size);
 }
 
