@@ -14,6 +14,11 @@
 
 namespace vkf {
 
+// The "architecture" a model directory's config.json names ("torch-seq2seq",
+// "torch-patch-forecaster"), or an Error that says what is wrong with the directory
+// (missing, a file, no config.json, no architecture field).
+std::string model_architecture(const std::string& directory);
+
 struct ModelConfig {
   std::string architecture;
   uint32_t d_model = 0, nhead = 0, num_encoder_layers = 0, num_decoder_layers = 0, dim_feedforward = 0;

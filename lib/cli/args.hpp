@@ -7,42 +7,33 @@
 
 namespace vkf::cli {
 
-// The few flags the CLI takes: --name value, --name=value and bare --switch.
+// The whole of `text` as an integer in [min, max] (no sign, no spaces, no trailing
+// characters: "1abc" is an error, not 1); the message names `what` and the range.
+uint64_t parse_integer(const std::string& text, const std::string& what, uint64_t min, uint64_t max);
+// The whole of `text` as a finite number in [min, max].
+double parse_number(const std::string& text, const std::string& what, double min, double max);
+
+// The flags a subcommand takes: --name value, --name=value and bare --switch. Numbers
+// are parsed whole and checked against their range where they enter, so a wrapped or
+// truncated value never reaches the library.
 class Args {
  public:
   Args(int argc, char** argv, int first) {
     for (int i = first; i < argc; ++i) items_.emplace_back(argv[i]);
   }
-  bool flag(const std::string& name) {
-    for (size_t i = 0; i < items_.size(); ++i)
-      if (items_[i] == name) {
-        items_.erase(items_.begin() + long(i));
-        return true;
-      }
-    return false;
-  }
-  std::optional<std::string> value(const std::string& name) {
-    for (size_t i = 0; i < items_.size(); ++i) {
-      if (items_[i] == name) {
-        if (i + 1 >= items_.size()) throw Error("option " + name + " needs a value");
-        std::string v = items_[i + 1];
-        items_.erase(items_.begin() + long(i), items_.begin() + long(i) + 2);
-        return v;
-      }
-      if (items_[i].rfind(name + "=", 0) == 0) {
-        std::string v = items_[i].substr(name.size() + 1);
-        items_.erase(items_.begin() + long(i));
-        return v;
-      }
-    }
-    return std::nullopt;
-  }
+  bool flag(const std::string& name);
+  std::optional<std::string> value(const std::string& name);
+  // --help or -h anywhere among the arguments.
+  bool help() { return flag("--help") | flag("-h"); }
+  // An integer option in [min, max], or `fallback` when absent.
+  uint32_t count(const std::string& name, uint32_t fallback, uint32_t min, uint32_t max);
+  uint64_t count64(const std::string& name, uint64_t fallback, uint64_t min, uint64_t max);
+  // A number option in [min, max], or `fallback` when absent.
+  float number(const std::string& name, float fallback, double min, double max);
+  // One of `allowed`, or `fallback` when absent.
+  std::string choice(const std::string& name, const std::string& fallback, const std::vector<std::string>& allowed);
   // Whatever is left must be positional; an unknown --option is an error.
-  std::vector<std::string> rest() const {
-    for (auto& s : items_)
-      if (s.rfind("--", 0) == 0) throw Error("unknown option " + s);
-    return items_;
-  }
+  std::vector<std::string> rest() const;
 
  private:
   std::vector<std::string> items_;

@@ -9,6 +9,7 @@
 #include "bench.hpp"
 #include "commands.hpp"
 #include "options.hpp"
+#include "vkformer/files.hpp"
 #include "vkformer/model.hpp"
 
 namespace vkf::cli {
@@ -43,22 +44,25 @@ int bench(Args& args, const std::string& what) {
   auto json_path = args.value("--json-out");
   const bool json_stdout = args.flag("--json");
   auto svg_path = args.value("--svg");
-  const std::string precision = args.value("--precision").value_or("fp32");
+  const DType dt = precision(args);
   std::string model_dir = args.value("--model").value_or("samples/dates");
   ContextOptions options = context_options(args);
   auto extra = args.rest();
-  if (precision != "fp32" && precision != "fp16") throw Error("--precision must be fp32 or fp16");
-  const DType dt = precision == "fp16" ? DType::F16 : DType::F32;
 
   if (what == "chart") {  // vkformer bench chart a.json b.json --svg out.svg
     if (extra.empty() || !svg_path) throw Error("usage: vkformer bench chart REPORT.json... --svg OUT.svg");
     std::vector<nlohmann::json> reports;
     for (auto& f : extra) {
+      require_regular_file(f, "report");
       std::ifstream in(f);
-      if (!in) throw Error("cannot read " + f);
-      reports.push_back(nlohmann::json::parse(in));
+      if (!in) throw Error("cannot read report " + f);
+      try {
+        reports.push_back(nlohmann::json::parse(in));
+      } catch (const std::exception& e) {
+        throw Error("report " + f + " is not valid JSON: " + e.what());
+      }
     }
-    std::ofstream(*svg_path) << bench_chart(reports);
+    write_file_atomically(*svg_path, {bench_chart(reports)});
     std::printf("wrote %s\n", svg_path->c_str());
     return 0;
   }
@@ -87,7 +91,7 @@ int bench(Args& args, const std::string& what) {
         {"device", {{"index", c.index}, {"name", c.name}, {"type", to_string(c.type)}, {"vendor", c.vendor},
                     {"driver_name", c.driver_name}, {"driver_info", c.driver_info}, {"api_version", c.api_version_string}}},
         {"vkformer_version", version()},
-        {"settings", {{"precision", precision}, {"quick", quick}, {"benchmark", what}, {"time", stamp}}}};
+        {"settings", {{"precision", dt == DType::F16 ? "fp16" : "fp32"}, {"quick", quick}, {"benchmark", what}, {"time", stamp}}}};
     if (what == "ops" || what == "all") run["ops"] = bench_ops(ctx, dt, quick, print);
     if (what == "model" || what == "all") {
       if (fs::exists(fs::path(model_dir) / "model.safetensors")) {
@@ -102,11 +106,11 @@ int bench(Args& args, const std::string& what) {
   }
   if (json_stdout) std::printf("%s\n", report.dump(2).c_str());
   if (json_path) {
-    std::ofstream(*json_path) << report.dump(2) << "\n";
+    write_file_atomically(*json_path, {report.dump(2), "\n"});
     if (print) std::printf("\nwrote %s\n", json_path->c_str());
   }
   if (svg_path) {
-    std::ofstream(*svg_path) << bench_chart({report});
+    write_file_atomically(*svg_path, {bench_chart({report})});
     if (print) std::printf("wrote %s\n", svg_path->c_str());
   }
   return 0;

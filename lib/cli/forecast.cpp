@@ -4,35 +4,35 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "vkformer/files.hpp"
 #include "vkformer/forecaster.hpp"
 
 namespace vkf::cli {
 
 int forecast(Args& args) {
-  auto dir = args.value("--model");
-  if (!dir) throw Error("--model DIR is required");
-  const std::string series_path =
-      args.value("--series").value_or((std::filesystem::path(*dir) / "test_series.txt").string());
-  const std::string p = args.value("--precision").value_or("fp32");
-  if (p != "fp32" && p != "fp16") throw Error("--precision must be fp32 or fp16");
+  const std::string dir = model_dir(args, "torch-patch-forecaster");
+  const std::string series_path = args.value("--series").value_or((std::filesystem::path(dir) / "test_series.txt").string());
+  const DType dtype = precision(args);
+  const bool json = args.flag("--json");
   ContextOptions co = context_options(args);
   args.rest();
+  require_regular_file(series_path, "series");
   std::ifstream f(series_path);
   if (!f) throw Error("cannot read the series " + series_path + " (one number per line)");
   std::vector<float> series;
+  size_t line_no = 0;
   for (std::string line; std::getline(f, line);) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
-    try {
-      series.push_back(std::stof(line));
-    } catch (...) {
-      throw Error(series_path + ": '" + line + "' is not a number");
-    }
+    series.push_back(float(parse_number(line, series_path + " line " + std::to_string(line_no), -3.4e38, 3.4e38)));
   }
   Context ctx(co);
-  auto model = Forecaster::load(ctx, *dir, p == "fp16" ? DType::F16 : DType::F32);
+  auto model = Forecaster::load(ctx, dir, dtype);
   const auto& c = model->config();
   if (series.size() < c.window) throw Error("the series has " + std::to_string(series.size()) + " values; the model reads windows of " + std::to_string(c.window));
   // Every window that has its whole future in the series, plus the final one.
@@ -41,22 +41,31 @@ int forecast(Args& args) {
   for (size_t i = 0; i < scored; ++i) windows.insert(windows.end(), series.begin() + long(i), series.begin() + long(i + c.window));
   windows.insert(windows.end(), series.end() - c.window, series.end());
   auto pred = model->predict(windows);
+  double mae = 0, naive = 0;
+  for (size_t i = 0; i < scored; ++i)
+    for (uint32_t h = 0; h < c.horizon; ++h) {
+      const double truth = series[i + c.window + h];
+      mae += std::abs(pred[i * c.horizon + h] - truth);
+      naive += std::abs(series[i + c.window - 1] - truth);
+    }
+  const double n = double(scored) * c.horizon;
+  const std::vector<float> next(pred.begin() + long(scored * c.horizon), pred.begin() + long((scored + 1) * c.horizon));
+  if (json) {
+    nlohmann::json j = {{"device", ctx.capabilities().name}, {"window", c.window}, {"horizon", c.horizon},
+                        {"scored_windows", scored}, {"next", next}};
+    j["mae_model"] = scored ? nlohmann::json(mae / n) : nlohmann::json(nullptr);
+    j["mae_naive"] = scored ? nlohmann::json(naive / n) : nlohmann::json(nullptr);
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
   if (scored) {
-    double mae = 0, naive = 0;
-    for (size_t i = 0; i < scored; ++i)
-      for (uint32_t h = 0; h < c.horizon; ++h) {
-        const double truth = series[i + c.window + h];
-        mae += std::abs(pred[i * c.horizon + h] - truth);
-        naive += std::abs(series[i + c.window - 1] - truth);
-      }
-    const double n = double(scored) * c.horizon;
     std::printf("forecasting %u days from %u-day windows (%u patches of %u, stride %u) on %s\n", c.horizon, c.window,
                 c.patches(), c.patch_len, c.stride, ctx.capabilities().name.c_str());
     std::printf("  mean absolute error over %zu windows: model %.3f, naive last value %.3f (%.1fx better)\n", scored,
                 mae / n, naive / n, naive / mae);
   }
   std::printf("  next %u values after the series:", c.horizon);
-  for (uint32_t h = 0; h < c.horizon; ++h) std::printf(" %.2f", pred[scored * c.horizon + h]);
+  for (float v : next) std::printf(" %.2f", v);
   std::printf("\n");
   return 0;
 }

@@ -2,12 +2,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "vkformer/files.hpp"
 #include "vkformer/model.hpp"
 
 namespace vkf::cli {
@@ -18,31 +19,9 @@ std::vector<uint32_t> parse_ids(const std::string& text, const char* what) {
   std::vector<uint32_t> ids;
   std::stringstream ss(text);
   std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    unsigned long v = 0;
-    try {
-      v = std::stoul(item, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || v > 0xffffffffull)
-      throw Error(std::string(what) + ": '" + item + "' is not a token id");
-    ids.push_back(uint32_t(v));
-  }
+  while (std::getline(ss, item, ',')) ids.push_back(uint32_t(parse_integer(item, std::string(what) + " entry", 0, UINT32_MAX)));
   if (ids.empty()) throw Error(std::string(what) + " is empty");
   return ids;
-}
-
-uint32_t parse_count(const std::optional<std::string>& v, uint32_t fallback, const char* what) {
-  if (!v) return fallback;
-  try {
-    size_t used = 0;
-    long n = std::stol(*v, &used);
-    if (used == v->size() && n >= 0 && n < (1l << 30)) return uint32_t(n);
-  } catch (...) {
-  }
-  throw Error(std::string(what) + " must be a non-negative integer, got '" + *v + "'");
 }
 
 struct ModelArgs {
@@ -53,29 +32,22 @@ struct ModelArgs {
 
 ModelArgs model_args(Args& args) {
   ModelArgs m;
-  auto dir = args.value("--model");
-  if (!dir) throw Error("--model DIR is required");
-  m.dir = *dir;
-  const std::string p = args.value("--precision").value_or("fp32");
-  if (p == "fp16") m.precision = DType::F16;
-  else if (p != "fp32") throw Error("--precision must be fp32 or fp16");
+  m.dir = model_dir(args, "torch-seq2seq");
+  m.precision = precision(args);
   m.profile = args.flag("--profile");
   return m;
 }
 
+// A float32 .npy, written whole or not at all.
 void write_npy(const std::string& path, const std::vector<float>& data, size_t rows, size_t cols) {
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
                        std::to_string(cols) + "), }";
   header.append(64 - (10 + header.size() + 1) % 64, ' ');
   header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot write " + path);
   const uint16_t len = uint16_t(header.size());
-  f.write("\x93NUMPY\x01\x00", 8);
-  f.write(reinterpret_cast<const char*>(&len), 2);
-  f << header;
-  f.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size() * 4));
-  if (!f) throw Error("cannot write " + path);
+  std::string prefix("\x93NUMPY\x01\x00", 8);
+  prefix.append(reinterpret_cast<const char*>(&len), 2);
+  write_file_atomically(path, {prefix, header, {reinterpret_cast<const char*>(data.data()), data.size() * 4}});
 }
 
 }  // namespace
@@ -88,18 +60,15 @@ int generate(Args& args) {
   if (!src) throw Error("--src-ids 5,17,9 is required (several sources: separate them with ';')");
   GenerateOptions o;
   const auto max_new = args.value("--max-new-tokens");
-  o.max_new_tokens = parse_count(max_new, 64, "--max-new-tokens");
-  o.beam = parse_count(args.value("--beam"), 1, "--beam");
-  if (auto t = args.value("--temperature")) o.temperature = std::stof(*t);
-  o.top_k = parse_count(args.value("--top-k"), 0, "--top-k");
-  if (auto p = args.value("--top-p")) o.top_p = std::stof(*p);
-  o.seed = parse_count(args.value("--seed"), 0, "--seed");
-  if (auto b = args.value("--submit-budget-ms")) {
-    o.submit_budget_ms = std::stof(*b);
-    if (!(o.submit_budget_ms >= 0)) throw Error("--submit-budget-ms must be a number of milliseconds >= 0 (0: no budget)");
-  }
-  o.max_steps_per_submit = parse_count(args.value("--max-steps-per-submit"), 64, "--max-steps-per-submit");
-  if (o.max_steps_per_submit == 0) throw Error("--max-steps-per-submit must be at least 1");
+  o.max_new_tokens = max_new ? uint32_t(parse_integer(*max_new, "--max-new-tokens", 0, 1u << 16)) : 64;
+  o.beam = args.count("--beam", 1, 1, GenerateOptions::kMaxBeam);
+  o.length_penalty = args.number("--length-penalty", 1.0f, -10, 10);
+  o.temperature = args.number("--temperature", 0.0f, 0, GenerateOptions::kMaxTemperature);
+  o.top_k = args.count("--top-k", 0, 0, 1u << 24);
+  o.top_p = args.number("--top-p", 1.0f, 1e-9, 1);
+  o.seed = args.count64("--seed", 0, 0, UINT64_MAX);
+  o.submit_budget_ms = args.number("--submit-budget-ms", o.submit_budget_ms, 0, 1e6);
+  o.max_steps_per_submit = args.count("--max-steps-per-submit", 64, 1, 4096);
   ContextOptions co = context_options(args);
   args.rest();
   std::vector<std::vector<uint32_t>> sources;
@@ -121,11 +90,19 @@ int generate(Args& args) {
   auto out = session.generate(sources, o);
   auto t2 = std::chrono::steady_clock::now();
   size_t tokens = 0;
-  for (auto& ids : out) tokens += ids.size();
+  std::vector<bool> finished;
+  for (size_t i = 0; i < out.size(); ++i) {
+    tokens += out[i].size();
+    finished.push_back(!out[i].empty() && out[i].back() == model->config().eos_id);
+    if (!finished.back() && o.max_new_tokens > 0)
+      std::fprintf(stderr, "vkformer generate: warning: source %zu stopped at --max-new-tokens %u before the end token\n", i,
+                   o.max_new_tokens);
+  }
   const double secs = std::chrono::duration<double>(t2 - t1).count();
   if (json) {
     nlohmann::json j;
-    j["ids"] = out.size() == 1 ? nlohmann::json(out[0]) : nlohmann::json(out);
+    j["ids"] = out;  // one list per source, always
+    j["finished"] = finished;
     j["device"] = ctx.capabilities().name;
     j["seconds"] = secs;
     j["tokens_per_second"] = tokens / secs;  // encode and decode together
@@ -159,6 +136,7 @@ int generate(Args& args) {
 
 int score(Args& args) {
   ModelArgs ma = model_args(args);
+  const bool json = args.flag("--json");
   auto src = args.value("--src-ids"), tgt = args.value("--tgt-ids"), out = args.value("--logits-out");
   if (!src || !tgt || !out) throw Error("score needs --src-ids, --tgt-ids and --logits-out FILE.npy");
   ContextOptions co = context_options(args);
@@ -170,6 +148,13 @@ int score(Args& args) {
   session.set_profile(ma.profile);
   auto logits = session.score(s, t);
   write_npy(*out, logits, t.size(), model->config().tgt_vocab_size);
+  if (json) {
+    nlohmann::json j = {{"logits_file", *out},
+                        {"shape", {t.size(), model->config().tgt_vocab_size}},
+                        {"dtype", "float32"},
+                        {"device", ctx.capabilities().name}};
+    std::printf("%s\n", j.dump().c_str());
+  }
   if (ma.profile) std::fprintf(stderr, "%s", session.profile_report().c_str());
   return 0;
 }

@@ -1,6 +1,9 @@
 #pragma once
+#include <string>
+
 #include "args.hpp"
 #include "vkformer/context.hpp"
+#include "vkformer/model.hpp"
 
 namespace vkf::cli {
 
@@ -11,6 +14,25 @@ inline ContextOptions context_options(Args& args) {
   if (args.flag("--validation")) o.validation = true;
   if (args.flag("--no-cache")) o.disk_cache = false;
   return o;
+}
+
+// --precision fp32|fp16 (default fp32).
+inline DType precision(Args& args) {
+  return args.choice("--precision", "fp32", {"fp32", "fp16"}) == "fp16" ? DType::F16 : DType::F32;
+}
+
+// --model DIR, required, holding a model of `architecture`; a model of another kind
+// names the command that runs it.
+inline std::string model_dir(Args& args, const std::string& architecture) {
+  auto dir = args.value("--model");
+  if (!dir) throw Error("--model DIR is required (see --help)");
+  const std::string found = model_architecture(*dir);
+  if (found != architecture) {
+    if (found == "torch-patch-forecaster") throw Error("model " + *dir + " is a patch forecaster: run it with `vkformer forecast`");
+    if (found == "torch-seq2seq")
+      throw Error("model " + *dir + " is a sequence-to-sequence model: run it with `vkformer generate`, `translate` or `score`");
+  }
+  return *dir;  // an unknown architecture: the loader says which ones it knows
 }
 
 }  // namespace vkf::cli

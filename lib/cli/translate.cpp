@@ -1,58 +1,113 @@
-// `vkformer translate`: text in, text out, with the model's character tokenizer.
+// `vkformer translate`: text in, text out, with the model's character tokenizer; a
+// line-by-line filter on standard input.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "vkformer/model.hpp"
+#include "stdin_lines.hpp"
 #include "vkformer/tokenizer.hpp"
 
 namespace vkf::cli {
 
 int translate(Args& args) {
-  auto dir = args.value("--model");
-  if (!dir) throw Error("--model DIR is required");
-  const std::string p = args.value("--precision").value_or("fp32");
-  if (p != "fp32" && p != "fp16") throw Error("--precision must be fp32 or fp16");
+  const std::string dir = model_dir(args, "torch-seq2seq");
+  const DType dtype = precision(args);
   GenerateOptions o;
-  o.max_new_tokens = 32;
-  if (auto n = args.value("--max-new-tokens")) o.max_new_tokens = uint32_t(std::stoul(*n));
-  if (auto b = args.value("--beam")) o.beam = uint32_t(std::stoul(*b));
-  const uint32_t batch = uint32_t(std::stoul(args.value("--batch").value_or("64")));
-  if (batch == 0) throw Error("--batch must be at least 1");
+  o.max_new_tokens = args.count("--max-new-tokens", 32, 1, 1u << 16);
+  o.beam = args.count("--beam", 1, 1, GenerateOptions::kMaxBeam);
+  const uint32_t batch = args.count("--batch", 64, 1, 4096);
+  const bool truncate = args.flag("--truncate"), json = args.flag("--json"), profile = args.flag("--profile");
   ContextOptions co = context_options(args);
-  std::vector<std::string> inputs = args.rest();
-  const bool from_stdin = inputs.empty();
-  if (from_stdin)
-    for (std::string line; std::getline(std::cin, line);) inputs.push_back(line);
+  const std::vector<std::string> texts = args.rest();
+  const bool from_stdin = texts.empty();
 
   Context ctx(co);
-  auto tokenizer = CharTokenizer::from_file((std::filesystem::path(*dir) / "vocab.json").string());
-  auto model = Model::load(ctx, *dir, p == "fp16" ? DType::F16 : DType::F32);
-  if (tokenizer.size() != model->config().src_vocab_size)
+  auto tokenizer = CharTokenizer::from_file((std::filesystem::path(dir) / "vocab.json").string());
+  auto model = Model::load(ctx, dir, dtype);
+  const ModelConfig& c = model->config();
+  if (tokenizer.size() != c.src_vocab_size)
     throw Error("vocab.json has " + std::to_string(tokenizer.size()) + " tokens but the model's source vocabulary has " +
-                std::to_string(model->config().src_vocab_size));
+                std::to_string(c.src_vocab_size));
+  if (o.max_new_tokens > c.max_position)
+    throw Error("--max-new-tokens " + std::to_string(o.max_new_tokens) + " is more than the model's max_position " +
+                std::to_string(c.max_position));
   Session session(model);
-  auto t0 = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < inputs.size(); i += batch) {
+  session.set_profile(profile);
+  const char* what = from_stdin ? "line" : "input";
+
+  // Translates one batch; `first` numbers its inputs (from 1) in messages.
+  auto answer = [&](const std::vector<std::string>& inputs, size_t first) {
     std::vector<std::vector<uint32_t>> sources;
-    for (size_t k = i; k < std::min(inputs.size(), i + batch); ++k) {
+    std::vector<bool> truncated(inputs.size(), false);
+    for (size_t k = 0; k < inputs.size(); ++k) {
       auto ids = tokenizer.encode(inputs[k]);
-      if (ids.empty()) ids.push_back(tokenizer.unk_id());  // an empty line: one unknown token
-      if (ids.size() > model->config().max_position) ids.resize(model->config().max_position);
-      sources.push_back(std::move(ids));
+      if (ids.size() > c.max_position) {
+        if (!truncate)
+          throw Error(std::string(what) + " " + std::to_string(first + k) + " has " + std::to_string(ids.size()) +
+                      " tokens; the model takes at most " + std::to_string(c.max_position) +
+                      " (max_position). --truncate cuts longer inputs, with a warning");
+        std::fprintf(stderr, "vkformer translate: warning: %s %zu cut from %zu to %u tokens (--truncate)\n", what,
+                     first + k, ids.size(), c.max_position);
+        ids.resize(c.max_position);
+        truncated[k] = true;
+      }
+      if (!ids.empty()) sources.push_back(std::move(ids));  // an empty input: an empty output, no model call
     }
-    auto out = session.generate(sources, o);
-    for (size_t k = 0; k < out.size(); ++k) {
-      if (from_stdin) std::printf("%s\n", tokenizer.decode(out[k]).c_str());
-      else std::printf("%s -> %s\n", inputs[i + k].c_str(), tokenizer.decode(out[k]).c_str());
+    std::vector<std::vector<uint32_t>> outs;
+    if (!sources.empty()) outs = session.generate(sources, o);
+    for (size_t k = 0, s = 0; k < inputs.size(); ++k) {
+      const bool empty = inputs[k].empty() || tokenizer.encode(inputs[k]).empty();
+      const std::vector<uint32_t> ids = empty ? std::vector<uint32_t>{} : outs[s++];
+      const bool finished = empty || (!ids.empty() && ids.back() == c.eos_id);
+      if (!finished)
+        std::fprintf(stderr, "vkformer translate: warning: %s %zu stopped at --max-new-tokens %u before the end token\n",
+                     what, first + k, o.max_new_tokens);
+      const std::string text = tokenizer.decode(ids);
+      if (json) {
+        nlohmann::json j = {{"input", inputs[k]}, {"output", text},   {"ids", ids},
+                            {"finished", finished}, {"truncated", bool(truncated[k])}};
+        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      } else if (from_stdin) {
+        std::printf("%s\n", text.c_str());
+      } else {
+        std::printf("%s -> %s\n", inputs[k].c_str(), text.c_str());
+      }
+    }
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) throw Error("cannot write to standard output");
+  };
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool terminal = ::isatty(STDERR_FILENO);
+  size_t done = 0;
+  auto progress = [&](bool last) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (terminal && s > 2) std::fprintf(stderr, "\rvkformer translate: %zu %ss, %.1f per second%s", done, what, done / s, last ? "\n" : "");
+  };
+  if (!from_stdin) {
+    for (size_t i = 0; i < texts.size(); i += batch) {
+      std::vector<std::string> part(texts.begin() + long(i), texts.begin() + long(std::min(texts.size(), i + batch)));
+      answer(part, i + 1);
+      done += part.size();
+      progress(false);
+    }
+  } else {
+    StdinLines lines;
+    for (std::vector<std::string> part; lines.next_batch(part, batch);) {
+      answer(part, done + 1);
+      done += part.size();
+      progress(false);
     }
   }
+  progress(true);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (inputs.size() > 8)
-    std::fprintf(stderr, "vkformer: %zu inputs in %.2f s on %s\n", inputs.size(), s, ctx.capabilities().name.c_str());
+  if (done > 8 && !terminal)
+    std::fprintf(stderr, "vkformer translate: %zu %ss in %.2f s on %s\n", done, what, s, ctx.capabilities().name.c_str());
+  if (profile) std::fprintf(stderr, "%s", session.profile_report().c_str());
   return 0;
 }
 

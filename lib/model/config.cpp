@@ -1,7 +1,18 @@
+#include <filesystem>
+
 #include "config_reader.hpp"
 #include "vkformer/model.hpp"
 
 namespace vkf {
+
+std::string model_architecture(const std::string& directory) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(directory, ec)) throw Error("model directory '" + directory + "' does not exist");
+  if (!fs::is_directory(directory, ec))
+    throw Error("model '" + directory + "' is a file; --model takes the model's directory (config.json, model.safetensors)");
+  return model::ConfigReader((fs::path(directory) / "config.json").string()).string("architecture");
+}
 
 ModelConfig ModelConfig::from_file(const std::string& path) {
   const model::ConfigReader r(path);

@@ -10,6 +10,7 @@
 #include "encoder_layer.hpp"
 #include "expected_tensors.hpp"
 #include "uploader.hpp"
+#include "vkformer/model.hpp"
 #include "vkformer/tensor_io.hpp"
 
 namespace vkf {
@@ -48,7 +49,7 @@ const ForecasterConfig& Forecaster::config() const { return impl_->config; }
 
 std::shared_ptr<const Forecaster> Forecaster::load(Context& ctx, const std::string& dir, DType precision) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(dir)) throw Error("model directory '" + dir + "' does not exist");
+  model_architecture(dir);  // a clear error for a missing directory, a file, no config.json
   auto c = ForecasterConfig::from_file((fs::path(dir) / "config.json").string());
   model::SafeTensors file((fs::path(dir) / "model.safetensors").string());
   const uint64_t D = c.d_model, P = c.patches();

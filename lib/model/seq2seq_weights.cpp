@@ -41,7 +41,7 @@ DType Model::precision() const { return impl_->dtype; }
 
 std::shared_ptr<const Model> Model::load(Context& ctx, const std::string& directory, DType precision) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(directory)) throw Error("model directory '" + directory + "' does not exist");
+  model_architecture(directory);  // a clear error for a missing directory, a file, no config.json
   ModelConfig c = ModelConfig::from_file((fs::path(directory) / "config.json").string());
   model::SafeTensors file((fs::path(directory) / "model.safetensors").string());
 
