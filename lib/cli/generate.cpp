@@ -71,6 +71,7 @@ int generate(Args& args) {
   o.max_steps_per_submit = args.count("--max-steps-per-submit", 64, 1, 4096);
   ContextOptions co = context_options(args);
   args.rest();
+  if (src->empty()) throw Error("--src-ids is empty");
   std::vector<std::vector<uint32_t>> sources;
   std::stringstream ss(*src);
   std::string one;

@@ -25,10 +25,17 @@ CharTokenizer CharTokenizer::from_file(const std::string& path) {
     t.index_.emplace(tok.get<std::string>(), uint32_t(t.tokens_.size()));
     t.tokens_.push_back(tok.get<std::string>());
   }
-  t.pad_ = j.value("pad_id", 0u);
-  t.bos_ = j.value("bos_id", 1u);
-  t.eos_ = j.value("eos_id", 2u);
-  t.unk_ = j.value("unk_id", 3u);
+  auto special = [&](const char* key, uint32_t fallback) {
+    if (!j.contains(key)) return fallback;
+    const auto& v = j[key];
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX)
+      throw Error("tokenizer " + path + ": field '" + key + "' must be a token id (an integer from 0), got " + v.dump());
+    return v.get<uint32_t>();
+  };
+  t.pad_ = special("pad_id", 0);
+  t.bos_ = special("bos_id", 1);
+  t.eos_ = special("eos_id", 2);
+  t.unk_ = special("unk_id", 3);
   if (std::max({t.pad_, t.bos_, t.eos_, t.unk_}) >= t.tokens_.size())
     throw Error("tokenizer " + path + ": a special token id is outside the vocabulary");
   return t;

@@ -1,5 +1,7 @@
 #include "config_reader.hpp"
 
+#include <cstdio>
+
 #include "json_file.hpp"
 
 namespace vkf::model {
@@ -35,9 +37,11 @@ bool ConfigReader::flag(const char* key) const {
 
 float ConfigReader::number(const char* key, double min, double max) const {
   const auto& v = need(key);
-  if (!v.is_number() || !(v.get<double>() >= min && v.get<double>() <= max))
-    fail(std::string("field '") + key + "' must be a number from " + std::to_string(min) + " to " +
-         std::to_string(max));
+  if (!v.is_number() || !(v.get<double>() >= min && v.get<double>() <= max)) {
+    char range[64];
+    std::snprintf(range, sizeof range, "%g to %g", min, max);
+    fail(std::string("field '") + key + "' must be a number from " + range);
+  }
   return v.get<float>();
 }
 

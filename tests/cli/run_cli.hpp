@@ -1,0 +1,25 @@
+#pragma once
+// Runs the vkformer command as a user would, with a time limit, and returns its exit
+// status and what it printed.
+#include <string>
+#include <vector>
+
+namespace vkf::test {
+
+struct CliRun {
+  int status = -1;         // exit status; 128 + N when killed by signal N
+  bool timed_out = false;  // still running after the limit (then killed)
+  double seconds = 0;
+  std::string out, err;
+};
+
+struct CliOptions {
+  std::string stdin_path = "/dev/null";
+  std::string stdout_path;         // empty: captured into CliRun::out
+  unsigned long max_file_bytes = 0;  // > 0: RLIMIT_FSIZE, a disk that fills at this size
+  double limit_seconds = 10;
+};
+
+CliRun run_cli(const std::vector<std::string>& args, const CliOptions& options = {});
+
+}  // namespace vkf::test
