@@ -85,7 +85,7 @@ SafeTensors::SafeTensors(const std::string& path) : path_(path) {
       bad("holds " + std::to_string(t.bytes) + " bytes, but its shape needs " + std::to_string(t.elements() * elem));
     t.data = data + begin;
     tensors_[name] = t;
-    ranges.push_back({begin, end, name});
+    if (end > begin) ranges.push_back({begin, end, name});  // an empty tensor owns no bytes
   }
   // Two tensors sharing bytes would silently alias each other's weights.
   std::sort(ranges.begin(), ranges.end());

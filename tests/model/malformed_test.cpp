@@ -118,7 +118,8 @@ TEST_F(Malformed, ForecasterConfigAndTensorsAreChecked) {
   edit_header([](auto& h) { h["encoder.layers.0.self_attn.in_proj_weight"]["shape"] = {32, 96}; }, dir);
   expect_error({"encoder.layers.0.self_attn.in_proj_weight", "has shape [32, 96]", "the config implies [96, 32]"});
   restore();
-  edit_header([](auto& h) { h["encoder.layers.9.linear1.bias"] = h["head.bias"]; }, dir);
+  // An extra tensor of its own (no bytes: tensors may not share bytes, see below).
+  edit_header([](auto& h) { h["encoder.layers.9.linear1.bias"] = {{"dtype", "F32"}, {"shape", {0}}, {"data_offsets", {0, 0}}}; }, dir);
   expect_error({"unexpected tensor 'encoder.layers.9.linear1.bias'"});
 }
 
@@ -126,8 +127,12 @@ TEST_F(Malformed, MissingExtraAndMisshapenTensors) {
   edit_header([](auto& h) { h.erase("generator.bias"); });
   expect_load_error({"missing tensor 'generator.bias'"});
   fs::copy(source_ / "model.safetensors", fs::path(dir_) / "model.safetensors", fs::copy_options::overwrite_existing);
-  edit_header([](auto& h) { h["decoder.extra.weight"] = h["generator.bias"]; });
+  edit_header([](auto& h) { h["decoder.extra.weight"] = {{"dtype", "F32"}, {"shape", {0}}, {"data_offsets", {0, 0}}}; });
   expect_load_error({"unexpected tensor 'decoder.extra.weight'"});
+  // Two tensors sharing bytes would alias each other's weights silently.
+  fs::copy(source_ / "model.safetensors", fs::path(dir_) / "model.safetensors", fs::copy_options::overwrite_existing);
+  edit_header([](auto& h) { h["generator.bias"]["data_offsets"] = h["tgt_embed.weight"]["data_offsets"]; h["generator.bias"]["shape"] = h["tgt_embed.weight"]["shape"]; });
+  expect_load_error({"'generator.bias'", "'tgt_embed.weight'", "overlap"});
   // A config whose vocabulary does not match the tensors.
   fs::copy(source_ / "model.safetensors", fs::path(dir_) / "model.safetensors", fs::copy_options::overwrite_existing);
   auto j = config();
