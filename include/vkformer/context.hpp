@@ -113,6 +113,14 @@ struct CommandListOptions {
   bool repeatable = false;  // may run several times in one submission (CommandList::submit(times))
 };
 
+// Test-only fault injection (Context::inject_faults): the nth event of a kind, counted
+// from 1 after the call, fails as a driver or the host would report it. 0: never.
+struct InjectedFaults {
+  uint64_t device_allocation = 0;  // a buffer request fails with VK_ERROR_OUT_OF_DEVICE_MEMORY
+  uint64_t host_allocation = 0;    // host memory for an upload or download: std::bad_alloc
+  uint64_t submit = 0;             // vkQueueSubmit gives VK_ERROR_DEVICE_LOST; the context stays lost
+};
+
 // The device and everything that lives on it: memory, compiled kernels, caches.
 // A Context is safe to share between threads; command lists are per thread.
 class Context {
@@ -148,6 +156,10 @@ class Context {
   uint64_t validation_messages() const;  // warnings and errors the layer reported so far
   std::string cache_dir() const;         // empty when the disk cache is off
   void save_caches();                    // also done on destruction
+  // Test-only: arms the faults (replacing any still pending). A lost device stays lost:
+  // every later submit fails at once and the application makes a new Context.
+  void inject_faults(const InjectedFaults& faults);
+  bool device_lost() const;
 
   struct Impl;
 

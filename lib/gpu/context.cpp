@@ -113,6 +113,14 @@ Kernel Context::kernel(const KernelDesc& desc) { return Kernel(impl_->pipelines-
 
 MemoryStats Context::memory_stats() const { return impl_->allocator->stats(); }
 HeapBudget Context::heap_budget() const { return impl_->allocator->heap_budget(); }
+
+void Context::inject_faults(const InjectedFaults& f) {
+  impl_->device->faults.device_allocation = f.device_allocation;
+  impl_->device->faults.host_allocation = f.host_allocation;
+  impl_->device->faults.submit = f.submit;
+}
+
+bool Context::device_lost() const { return impl_->device->lost(); }
 CacheStats Context::cache_stats() const { return impl_->disk_cache->stats(); }
 uint64_t blocking_waits_on_this_thread() { return gpu::blocking_waits_this_thread; }
 

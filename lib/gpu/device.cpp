@@ -169,11 +169,27 @@ void Device::clamp_to_portable_profile() {
   c.max_shared_memory = std::min<uint32_t>(c.max_shared_memory, 16384);
   c.max_workgroup_invocations = std::min<uint32_t>(c.max_workgroup_invocations, 128);
   for (auto& s : c.max_workgroup_size) s = std::min<uint32_t>(s, 128);
-  c.subgroup_arithmetic = c.subgroup_shuffle = false;  // shared-memory reductions instead
-  c.quirks.emplace_back("portable profile: kernels chosen for 16 KiB shared memory, 128 invocations, no subgroup arithmetic");
+  c.subgroup_arithmetic = c.subgroup_shuffle = false;  // shared-memory reductions: no subgroup size assumed
+  c.max_push_constants_size = std::min<uint32_t>(c.max_push_constants_size, 128);  // the Vulkan minimum
+  c.float16_arithmetic = false;                                                    // fp16 storage at most
+  c.max_storage_buffer_range = std::min<uint64_t>(c.max_storage_buffer_range, 128ull << 20);
+  c.quirks.emplace_back(
+      "portable profile: kernels chosen for 16 KiB shared memory, 128 invocations, 128 push-constant bytes, "
+      "128 MiB bindings, no subgroup arithmetic, no fp16 arithmetic");
+}
+
+bool Device::fire(std::atomic<uint64_t>& countdown) {
+  for (uint64_t v = countdown.load(); v != 0;)
+    if (countdown.compare_exchange_weak(v, v - 1)) return v == 1;
+  return false;
 }
 
 void Device::submit_and_wait(VkCommandBuffer cb, VkFence fence, uint32_t times) {
+  if (lost_) throw Error("the Vulkan device was lost earlier (VK_ERROR_DEVICE_LOST): create a new context");
+  if (fire(faults.submit)) {
+    lost_ = true;
+    check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit (injected fault)");
+  }
   const std::vector<VkCommandBuffer> cbs(times, cb);
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = times;
@@ -183,13 +199,18 @@ void Device::submit_and_wait(VkCommandBuffer cb, VkFence fence, uint32_t times) 
     lock_queue_();
     const VkResult r = vkQueueSubmit(queue_, 1, &submit, fence);
     unlock_queue_();
+    if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
     check(r, "vkQueueSubmit");
   } else {
     std::lock_guard lock(queue_mutex_);
-    check(vkQueueSubmit(queue_, 1, &submit, fence), "vkQueueSubmit");
+    const VkResult r = vkQueueSubmit(queue_, 1, &submit, fence);
+    if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
+    check(r, "vkQueueSubmit");
   }
   ++blocking_waits_this_thread;
-  check(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  const VkResult waited = vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX);
+  if (waited == VK_ERROR_DEVICE_LOST) lost_ = true;
+  check(waited, "vkWaitForFences");
 }
 
 }  // namespace vkf::gpu

@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <functional>
 #include <mutex>
 
@@ -38,7 +39,15 @@ class Device {
   // Submits cb `times` times in one vkQueueSubmit (it needs SIMULTANEOUS_USE for more than one).
   void submit_and_wait(VkCommandBuffer cb, VkFence fence, uint32_t times = 1);
 
+  // Injected faults (Context::inject_faults): fire(kind) is true for the armed call.
+  struct Faults {
+    std::atomic<uint64_t> device_allocation{0}, host_allocation{0}, submit{0};
+  } faults;
+  static bool fire(std::atomic<uint64_t>& countdown);
+  bool lost() const { return lost_; }
+
  private:
+  std::atomic<bool> lost_{false};
   PhysicalDevice physical_;
   VkPhysicalDeviceMemoryProperties memory_{};
   VkDevice device_ = VK_NULL_HANDLE;

@@ -1,15 +1,33 @@
 #include "instance.hpp"
 
+#include <dlfcn.h>
+
 #include <cstring>
 #include <mutex>
 #include <string>
 
 namespace vkf::gpu {
 
+#ifdef VKF_KEEP_VULKAN_LIBRARIES_LOADED
+// Sanitizer builds only (the asan and tsan presets): the loader unloads the driver and
+// the validation layer when the last instance goes, so LeakSanitizer, which runs at exit,
+// could no longer name their frames ("<unknown module>") for its suppressions. Opening
+// them once more with RTLD_NODELETE keeps them mapped until the process ends.
+static void keep_vulkan_libraries_loaded() {
+  for (const char* lib : {"libvulkan_lvp.so", "libVkLayer_khronos_validation.so", "libvulkan.so.1"})
+    dlopen(lib, RTLD_LAZY | RTLD_NODELETE);
+}
+#endif
+
 void load_vulkan() {
   static std::once_flag once;
   static VkResult result = VK_SUCCESS;
-  std::call_once(once, [] { result = volkInitialize(); });
+  std::call_once(once, [] {
+#ifdef VKF_KEEP_VULKAN_LIBRARIES_LOADED
+    keep_vulkan_libraries_loaded();
+#endif
+    result = volkInitialize();
+  });
   if (result != VK_SUCCESS)
     throw Error(
         "the Vulkan loader (libvulkan.so.1) could not be loaded; install libvulkan1 and a "

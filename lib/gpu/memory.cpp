@@ -165,6 +165,9 @@ std::shared_ptr<Allocation> Allocator::allocate(uint64_t bytes, std::string_view
     throw Error("buffer '" + std::string(name) + "' (" + std::to_string(bytes) + " bytes) would take vkformer's device " +
                 "memory past its limit of " + std::to_string(limit_) + " bytes (" + std::to_string(stats_.allocated) +
                 " bytes in use; ContextOptions::memory_limit)");
+  if (Device::fire(device_.faults.device_allocation))  // every buffer request is a point a driver could refuse
+    throw Error("out of device memory allocating '" + std::string(name) + "' (" + mib(bytes) +
+                "): VK_ERROR_OUT_OF_DEVICE_MEMORY (injected fault)");
   Block* chosen = nullptr;
   uint64_t offset = 0;
   if (reserved > block_bytes_ / 2) {

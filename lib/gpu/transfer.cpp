@@ -3,6 +3,7 @@
 // tensor of any size moves with a fixed amount of host-visible memory.
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "context_impl.hpp"
 
@@ -53,6 +54,7 @@ static void check_range(const gpu::Allocation& a, uint64_t bytes, uint64_t offse
 }
 
 void Context::Impl::upload(const gpu::Allocation& dst, const void* data, uint64_t bytes, uint64_t offset) {
+  if (gpu::Device::fire(device->faults.host_allocation)) throw std::bad_alloc();  // injected
   check_range(dst, bytes, offset, "upload");
   if (bytes == 0) return;
   counters.transfers++;
@@ -80,6 +82,7 @@ void Context::Impl::upload(const gpu::Allocation& dst, const void* data, uint64_
 }
 
 void Context::Impl::download(const gpu::Allocation& src, void* data, uint64_t bytes, uint64_t offset) {
+  if (gpu::Device::fire(device->faults.host_allocation)) throw std::bad_alloc();  // injected
   check_range(src, bytes, offset, "download");
   if (bytes == 0) return;
   counters.transfers++;

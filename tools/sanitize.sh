@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The sanitizer runs of CI (called by tools/test.sh; VKF_SANITIZERS=0 there skips them):
+#  1. AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/): the whole suite, leaks
+#     checked, with suppressions naming only the driver's and the validation layer's frames
+#     (tests/sanitizers/lsan.supp). -fno-sanitize=vptr: Debian's glslang has no RTTI.
+#  2. ThreadSanitizer (build-tsan/): the tests that share a context between threads.
+# Any report fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+build() {  # preset, targets...
+  local preset=$1
+  shift
+  if [ ! -f "build-$preset/build.ninja" ]; then
+    cmake --preset "$preset" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+  fi
+  cmake --build --preset "$preset" ${1:+--target "$@"} >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+}
+supp=$PWD/tests/sanitizers
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite (build-asan/)"
+build asan
+# Not run here: what compiles other projects or documents (no vkformer code runs in them).
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0 \
+LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan -j2 --timeout 900 --output-on-failure --progress \
+        -E '^(layering\.|consumer_projects|api_docs|glslangValidator\.|kernel_files)' "$@"
+
+echo "== ThreadSanitizer: threads sharing one context (build-tsan/)"
+build tsan model_tests capi_tests
+TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1" VKF_VALIDATION=1 \
+  build-tsan/tests/model_tests --gtest_filter='*/Threads.*:*SessionsOnSeveralThreads*:InjectedFaultsTest.Cancellation*'
+TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1" VKF_VALIDATION=1 \
+  build-tsan/tests/capi_tests --gtest_filter='CApi.Threads*:CApi.LastErrorIsPerThread:CApi.Jobs*'
