@@ -14,13 +14,14 @@ vkf_status vkf_forecaster_load(vkf_context* context, const char* directory, vkf_
   *forecaster = nullptr;
   if (!context) return invalid(fn, "context is NULL");
   if (!directory) return invalid(fn, "directory is NULL");
-  if (precision != VKF_PRECISION_FP32 && precision != VKF_PRECISION_FP16)
+  const int precision_value = capi::enum_value(precision);
+  if (precision_value != VKF_PRECISION_FP32 && precision_value != VKF_PRECISION_FP16)
     return invalid(fn, "precision must be VKF_PRECISION_FP32 or VKF_PRECISION_FP16");
   return guarded(fn, [&] {
     auto handle = std::make_unique<vkf_forecaster>();
     handle->ctx = context->ctx;
     handle->forecaster = vkf::Forecaster::load(*context->ctx, directory,
-                                               precision == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
+                                               precision_value == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
     *forecaster = handle.release();
     return VKF_OK;
   });

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstring>
 // What the C API's files share: the handles behind the opaque C types, and the rules
 // every entry point follows (no exception crosses into C; failures are a status and a
 // message in the calling thread's last error).
@@ -52,7 +53,19 @@ struct vkf_job {
   std::thread worker;
 };
 
-namespace capi {  // internal: outside namespace vkf, so the shared library does not export it
+namespace capi {
+
+// A C enum parameter's value as the caller passed it: C callers (and other languages)
+// can pass any int, and reading an out-of-range value as the C++ enum type is undefined
+// behaviour (UBSan's -fsanitize=enum reports it). The bytes are read as an int instead.
+template <class E>
+int enum_value(const E& e) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+  // internal: outside namespace vkf, so the shared library does not export it
 
 extern thread_local std::string last_error;
 

@@ -203,14 +203,15 @@ vkf_status vkf_model_load(vkf_context* context, const char* directory, vkf_preci
   *model = nullptr;
   if (!context) return invalid("vkf_model_load", "context is NULL");
   if (!directory) return invalid("vkf_model_load", "directory is NULL");
-  if (precision != VKF_PRECISION_FP32 && precision != VKF_PRECISION_FP16)
+  const int precision_value = capi::enum_value(precision);
+  if (precision_value != VKF_PRECISION_FP32 && precision_value != VKF_PRECISION_FP16)
     return invalid("vkf_model_load", "precision must be VKF_PRECISION_FP32 or VKF_PRECISION_FP16");
   return guarded("vkf_model_load", [&] {
     auto handle = std::make_unique<vkf_model>();
     handle->ctx = context->ctx;
     handle->directory = directory;
     handle->model = vkf::Model::load(*context->ctx, directory,
-                                     precision == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
+                                     precision_value == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
     const auto vocab = std::filesystem::path(directory) / "vocab.json";
     if (std::filesystem::exists(vocab))
       handle->tokenizer = std::make_shared<const vkf::CharTokenizer>(vkf::CharTokenizer::from_file(vocab.string()));
