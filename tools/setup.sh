@@ -8,7 +8,8 @@ packages=(build-essential cmake ninja-build pkg-config
   libvulkan-dev libvulkan-volk-dev glslang-dev glslang-tools spirv-tools
   mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libgtest-dev nlohmann-json3-dev libopenblas-dev doxygen
-  python3-torch python3-numpy python3-jsonschema)
+  python3-torch python3-numpy python3-jsonschema
+  clang)  # libFuzzer (tools/fuzz.sh)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else

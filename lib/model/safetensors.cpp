@@ -56,7 +56,9 @@ SafeTensors::SafeTensors(const std::string& path) : path_(path) {
   const uint8_t* data = bytes + 8 + header_len;
   const uint64_t data_size = size_ - 8 - header_len;
   std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;  // [begin, end), name
-  for (auto& [name, info] : header.items()) {
+  for (auto& item : header.items()) {  // (not a structured binding: lambdas below capture the name)
+    const std::string& name = item.key();
+    auto& info = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& why) { fail("tensor '" + name + "': " + why); };
     if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") || !info.contains("data_offsets"))
