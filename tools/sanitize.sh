@@ -30,7 +30,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 
 echo "== ThreadSanitizer: threads sharing one context (build-tsan/)"
 build tsan model_tests capi_tests
-TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1" VKF_VALIDATION=1 \
+TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1" VKF_VALIDATION=1 VKF_GOLDEN_DIR=$PWD/build/goldens \
   build-tsan/tests/model_tests --gtest_filter='*/Threads.*:*SessionsOnSeveralThreads*:InjectedFaultsTest.Cancellation*'
 TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1" VKF_VALIDATION=1 \
   build-tsan/tests/capi_tests --gtest_filter='CApi.Threads*:CApi.LastErrorIsPerThread:CApi.Jobs*'
