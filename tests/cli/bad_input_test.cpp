@@ -4,7 +4,9 @@
 // non-zero exit and a message that names the problem, or the documented behaviour, in
 // under 10 s. Never a crash, a hang or a plausible answer.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -378,6 +380,43 @@ TEST(BadInput, EveryCommandHasHelp) {
     EXPECT_EQ(r.status, 0) << c << ": " << r.err;
     EXPECT_NE(r.out.find(std::string("usage: vkformer ") + c), std::string::npos) << c << ": " << r.out;
   }
+}
+
+}  // namespace
+}  // namespace vkf::test
+
+namespace vkf::test {
+namespace {
+
+// `translate` as a filter: each line is answered while standard input is still open.
+TEST(TranslateFilter, AnswersEachLineAsItArrives) {
+  int to_child[2], from_child[2];
+  ASSERT_EQ(::pipe(to_child), 0);
+  ASSERT_EQ(::pipe(from_child), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(to_child[0], 0), ::dup2(from_child[1], 1);
+    ::close(to_child[1]), ::close(from_child[0]);
+    ::execl(VKF_CLI_PATH, VKF_CLI_PATH, "translate", "--model", kDates.c_str(), (char*)nullptr);
+    ::_exit(127);
+  }
+  ::close(to_child[0]), ::close(from_child[1]);
+  FILE* out = ::fdopen(from_child[0], "r");
+  auto read_line_within = [&](int seconds) -> std::string {
+    pollfd p{from_child[0], POLLIN, 0};
+    if (::poll(&p, 1, seconds * 1000) <= 0) return "<no answer while stdin is open>";
+    char line[256] = {};
+    return std::fgets(line, sizeof line, out) ? line : "<eof>";
+  };
+  for (const char* in : {"3/3/98\n", "March 3, 1998\n"}) {
+    ASSERT_EQ(::write(to_child[1], in, std::strlen(in)), ssize_t(std::strlen(in)));
+    EXPECT_EQ(read_line_within(10), "1998-03-03\n") << "for " << in;
+  }
+  ::close(to_child[1]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::fclose(out);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 }  // namespace
