@@ -54,28 +54,29 @@ class InjectedFaultsTest : public ::testing::Test {
     reference_ = run(ctx);
     ASSERT_EQ(reference_.size(), kOptions.max_new_tokens);
   }
+  // Fails the events of one kind one at a time (1, 2, 3, ...) on one context until a
+  // run no longer reaches the armed one; then the context must still run correctly.
+  void sweep_on_one_context(InjectedFaults (*at)(uint64_t), uint64_t at_least, const char* what) {
+    Context ctx(test_options(log_));
+    uint64_t n = 1;
+    while (fails_cleanly(ctx, log_, at(n), reference_)) ++n;
+    EXPECT_GT(n, at_least) << "too few " << what << " points";
+    std::printf("[ faults   ] %llu %s points failed cleanly\n", (unsigned long long)(n - 1), what);
+    EXPECT_EQ(run(ctx), reference_) << "the same context carries on";
+  }
   MessageLog log_;
   std::vector<uint32_t> reference_;
 };
 
-// Every device allocation of a load and a generation, one at a time.
+// Every buffer request of a load and a generation, one at a time.
 TEST_F(InjectedFaultsTest, EveryDeviceAllocationCanFail) {
-  Context ctx(test_options(log_));
-  uint64_t n = 1;
-  while (fails_cleanly(ctx, log_, {.device_allocation = n}, reference_)) ++n;
-  EXPECT_GT(n, 3u) << "the sweep should have failed several allocations";
-  std::printf("[ faults   ] %llu device-allocation points failed cleanly\n", (unsigned long long)(n - 1));
-  EXPECT_EQ(run(ctx), reference_) << "the same context carries on";
+  sweep_on_one_context([](uint64_t n) { return InjectedFaults{.device_allocation = n}; }, 3, "device-allocation");
 }
 
-// Every upload and download (each needs host memory), one at a time.
+// Every upload and download (each needs host memory), one at a time; a model load alone
+// uploads every tensor.
 TEST_F(InjectedFaultsTest, EveryHostAllocationCanFail) {
-  Context ctx(test_options(log_));
-  uint64_t n = 1;
-  while (fails_cleanly(ctx, log_, {.host_allocation = n}, reference_)) ++n;
-  EXPECT_GT(n, 20u) << "a model load alone uploads every tensor";
-  std::printf("[ faults   ] %llu host-allocation points failed cleanly\n", (unsigned long long)(n - 1));
-  EXPECT_EQ(run(ctx), reference_);
+  sweep_on_one_context([](uint64_t n) { return InjectedFaults{.host_allocation = n}; }, 20, "host-allocation");
 }
 
 // The device lost at every submit: model load, encode, each decode submit. The context
