@@ -62,7 +62,14 @@ int bench(Args& args, const std::string& what) {
         throw Error("report " + f + " is not valid JSON: " + e.what());
       }
     }
-    write_file_atomically(*svg_path, {bench_chart(reports)});
+    std::string svg;
+    try {
+      svg = bench_chart(reports);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error("a report given to `bench chart` is not a vkformer bench report (docs/bench.schema.json): " +
+                  std::string(e.what()));
+    }
+    write_file_atomically(*svg_path, {svg});
     std::printf("wrote %s\n", svg_path->c_str());
     return 0;
   }

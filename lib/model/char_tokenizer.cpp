@@ -17,7 +17,10 @@ size_t utf8_length(unsigned char c) {
 
 CharTokenizer CharTokenizer::from_file(const std::string& path) {
   const nlohmann::json j = model::read_json_object(path, "tokenizer");
-  if (j.value("type", "") != "characters" || !j.contains("tokens") || !j["tokens"].is_array())
+  // (Checked by type first: json::value() throws the JSON library's own error when
+  // "type" is not a string, which fuzzing found.)
+  const bool characters = j.contains("type") && j["type"].is_string() && j["type"] == "characters";
+  if (!characters || !j.contains("tokens") || !j["tokens"].is_array())
     throw Error("tokenizer " + path + ": expected {\"type\": \"characters\", \"tokens\": [...]}");
   CharTokenizer t;
   for (auto& tok : j["tokens"]) {

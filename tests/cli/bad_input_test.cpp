@@ -286,6 +286,13 @@ TEST(BadInput, Tokenizers) {
     spit(s / "vocab.json", v.dump());
     check(translate(s), {1, "vocab.json has 53 tokens but the model's source vocabulary has 54"});
   }
+  {
+    Scratch s(kDates);
+    json v = json::parse(slurp(s / "vocab.json"));
+    v["type"] = 1;  // found by fuzzing: the JSON library's own error escaped
+    spit(s / "vocab.json", v.dump());
+    check(translate(s), {1, "vocab.json: expected {\"type\": \"characters\""});
+  }
 }
 
 TEST(BadInput, SeriesFiles) {
@@ -372,6 +379,8 @@ TEST(BadInput, BenchReports) {
   check({"bench", "chart", s / "r.json", "--svg", s / "c.svg"}, {1, "report " + (s / "r.json") + " is not valid JSON"});
   check({"bench", "chart", s / "missing.json", "--svg", s / "c.svg"}, {1, "missing.json: does not exist"});
   check({"bench", "nonsense"}, {1, "unknown benchmark 'nonsense'"});
+  spit(s / "odd.json", "{\"runs\": [{\"device\": 7}]}");
+  check({"bench", "chart", s / "odd.json", "--svg", s / "c.svg"}, {1, "is not a vkformer bench report"});
 }
 
 TEST(BadInput, EveryCommandHasHelp) {
