@@ -23,8 +23,6 @@ class Args {
   }
   bool flag(const std::string& name);
   std::optional<std::string> value(const std::string& name);
-  // --help or -h anywhere among the arguments.
-  bool help() { return flag("--help") | flag("-h"); }
   // An integer option in [min, max], or `fallback` when absent.
   uint32_t count(const std::string& name, uint32_t fallback, uint32_t min, uint32_t max);
   uint64_t count64(const std::string& name, uint64_t fallback, uint64_t min, uint64_t max);

@@ -13,7 +13,6 @@ class StdinLines {
   // Fills `out` with 1..max lines (without "\n" or "\r\n"); false at the end of input.
   // Throws vkf::Error on a read error or a line longer than kMaxLineBytes.
   bool next_batch(std::vector<std::string>& out, size_t max);
-  size_t lines_read() const { return lines_; }
 
  private:
   bool readable_now() const;

@@ -43,7 +43,7 @@ int translate(Args& args) {
   // Translates one batch; `first` numbers its inputs (from 1) in messages.
   auto answer = [&](const std::vector<std::string>& inputs, size_t first) {
     std::vector<std::vector<uint32_t>> sources;
-    std::vector<bool> truncated(inputs.size(), false);
+    std::vector<bool> truncated(inputs.size(), false), empty(inputs.size(), false);
     for (size_t k = 0; k < inputs.size(); ++k) {
       auto ids = tokenizer.encode(inputs[k]);
       if (ids.size() > c.max_position) {
@@ -56,14 +56,14 @@ int translate(Args& args) {
         ids.resize(c.max_position);
         truncated[k] = true;
       }
-      if (!ids.empty()) sources.push_back(std::move(ids));  // an empty input: an empty output, no model call
+      empty[k] = ids.empty();  // an empty input: an empty output, no model call
+      if (!empty[k]) sources.push_back(std::move(ids));
     }
     std::vector<std::vector<uint32_t>> outs;
     if (!sources.empty()) outs = session.generate(sources, o);
     for (size_t k = 0, s = 0; k < inputs.size(); ++k) {
-      const bool empty = inputs[k].empty() || tokenizer.encode(inputs[k]).empty();
-      const std::vector<uint32_t> ids = empty ? std::vector<uint32_t>{} : outs[s++];
-      const bool finished = empty || (!ids.empty() && ids.back() == c.eos_id);
+      const std::vector<uint32_t> ids = empty[k] ? std::vector<uint32_t>{} : outs[s++];
+      const bool finished = empty[k] || (!ids.empty() && ids.back() == c.eos_id);
       if (!finished)
         std::fprintf(stderr, "vkformer translate: warning: %s %zu stopped at --max-new-tokens %u before the end token\n",
                      what, first + k, o.max_new_tokens);

@@ -124,24 +124,29 @@ std::string DiskCache::pipeline_cache_path() const {
 
 std::optional<std::vector<uint32_t>> DiskCache::load_spirv(const std::string& key) {
   if (!enabled()) return std::nullopt;
+  const std::string path = spirv_path(key);
   bool rejected = false;
-  auto bytes = read_checked(spirv_path(key), kSpirvMagic, identity_ + "\n" + key, rejected);
-  std::lock_guard lock(mutex_);
+  auto bytes = read_checked(path, kSpirvMagic, identity_ + "\n" + key, rejected);
+  std::vector<uint32_t> spirv;
   if (bytes && bytes->size() >= 20 && bytes->size() % 4 == 0) {
-    std::vector<uint32_t> spirv(bytes->size() / 4);
+    spirv.resize(bytes->size() / 4);
     std::memcpy(spirv.data(), bytes->data(), bytes->size());
-    const std::string problem = spirv_problem(spirv);
-    if (problem.empty()) {
-      stats_.spirv_hits++;
-      return spirv;
+    // Validated outside the lock: other threads' cache lookups need not wait for it.
+    if (const std::string problem = spirv_problem(spirv); !problem.empty()) {
+      log_.info("shader cache file " + path + " holds invalid SPIR-V (" + problem + "): recompiling");
+      spirv.clear();
     }
-    log_.info("shader cache file " + spirv_path(key) + " holds invalid SPIR-V (" + problem + "): recompiling");
+  }
+  std::lock_guard lock(mutex_);
+  if (!spirv.empty()) {
+    stats_.spirv_hits++;
+    return spirv;
   }
   if (bytes || rejected) {
     stats_.spirv_rejected++;
-    log_.info("ignoring stale or corrupt shader cache file " + spirv_path(key));
+    log_.info("ignoring stale or corrupt shader cache file " + path);
     std::error_code ec;
-    if (regular_file_problem(spirv_path(key)).empty()) fs::remove(spirv_path(key), ec);  // the fresh compile replaces it
+    fs::remove(path, ec);  // unlinking never opens it (a FIFO too); the fresh compile replaces it
   }
   stats_.spirv_misses++;
   return std::nullopt;
