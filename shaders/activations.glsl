@@ -1,5 +1,5 @@
 // Epilogue activations, selected by ACT: 0 none, 1 ReLU, 2 GELU (exact, erf form:
-// PyTorch's default), 3 GELU (tanh approximation).
+// PyTorch's default), 3 GELU (tanh approximation), 4 SiLU.
 #ifndef VKF_ACTIVATIONS_GLSL
 #define VKF_ACTIVATIONS_GLSL
 
@@ -29,6 +29,10 @@ float gelu_tanh(float x) {
   return x / (1.0 + exp(-2.0 * u));
 }
 
+// SiLU (swish): x sigmoid(x). exp(-x) overflows to +inf for x < -88 and the quotient
+// is then -0, the right limit; no branch needed.
+float silu(float x) { return x / (1.0 + exp(-x)); }
+
 float activate(float x) {
 #if ACT == 1
   return max(x, 0.0);
@@ -36,6 +40,8 @@ float activate(float x) {
   return gelu_erf(x);
 #elif ACT == 3
   return gelu_tanh(x);
+#elif ACT == 4
+  return silu(x);
 #else
   return x;
 #endif

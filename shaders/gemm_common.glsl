@@ -61,6 +61,7 @@ float activate_flagged(float v) {
   if (act == GEMM_ACT_RELU) return max(v, 0.0);
   if (act == GEMM_ACT_GELU) return gelu_erf(v);
   if (act == GEMM_ACT_GELU_TANH) return gelu_tanh(v);
+  if (act == GEMM_ACT_SILU) return silu(v);
   return v;
 }
 

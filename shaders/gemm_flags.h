@@ -8,17 +8,18 @@
 #define GEMM_FLAG_TRANS_B 2u
 #define GEMM_FLAG_BIAS 4u
 #define GEMM_FLAG_RESIDUAL 8u
-#define GEMM_ACT_SHIFT 4u  // 2 bits: GEMM_ACT_* (the order of vkf::Activation)
-#define GEMM_ACT_MASK 3u
+#define GEMM_ACT_SHIFT 4u  // 3 bits: GEMM_ACT_* (the order of vkf::Activation)
+#define GEMM_ACT_MASK 7u
 #define GEMM_ACT_NONE 0u
 #define GEMM_ACT_RELU 1u
 #define GEMM_ACT_GELU 2u       // erf form
 #define GEMM_ACT_GELU_TANH 3u  // tanh approximation
-#define GEMM_FLAG_STEP_ROWS 64u  // C's rows start at the decode step's row (DECODE_STEP_WORD)
+#define GEMM_ACT_SILU 4u       // x sigmoid(x): Marian's "swish"
+#define GEMM_FLAG_STEP_ROWS 128u  // C's rows start at the decode step's row (DECODE_STEP_WORD)
 // LayerNorm folded into the decode-step kernel (gemm_small_m.comp): the rows of A, or
 // of the residual, are normalised with the norm's gamma and beta as they are read.
-#define GEMM_FLAG_NORM_A 128u
-#define GEMM_FLAG_NORM_R 256u
+#define GEMM_FLAG_NORM_A 256u
+#define GEMM_FLAG_NORM_R 512u
 
 // gemm_small_m.comp: products with at most this many rows of C take the decode-step
 // kernel, which keeps MAX_M accumulators per invocation (and a folded norm one row

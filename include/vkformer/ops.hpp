@@ -14,7 +14,8 @@ enum class DType : uint8_t { F32, F16 };
 inline uint32_t dtype_bytes(DType t) { return t == DType::F16 ? 2 : 4; }
 const char* to_string(DType t);
 
-enum class Activation : uint8_t { None, Relu, Gelu, GeluTanh };  // Gelu: exact (erf), PyTorch's default
+// Gelu: exact (erf), PyTorch's default; Silu: x sigmoid(x), Marian's "swish".
+enum class Activation : uint8_t { None, Relu, Gelu, GeluTanh, Silu };
 
 // Element strides between batches: outer (batch item) and inner (head).
 struct Strides {

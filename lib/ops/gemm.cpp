@@ -56,7 +56,9 @@ static_assert(sizeof(GemmPush) == 108, "matches Push in shaders/gemm_common.glsl
 constexpr uint32_t kSmallM = GEMM_SMALL_M_MAX_M;  // MAX_M of gemm_small_m.comp
 static_assert(Ops::kMaxFoldedNormRows == kSmallM, "a norm folds into the decode-step kernel only");
 static_assert(uint32_t(Activation::Relu) == GEMM_ACT_RELU && uint32_t(Activation::Gelu) == GEMM_ACT_GELU &&
-              uint32_t(Activation::GeluTanh) == GEMM_ACT_GELU_TANH, "activation codes match gemm_flags.h");
+              uint32_t(Activation::GeluTanh) == GEMM_ACT_GELU_TANH &&
+                  uint32_t(Activation::Silu) == GEMM_ACT_SILU,
+              "activation codes match gemm_flags.h");
 
 uint32_t narrow(uint64_t v, const char* what) {
   if (v > 0xffffffffull) throw Error(std::string("gemm: ") + what + " does not fit 32 bits");
