@@ -1,11 +1,14 @@
 #pragma once
 // Encoder-decoder models: load once, then generate or score from any number of
-// sessions (one per thread). The first architecture is "torch-seq2seq": PyTorch's
-// nn.Transformer with token embeddings, sinusoidal positions and a generator
-// (tools/seq2seq.py defines it; tools/export.py writes a model directory).
+// sessions (one per thread). Architectures: "torch-seq2seq" (PyTorch's nn.Transformer
+// with token embeddings, sinusoidal positions and a generator; tools/seq2seq.py defines
+// it, tools/export.py writes a model directory), and Hugging Face directories as
+// save_pretrained writes them: "marian" (MarianMTModel, OPUS-MT) and "bart"
+// (BartForConditionalGeneration).
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,10 +17,22 @@
 
 namespace vkf {
 
-// The "architecture" a model directory's config.json names ("torch-seq2seq",
-// "torch-patch-forecaster"), or an Error that says what is wrong with the directory
-// (missing, a file, no config.json, no architecture field).
+// The architecture of a model directory: the "architecture" its config.json names
+// ("torch-seq2seq", "torch-patch-forecaster") or, for a Hugging Face directory, its
+// "model_type" ("marian", "bart"); or an Error that says what is wrong with the
+// directory (missing, a file, no config.json, neither field).
 std::string model_architecture(const std::string& directory);
+
+// What a Hugging Face model's generation_config.json (or config.json) asks of
+// generate(), read at load; GenerateOptions::defaults turns it into options.
+struct GenerationDefaults {
+  uint32_t num_beams = 1;
+  float length_penalty = 1.0f;
+  int early_stopping = 0;  // 0: false (stop when the best unfinished beam cannot win), 1: true, -1: "never"
+  uint32_t max_length = 20, min_length = 0, no_repeat_ngram_size = 0;  // lengths count the start token
+  std::vector<std::vector<uint32_t>> bad_words_ids;
+  std::optional<uint32_t> forced_bos_id, forced_eos_id;
+};
 
 struct ModelConfig {
   std::string architecture;
@@ -27,7 +42,21 @@ struct ModelConfig {
   float layer_norm_eps = 1e-5f;
   uint32_t src_vocab_size = 0, tgt_vocab_size = 0, max_position = 0;
   bool scale_embedding = false;
+  // pad_id marks padded source tokens; bos_id is the decoder's first input (a Hugging
+  // Face model's decoder_start_token_id); eos_id ends a sequence.
   uint32_t pad_id = 0, bos_id = 1, eos_id = 2;
+
+  // Where a model family departs from nn.Transformer (its loader sets these):
+  enum class Positions : uint8_t {
+    Interleaved,  // sinusoidal, sin and cos interleaved (torch-seq2seq)
+    Halves,       // sinusoidal, sin in the first half of the channels, cos in the second (Marian)
+    Learned,      // a table in the file, one per stack (BART: rows offset by 2)
+  };
+  Positions positions = Positions::Interleaved;
+  bool embedding_norm = false;  // LayerNorm after embedding + positions (BART's layernorm_embedding)
+  bool final_norms = true;      // LayerNorm after the last encoder and decoder layers (nn.Transformer)
+  bool hugging_face = false;    // generate() as transformers does it (its beam scorer, its logits processors)
+  GenerationDefaults generation;  // Hugging Face models only
 
   uint32_t head_dim() const { return d_model / nhead; }
   // Parses and checks config.json; errors name the file and the field.
@@ -62,6 +91,19 @@ struct GenerateOptions {
   // Set from any thread to stop a generation between two submits: generate() then
   // throws vkf::Cancelled. Null: not cancellable.
   const std::atomic<bool>* cancel = nullptr;
+
+  // Hugging Face generate() (a model with config().hugging_face; defaults() fills these
+  // from its generation config). Lengths count the decoder's start token, as there.
+  uint32_t min_length = 0;            // EOS is banned before this length
+  uint32_t no_repeat_ngram_size = 0;  // no n-gram of this size appears twice
+  std::vector<std::vector<uint32_t>> bad_words_ids;  // token sequences never generated
+  std::optional<uint32_t> forced_bos_id, forced_eos_id;  // first token; last token at the length limit
+  int early_stopping = 0;  // beam search: see GenerationDefaults
+
+  // The options a model's own generation settings ask for: a Hugging Face model's
+  // generation_config.json (num_beams, max_length - 1 new tokens, the processors);
+  // the defaults above for torch-seq2seq.
+  static GenerateOptions defaults(const ModelConfig& config);
 };
 
 // Thrown by Session::generate when GenerateOptions::cancel was set.
@@ -108,6 +150,9 @@ class Session {
                                               const GenerateOptions& options = {});
   // Teacher-forced logits [tgt.size(), tgt_vocab_size]: row i predicts token i+1.
   std::vector<float> score(const std::vector<uint32_t>& src, const std::vector<uint32_t>& tgt);
+  // The same for a padded batch, in one pass: pair i's logits [targets[i].size(), tgt_vocab_size].
+  std::vector<std::vector<float>> score(const std::vector<std::vector<uint32_t>>& sources,
+                                        const std::vector<std::vector<uint32_t>>& targets);
 
   const GenerateStats& last_stats() const;
   const Model& model() const;

@@ -132,7 +132,9 @@ struct DecodeStep {
 
 // PE[p, 2i] = sin(p / 10000^(2i/dim)), PE[p, 2i+1] = cos(...), computed in double and
 // rounded once, as [positions, dim] fp32.
-std::vector<float> sinusoidal_positions(uint32_t positions, uint32_t dim);
+// halves: Marian's layout instead, PE[p, i] = sin(p / 10000^(2i/dim)) for i < ceil(dim/2),
+// PE[p, ceil(dim/2) + i] = cos(p / 10000^(2i/dim)).
+std::vector<float> sinusoidal_positions(uint32_t positions, uint32_t dim, bool halves = false);
 
 // The end of a replayed greedy decode step, all on the GPU so many steps run per submit:
 // next_ids [batch] (argmax) go to row `step` of tokens [capacity, batch]; a sequence

@@ -11,7 +11,10 @@ std::string model_architecture(const std::string& directory) {
   if (!fs::exists(directory, ec)) throw Error("model directory '" + directory + "' does not exist");
   if (!fs::is_directory(directory, ec))
     throw Error("model '" + directory + "' is a file; --model takes the model's directory (config.json, model.safetensors)");
-  return model::ConfigReader((fs::path(directory) / "config.json").string()).string("architecture");
+  const model::ConfigReader r((fs::path(directory) / "config.json").string());
+  if (r.has("architecture")) return r.string("architecture");
+  if (r.has("model_type")) return r.string("model_type");  // a Hugging Face directory
+  r.fail("missing field 'architecture' (a vkformer model) or 'model_type' (a Hugging Face model)");
 }
 
 ModelConfig ModelConfig::from_file(const std::string& path) {
@@ -19,7 +22,7 @@ ModelConfig ModelConfig::from_file(const std::string& path) {
   ModelConfig c;
   c.architecture = r.string("architecture");
   if (c.architecture != "torch-seq2seq")
-    r.fail("unknown architecture '" + c.architecture + "' (this vkformer knows: torch-seq2seq)");
+    r.fail("unknown architecture '" + c.architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian and bart)");
   model::set_stack(c, r.stack());
   c.num_encoder_layers = r.count("num_encoder_layers", 0);
   c.num_decoder_layers = r.count("num_decoder_layers", 0);

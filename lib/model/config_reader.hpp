@@ -32,6 +32,9 @@ class ConfigReader {
   explicit ConfigReader(const std::string& path);  // a JSON object, or a clear error
 
   [[noreturn]] void fail(const std::string& why) const;
+  bool has(const char* key) const { return json_.contains(key) && !json_[key].is_null(); }
+  const nlohmann::json& json() const { return json_; }
+  const std::string& path() const { return path_; }
   const nlohmann::json& need(const char* key) const;  // present, or an error
   std::string string(const char* key) const;
   // An integer in [min, max] (the default max keeps sizes far from 32-bit overflow).

@@ -1,5 +1,7 @@
 #pragma once
-// A loaded torch-seq2seq model: its config and its weights on the GPU.
+// A loaded encoder-decoder (torch-seq2seq, Marian, BART): its config and its weights on
+// the GPU. Tied weights (a shared embedding, the output projection) are one buffer
+// under several names.
 #include <vector>
 
 #include "vkformer/model.hpp"
@@ -12,10 +14,11 @@ struct Model::Impl {
   ModelConfig config;
   DType dtype;
   Buffer src_embed, tgt_embed;          // [src_vocab, D], [tgt_vocab, D]
-  Buffer positions;                     // fp32 [max_position, D], sinusoidal
+  Buffer positions, tgt_positions;      // fp32 [max_position, D] each: the encoder's, the decoder's
+  model::Norm encoder_embed_norm, decoder_embed_norm;  // config.embedding_norm only
   std::vector<model::EncoderLayer> encoder;
   std::vector<model::DecoderLayer> decoder;
-  model::Norm encoder_norm, decoder_norm;
+  model::Norm encoder_norm, decoder_norm;  // config.final_norms only
   model::Linear generator;              // [tgt_vocab, D]
 };
 

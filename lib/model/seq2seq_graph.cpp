@@ -1,12 +1,15 @@
-// The torch-seq2seq forward pass, as nn.Transformer computes it, top to bottom:
+// The encoder-decoder forward pass, as nn.Transformer (and Hugging Face's Marian and
+// BART) compute it, top to bottom:
 //
 //   x      = src_embed[src] * sqrt(D)? + PE           encoder input        [B*S, D]
+//   x      = LN_embed(x)                              BART only            [B*S, D]
 //   x      = encoder_layer(x) for each layer                               [B*S, D]
-//   memory = LN(x)                                                         [B*S, D]
+//   memory = LN(x)                                    nn.Transformer only  [B*S, D]
 //   cross  = memory W_kv^T + b for each decoder layer (once per source)    [B*S, 2D]
 //   y      = tgt_embed[tgt] * sqrt(D)? + PE           decoder input        [B*n, D]
+//   y      = LN_embed(y)                              BART only            [B*n, D]
 //   y      = decoder_layer(y, cache, cross) for each layer                 [B*n, D]
-//   logits = LN(y) W_gen^T + b                                             [B*n, V]
+//   logits = LN?(y) W_gen^T + b                                            [B*n, V]
 //
 // B sequences (beams count as sequences), S padded source tokens, n target tokens per
 // pass, D = d_model, V = the target vocabulary. Residual adds ride in GEMM epilogues.
@@ -123,9 +126,11 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   };
   const LayerRecorder r = recorder(cl, rows);
   const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
+  const Buffer& embedded = c.embedding_norm ? y_ : x_;
   ops_.embedding(cl, {.rows = rows, .vocab = c.src_vocab_size, .dim = D, .scale = scale, .seq_len = S,
                       .positions = c.max_position},
-                 src_ids_.view(), m_.src_embed.view(), m_.positions.view(), x_.view());  // x [B*S, D]
+                 src_ids_.view(), m_.src_embed.view(), m_.positions.view(), embedded.view());  // [B*S, D]
+  if (c.embedding_norm) r.norm(m_.encoder_embed_norm, y_.view(), x_.view());  // x [B*S, D]
   const EncoderBuffers buffers{x_, y_, qkv_, attn_, hidden_};
   for (size_t l = 0; l < m_.encoder.size(); ++l) {
     record_encoder_layer(r, m_.encoder[l], {.batch = batch_, .seq_len = S, .heads = c.nhead}, buffers,
@@ -135,10 +140,11 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
       cl = begin();
     }
   }
-  r.norm(m_.encoder_norm, x_.view(), memory_.view());  // memory [B*S, D]
+  const Buffer& memory = c.final_norms ? memory_ : x_;  // [B*S, D]
+  if (c.final_norms) r.norm(m_.encoder_norm, x_.view(), memory_.view());
   // Cross-attention keys and values, once per source for every decoding step.
   for (size_t l = 0; l < m_.decoder.size(); ++l)
-    r.linear(m_.decoder[l].cross_kv, memory_.view(), cache_.cross(l).view());  // cross [B*S, 2D]
+    r.linear(m_.decoder[l].cross_kv, memory.view(), cache_.cross(l).view());  // cross [B*S, 2D]
   submit();
   encode_ms_per_unit_row_ = submitted_ms / (double(units) * rows);
   encode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -162,30 +168,47 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   const uint32_t D = c.d_model, rows = batch_ * o.n, V = c.tgt_vocab_size;
   const LayerRecorder r = recorder(cl, rows);
   const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
+  const bool fold = o.step && rows <= Ops::kMaxFoldedNormRows && ops_.fold_norms_in_decode_steps();
+  // Post-norm, a decode step folds the embedding's norm into the first layer's GEMMs like
+  // any layer's last norm; otherwise it runs on its own, embedding into y first.
+  const bool embed_norm_pending = fold && c.embedding_norm && !c.norm_first;
+  const bool embed_norm_alone = c.embedding_norm && !embed_norm_pending;
+  const Buffer& embedded = embed_norm_alone ? y_ : x_;
   ops_.embedding(cl, {.rows = rows, .vocab = V, .dim = D, .scale = scale, .seq_len = o.n, .position_offset = o.t0,
                       .positions = c.max_position},
-                 tgt_ids_.view(), m_.tgt_embed.view(), m_.positions.view(), x_.view(), o.step);  // x [B*n, D]
+                 tgt_ids_.view(), m_.tgt_embed.view(), m_.tgt_positions.view(), embedded.view(), o.step);  // [B*n, D]
+  if (embed_norm_alone) r.norm(m_.decoder_embed_norm, y_.view(), x_.view());  // x [B*n, D]
   const DecoderPass pass{.batch = batch_, .n = o.n, .heads = c.nhead, .t0 = o.t0, .step = o.step};
   const DecoderBuffers buffers{x_, y_, queries_, attn_, hidden_, src_mask_.view()};
   const uint32_t before = cl.stats().dispatches;
   const Buffer* out = &y_;  // y [B*n, D]: the decoder's output after its final norm
-  if (o.step && rows <= Ops::kMaxFoldedNormRows && ops_.fold_norms_in_decode_steps()) {
+  if (fold) {
     // A decode step on a GPU: each LayerNorm folded into the GEMM that reads it.
     // Post-norm, the last layer's norm and the final norm run as one dispatch.
-    StepStream s{&buffers.x, nullptr};  // buffers' own members: the layers tell them apart by address
+    // The stream points at buffers' own members: the layers tell them apart by address.
+    StepStream s{&buffers.x, embed_norm_pending ? &m_.decoder_embed_norm : nullptr};
     for (size_t l = 0; l < m_.decoder.size(); ++l)
       s = record_decoder_layer_step(r, m_.decoder[l], l, pass, buffers, cache_, s);
     out = s.x == &buffers.x ? &buffers.y : &buffers.x;
     if (!m_.decoder.empty()) dispatches_per_layer_ = double(cl.stats().dispatches - before) / m_.decoder.size();
-    ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, s.x->view(),
-                    m_.decoder_norm.gamma.view(), m_.decoder_norm.beta.view(), out->view(), std::nullopt,
-                    std::nullopt,
-                    s.pending ? std::optional(NormWeights{s.pending->gamma.view(), s.pending->beta.view()})
-                              : std::nullopt);  // out = LN(LN_pending(h))
+    const auto pending = s.pending ? std::optional(NormWeights{s.pending->gamma.view(), s.pending->beta.view()})
+                                   : std::nullopt;
+    if (c.final_norms)
+      ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, s.x->view(),
+                      m_.decoder_norm.gamma.view(), m_.decoder_norm.beta.view(), out->view(), std::nullopt,
+                      std::nullopt, pending);  // out = LN(LN_pending(h))
+    else if (pending)
+      ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, s.x->view(), pending->gamma,
+                      pending->beta, out->view());  // out = LN_pending(h)
+    else
+      out = s.x;
   } else {
     for (size_t l = 0; l < m_.decoder.size(); ++l) record_decoder_layer(r, m_.decoder[l], l, pass, buffers, cache_);
     if (!m_.decoder.empty()) dispatches_per_layer_ = double(cl.stats().dispatches - before) / m_.decoder.size();
-    r.norm(m_.decoder_norm, x_.view(), y_.view());
+    if (c.final_norms)
+      r.norm(m_.decoder_norm, x_.view(), y_.view());
+    else
+      out = &x_;
   }
   const Buffer& y = *out;
   if (o.logits_of_every_token) {

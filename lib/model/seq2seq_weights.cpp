@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "expected_tensors.hpp"
+#include "hf_model.hpp"
 #include "seq2seq.hpp"
 #include "uploader.hpp"
 
@@ -41,19 +42,23 @@ DType Model::precision() const { return impl_->dtype; }
 
 std::shared_ptr<const Model> Model::load(Context& ctx, const std::string& directory, DType precision) {
   namespace fs = std::filesystem;
-  model_architecture(directory);  // a clear error for a missing directory, a file, no config.json
-  ModelConfig c = ModelConfig::from_file((fs::path(directory) / "config.json").string());
-  model::SafeTensors file((fs::path(directory) / "model.safetensors").string());
-
-  // Names and shapes first: nothing is uploaded from a model that does not match.
-  expected_tensors(c).check(file, directory, "torch-seq2seq");
+  // A clear error for a missing directory, a file, no config.json; then the family.
+  const std::string architecture = model_architecture(directory);
+  const bool hugging_face = architecture == "marian" || architecture == "bart";
+  ModelConfig c = hugging_face ? model::read_hf_config(directory)
+                               : ModelConfig::from_file((fs::path(directory) / "config.json").string());
   if (precision == DType::F16 && !ctx.capabilities().storage_16bit)
     throw Error("fp16 precision needs 16-bit storage, which device '" + ctx.capabilities().name + "' lacks");
   if (!Ops(ctx, precision).fused_attention_fits(c.head_dim()))
     throw Error("model " + directory + ": head_dim " + std::to_string(c.head_dim()) +
                 " does not fit vkformer's attention kernel on device '" + ctx.capabilities().name + "'");
+  if (hugging_face) return std::shared_ptr<const Model>(new Model(model::load_hf_weights(ctx, directory, c, precision)));
 
-  auto m = std::make_unique<Impl>(Impl{ctx, c, precision, {}, {}, {}, {}, {}, {}, {}, {}});
+  model::SafeTensors file((fs::path(directory) / "model.safetensors").string());
+  // Names and shapes first: nothing is uploaded from a model that does not match.
+  expected_tensors(c).check(file, directory, "torch-seq2seq");
+
+  auto m = std::make_unique<Impl>(Impl{.ctx = ctx, .config = c, .dtype = precision});
   model::Uploader up(ctx, file, precision);
   const uint32_t D = c.d_model;
   m->src_embed = up.tensor("src_embed.weight");
@@ -61,6 +66,7 @@ std::shared_ptr<const Model> Model::load(Context& ctx, const std::string& direct
   auto pe = sinusoidal_positions(c.max_position, D);
   m->positions = ctx.buffer(pe.size() * 4, "positions");  // fp32 in every precision
   ctx.upload(m->positions, std::span<const float>(pe));
+  m->tgt_positions = m->positions;
   for (uint32_t i = 0; i < c.num_encoder_layers; ++i)
     m->encoder.push_back(up.encoder_layer("transformer.encoder.layers." + std::to_string(i), D));
   for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {

@@ -1,4 +1,5 @@
 // The public Session: checks what callers ask for, then runs the graph and a decoder.
+#include <algorithm>
 #include <chrono>
 
 #include "decoding.hpp"
@@ -42,6 +43,30 @@ std::vector<float> Session::score(const std::vector<uint32_t>& src, const std::v
   g.submit_budget_ms = GenerateOptions{}.submit_budget_ms;
   g.encode({src}, 1, uint32_t(tgt.size()));
   return g.decode(0, uint32_t(tgt.size()), tgt);
+}
+
+std::vector<std::vector<float>> Session::score(const std::vector<std::vector<uint32_t>>& sources,
+                                               const std::vector<std::vector<uint32_t>>& targets) {
+  if (sources.size() != targets.size())
+    throw Error("score: " + std::to_string(sources.size()) + " sources but " + std::to_string(targets.size()) + " targets");
+  if (sources.empty()) return {};
+  size_t longest = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i].empty()) throw Error("score: target " + std::to_string(i) + " is empty (it starts with BOS)");
+    longest = std::max(longest, targets[i].size());
+  }
+  model::Seq2SeqGraph& g = impl_->graph;
+  const uint32_t T = uint32_t(longest), V = impl_->model->config().tgt_vocab_size;
+  g.submit_budget_ms = GenerateOptions{}.submit_budget_ms;
+  g.encode(sources, 1, T);
+  // Targets padded at the end: decoding is causal, so padding never reaches the rows kept.
+  std::vector<uint32_t> ids(sources.size() * T, impl_->model->config().bos_id);
+  for (size_t i = 0; i < targets.size(); ++i) std::copy(targets[i].begin(), targets[i].end(), ids.begin() + i * T);
+  const std::vector<float> logits = g.decode(0, T, ids);  // [B * T, V]
+  std::vector<std::vector<float>> out(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i)
+    out[i].assign(logits.begin() + i * T * V, logits.begin() + (i * T + targets[i].size()) * V);
+  return out;
 }
 
 std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vector<uint32_t>>& sources,

@@ -17,6 +17,32 @@ Linear Uploader::linear(const std::string& p) {
   return {tensor(p + ".weight"), tensor(p + ".bias"), uint32_t(s[0]), uint32_t(s[1])};
 }
 
+Buffer Uploader::stacked(const std::vector<std::string>& names) {
+  std::vector<float> all;
+  for (const auto& n : names) {
+    const auto f = file_.floats(n);
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  return upload_floats(ctx_, std::span<const float>(all), dtype_, names.front());
+}
+
+Linear Uploader::stacked_linear(const std::vector<std::string>& prefixes) {
+  std::vector<std::string> weights, biases;
+  uint32_t out = 0;
+  for (const auto& p : prefixes) {
+    weights.push_back(p + ".weight");
+    biases.push_back(p + ".bias");
+    out += uint32_t(file_.at(p + ".weight").shape[0]);
+  }
+  return {stacked(weights), stacked(biases), out, uint32_t(file_.at(weights[0]).shape[1])};
+}
+
+Buffer Uploader::fp32_rows(const std::string& name, uint64_t row0, uint64_t rows) {
+  const auto f = file_.floats(name);
+  const uint64_t width = file_.at(name).shape[1];
+  return upload_floats(ctx_, std::span<const float>(f.data() + row0 * width, rows * width), DType::F32, name);
+}
+
 Linear Uploader::in_proj(const std::string& p, uint32_t row0, uint32_t rows, uint32_t d) {
   return {tensor(p + ".in_proj_weight", row0, rows), tensor(p + ".in_proj_bias", row0, rows), rows, d};
 }

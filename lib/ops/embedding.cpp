@@ -5,12 +5,16 @@
 
 namespace vkf {
 
-std::vector<float> sinusoidal_positions(uint32_t positions, uint32_t dim) {
+std::vector<float> sinusoidal_positions(uint32_t positions, uint32_t dim, bool halves) {
   std::vector<float> pe(size_t(positions) * dim);
+  const uint32_t sines = (dim + 1) / 2;
   for (uint32_t p = 0; p < positions; ++p)
     for (uint32_t c = 0; c < dim; ++c) {
-      const double angle = p / std::pow(10000.0, double(c - c % 2) / dim);
-      pe[size_t(p) * dim + c] = float(c % 2 ? std::cos(angle) : std::sin(angle));
+      // The frequency index i (angle p / 10000^(2i/dim)) and whether the channel is a cosine.
+      const uint32_t i = halves ? (c < sines ? c : c - sines) : c / 2;
+      const bool cosine = halves ? c >= sines : c % 2 == 1;
+      const double angle = p / std::pow(10000.0, double(2 * i) / dim);
+      pe[size_t(p) * dim + c] = float(cosine ? std::cos(angle) : std::sin(angle));
     }
   return pe;
 }

@@ -1,0 +1,20 @@
+#pragma once
+// Hugging Face encoder-decoders (MarianMTModel, BartForConditionalGeneration) straight
+// from the directory save_pretrained writes: config.json (+ generation_config.json) and
+// model.safetensors, tied weights dropped and Marian's position table absent.
+#include <memory>
+#include <string>
+
+#include "seq2seq.hpp"
+
+namespace vkf::model {
+
+// config.json and generation_config.json: errors name the file and the field.
+ModelConfig read_hf_config(const std::string& directory);
+
+// The weights of a directory whose config read_hf_config returned, checked by name and
+// shape before anything is uploaded.
+std::unique_ptr<Model::Impl> load_hf_weights(Context& ctx, const std::string& directory, const ModelConfig& config,
+                                             DType precision);
+
+}  // namespace vkf::model
