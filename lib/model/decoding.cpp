@@ -10,14 +10,9 @@
 
 namespace vkf::model {
 
-namespace {
-// Between two submits: a cancelled generation stops here.
 void check_cancel(const GenerateOptions& o) {
   if (o.cancel && o.cancel->load(std::memory_order_relaxed)) throw Cancelled();
 }
-}  // namespace
-
-namespace {
 
 std::vector<double> log_softmax(const float* logits, uint32_t n) {
   double m = -INFINITY;
@@ -29,6 +24,8 @@ std::vector<double> log_softmax(const float* logits, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) out[i] = double(logits[i]) - lse;
   return out;
 }
+
+namespace {
 
 uint32_t sample(const float* logits, uint32_t n, const GenerateOptions& o, std::mt19937_64& rng) {
   std::vector<double> p(n);

@@ -5,6 +5,11 @@
 
 namespace vkf::model {
 
+// Between two submits: a cancelled generation stops here (throws vkf::Cancelled).
+void check_cancel(const GenerateOptions& o);
+// log(softmax(logits)) in double precision.
+std::vector<double> log_softmax(const float* logits, uint32_t n);
+
 // Greedy or (temperature > 0) sampling, every source together; each stops at its own EOS.
 std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& g,
                                                             const std::vector<std::vector<uint32_t>>& sources,

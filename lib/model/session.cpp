@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "decoding.hpp"
+#include "hf_decoding.hpp"
 
 namespace vkf {
 
@@ -12,6 +13,22 @@ struct Session::Impl {
   model::Seq2SeqGraph graph;
   GenerateStats stats;
 };
+
+GenerateOptions GenerateOptions::defaults(const ModelConfig& c) {
+  GenerateOptions o;
+  if (!c.hugging_face) return o;
+  const GenerationDefaults& g = c.generation;
+  o.beam = g.num_beams;
+  o.length_penalty = g.length_penalty;
+  o.early_stopping = g.early_stopping;
+  o.max_new_tokens = std::min(g.max_length, c.max_position + 1) - 1;  // HF's max_length counts the start token
+  o.min_length = g.min_length;
+  o.no_repeat_ngram_size = g.no_repeat_ngram_size;
+  o.bad_words_ids = g.bad_words_ids;
+  o.forced_bos_id = g.forced_bos_id;
+  o.forced_eos_id = g.forced_eos_id;
+  return o;
+}
 
 Session::Session(std::shared_ptr<const Model> model) : impl_(std::make_unique<Impl>(std::move(model))) {}
 Session::~Session() = default;
@@ -96,13 +113,33 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   if (o.max_new_tokens > c.max_position)
     throw Error("generate: max_new_tokens " + std::to_string(o.max_new_tokens) +
                 " needs more positions than the model's max_position " + std::to_string(c.max_position));
+  const bool processors = o.min_length || o.no_repeat_ngram_size || !o.bad_words_ids.empty() || o.forced_bos_id ||
+                          o.forced_eos_id || o.early_stopping;
+  if (processors && !c.hugging_face)
+    throw Error("generate: min_length, no_repeat_ngram_size, bad_words_ids, forced_bos_id, forced_eos_id and "
+                "early_stopping are Hugging Face generate() settings; model '" + c.architecture + "' does not take them");
+  if (c.hugging_face && o.temperature > 0)
+    throw Error("generate: sampling is not supported for Hugging Face models yet (use greedy or beam search)");
+  for (const auto& bad : o.bad_words_ids)
+    for (uint32_t id : bad)
+      if (bad.empty() || id >= c.tgt_vocab_size) throw Error("generate: bad_words_ids holds an empty list or an id outside the vocabulary");
+  for (auto id : {o.forced_bos_id, o.forced_eos_id})
+    if (id && *id >= c.tgt_vocab_size) throw Error("generate: a forced token id is outside the target vocabulary");
   Context& ctx = impl_->model->impl().ctx;
   impl_->graph.submit_budget_ms = o.submit_budget_ms;
   const Counters before = ctx.counters();
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::vector<uint32_t>> results;
   double encode_ms = 0;
-  if (o.beam > 1) {
+  if (c.hugging_face && o.beam > 1) {
+    for (const auto& src : sources) {
+      results.push_back(model::hf_beam(impl_->graph, src, o));
+      encode_ms += impl_->graph.encode_ms;
+    }
+  } else if (c.hugging_face) {
+    results = model::hf_greedy(impl_->graph, sources, o);
+    encode_ms = impl_->graph.encode_ms;
+  } else if (o.beam > 1) {
     for (const auto& src : sources) {
       results.push_back(model::decode_beam(impl_->graph, src, o));
       encode_ms += impl_->graph.encode_ms;

@@ -61,6 +61,26 @@ TEST_P(HuggingFace, LogitsOfPaddedBatchesMatchTransformers) {
   }
 }
 
+// generate() with the model's own generation_config.json, greedy (num_beams 1) and beam
+// (its num_beams): Marian's OPUS-MT settings (pad banned, EOS forced at max_length) and
+// BART's bart-large-cnn ones (forced BOS, min_length, no_repeat_ngram_size 3,
+// length_penalty 2, early_stopping).
+TEST_P(HuggingFace, GenerateMatchesTransformersTokenForToken) {
+  const auto [name, dtype] = GetParam();
+  if (dtype == DType::F16) GTEST_SKIP() << "token-for-token in fp32 only: an fp16 near tie may legitimately flip";
+  const auto ref = references()[name];
+  auto model = Model::load(ctx(), (kDir / name).string(), dtype);
+  Session session(model);
+  const auto sources = ref["sources"].get<std::vector<std::vector<uint32_t>>>();
+  GenerateOptions o = GenerateOptions::defaults(model->config());
+  EXPECT_GT(o.beam, 1u);
+  const auto beam = ref["generate"]["beam"]["ids"].get<std::vector<std::vector<uint32_t>>>();
+  for (size_t i = 0; i < sources.size(); ++i) EXPECT_EQ(session.generate({sources[i]}, o)[0], beam[i]) << "beam, source " << i;
+  o.beam = 1;
+  EXPECT_EQ(session.generate(sources, o), ref["generate"]["greedy"]["ids"].get<std::vector<std::vector<uint32_t>>>())
+      << "greedy, padded batch";
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, HuggingFace,
                          ::testing::Values(Case{"marian", DType::F32}, Case{"bart", DType::F32},
                                            Case{"marian", DType::F16}, Case{"bart", DType::F16}),
