@@ -1,7 +1,8 @@
 #pragma once
-// A character tokenizer: vocab.json lists one token per UTF-8 character, after the
-// special tokens. Enough for the sample models; SentencePiece models can follow.
+// Tokenizers: text to source ids and generated ids to text, as a model directory
+// defines them. Tokenizer::for_model picks the one the directory carries.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -9,15 +10,34 @@
 
 namespace vkf {
 
-class CharTokenizer {
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // Source text to the ids the encoder takes (with what the model expects appended:
+  // Marian's EOS). Unknown text becomes the unknown token.
+  virtual std::vector<uint32_t> encode(std::string_view utf8) const = 0;
+  // Generated ids to text: stops at EOS and skips the other special tokens.
+  virtual std::string decode(const std::vector<uint32_t>& ids) const = 0;
+  virtual uint32_t size() const = 0;
+  // What it is, for `vkformer info`: "characters (vocab.json)", "sentencepiece (...)".
+  virtual std::string describe() const = 0;
+
+  // The tokenizer of a model directory: vocab.json of characters (vkformer's models), or
+  // Marian's source.spm + target.spm + vocab.json. Errors name the file and what is wrong.
+  static std::unique_ptr<Tokenizer> for_model(const std::string& directory);
+};
+
+// vocab.json lists one token per UTF-8 character, after the special tokens.
+class CharTokenizer : public Tokenizer {
  public:
   static CharTokenizer from_file(const std::string& vocab_json);  // throws vkf::Error
 
   // Characters outside the vocabulary become unk_id.
-  std::vector<uint32_t> encode(std::string_view utf8) const;
+  std::vector<uint32_t> encode(std::string_view utf8) const override;
   // Stops at EOS; skips the other special tokens.
-  std::string decode(const std::vector<uint32_t>& ids) const;
-  uint32_t size() const { return uint32_t(tokens_.size()); }
+  std::string decode(const std::vector<uint32_t>& ids) const override;
+  uint32_t size() const override { return uint32_t(tokens_.size()); }
+  std::string describe() const override { return "characters (vocab.json)"; }
   uint32_t unk_id() const { return unk_; }
 
  private:

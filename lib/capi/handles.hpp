@@ -22,13 +22,13 @@ struct vkf_context {
 struct vkf_model {
   std::shared_ptr<vkf::Context> ctx;  // the model's weights live on it
   std::shared_ptr<const vkf::Model> model;
-  std::shared_ptr<const vkf::CharTokenizer> tokenizer;  // null without vocab.json
+  std::shared_ptr<const vkf::Tokenizer> tokenizer;  // null without vocab.json
   std::string directory;
 };
 
 struct vkf_session {
   std::shared_ptr<vkf::Context> ctx;
-  std::shared_ptr<const vkf::CharTokenizer> tokenizer;
+  std::shared_ptr<const vkf::Tokenizer> tokenizer;
   vkf::Session session;
   std::atomic<bool> busy{false};  // a job runs on it
   vkf_job* job = nullptr;         // that job (vkf_session_free ends it)

@@ -26,7 +26,8 @@ inline DType precision(Args& args) {
 inline std::string model_dir(Args& args, const std::string& architecture) {
   auto dir = args.value("--model");
   if (!dir) throw Error("--model DIR is required (see --help)");
-  const std::string found = model_architecture(*dir);
+  std::string found = model_architecture(*dir);
+  if (found == "marian" || found == "bart") found = "torch-seq2seq";  // Hugging Face encoder-decoders run the same way
   if (found != architecture) {
     if (found == "torch-patch-forecaster") throw Error("model " + *dir + " is a patch forecaster: run it with `vkformer forecast`");
     if (found == "torch-seq2seq")

@@ -1,5 +1,5 @@
-// `vkformer translate`: text in, text out, with the model's character tokenizer; a
-// line-by-line filter on standard input.
+// `vkformer translate`: text in, text out, with the model's own tokenizer (characters,
+// or Marian's SentencePiece) and generation settings; a line-by-line filter on standard input.
 #include <unistd.h>
 
 #include <chrono>
@@ -17,9 +17,10 @@ namespace vkf::cli {
 int translate(Args& args) {
   const std::string dir = model_dir(args, "torch-seq2seq");
   const DType dtype = precision(args);
-  GenerateOptions o;
-  o.max_new_tokens = args.count("--max-new-tokens", 32, 1, 1u << 16);
-  o.beam = args.count("--beam", 1, 1, GenerateOptions::kMaxBeam);
+  // 0: not given, the model's default (a Hugging Face model's generation_config.json;
+  // 32 tokens and greedy for vkformer's own models).
+  const uint32_t max_new_tokens = args.count("--max-new-tokens", 0, 1, 1u << 16);
+  const uint32_t beam = args.count("--beam", 0, 1, GenerateOptions::kMaxBeam);
   const uint32_t batch = args.count("--batch", 64, 1, 4096);
   const bool truncate = args.flag("--truncate"), json = args.flag("--json"), profile = args.flag("--profile");
   ContextOptions co = context_options(args);
@@ -27,12 +28,17 @@ int translate(Args& args) {
   const bool from_stdin = texts.empty();
 
   Context ctx(co);
-  auto tokenizer = CharTokenizer::from_file((std::filesystem::path(dir) / "vocab.json").string());
+  const auto tokenizer_ptr = Tokenizer::for_model(dir);
+  const Tokenizer& tokenizer = *tokenizer_ptr;
   auto model = Model::load(ctx, dir, dtype);
   const ModelConfig& c = model->config();
   if (tokenizer.size() != c.src_vocab_size)
     throw Error("vocab.json has " + std::to_string(tokenizer.size()) + " tokens but the model's source vocabulary has " +
                 std::to_string(c.src_vocab_size));
+  GenerateOptions o = GenerateOptions::defaults(c);
+  if (!c.hugging_face) o.max_new_tokens = 32;
+  if (max_new_tokens) o.max_new_tokens = max_new_tokens;
+  if (beam) o.beam = beam;
   if (o.max_new_tokens > c.max_position)
     throw Error("--max-new-tokens " + std::to_string(o.max_new_tokens) + " is more than the model's max_position " +
                 std::to_string(c.max_position));
@@ -56,7 +62,7 @@ int translate(Args& args) {
         ids.resize(c.max_position);
         truncated[k] = true;
       }
-      empty[k] = ids.empty();  // an empty input: an empty output, no model call
+      empty[k] = inputs[k].empty() || ids.empty();  // an empty input: an empty output, no model call
       if (!empty[k]) sources.push_back(std::move(ids));
     }
     std::vector<std::vector<uint32_t>> outs;

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "embedded_shaders.hpp"
 #include "shader_compiler.hpp"
 
 namespace vkf {
@@ -61,13 +62,32 @@ Pipeline* Pipelines::get(const KernelDesc& desc) {
   return (live_[key] = std::move(p)).get();
 }
 
+namespace {
+// Every embedded shader file, names and text, hashed once: a kernel's SPIR-V depends on
+// the files it #includes (gemm_flags.h, activations.glsl, ...), not only on its own
+// source, so a cached module is valid only for the same library of shaders. (Keyed by
+// its own source alone, an upgrade that changed a shared header ran stale SPIR-V.)
+uint64_t shader_library_hash() {
+  static const uint64_t hash = [] {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const auto& s : embedded_shaders()) {
+      h = fnv1a64(s.name.data(), s.name.size(), h);
+      h = fnv1a64(s.source.data(), s.source.size(), h);
+    }
+    return h;
+  }();
+  return hash;
+}
+}  // namespace
+
 std::unique_ptr<Pipeline> Pipelines::create(const KernelDesc& desc) {
   const std::string name = desc.shader.empty() ? "inline shader" : desc.shader;
   if (desc.push_constant_bytes > device_.caps().max_push_constants_size)
     throw Error("kernel '" + name + "' needs " + std::to_string(desc.push_constant_bytes) +
                 " push-constant bytes; this device allows " + std::to_string(device_.caps().max_push_constants_size));
   const std::string source(desc.source.empty() ? embedded_source(desc.shader) : std::string_view(desc.source));
-  const std::string spirv_key = desc.key() + "|" + std::to_string(fnv1a64(source.data(), source.size()));
+  const std::string spirv_key = desc.key() + "|" + std::to_string(fnv1a64(source.data(), source.size())) + "|" +
+                                std::to_string(shader_library_hash());
   std::vector<uint32_t> spirv;
   if (auto cached = cache_.load_spirv(spirv_key)) {
     spirv = std::move(*cached);

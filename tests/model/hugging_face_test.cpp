@@ -12,6 +12,7 @@
 
 #include "support/gpu_test.hpp"
 #include "vkformer/model.hpp"
+#include "vkformer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
 
@@ -79,6 +80,18 @@ TEST_P(HuggingFace, GenerateMatchesTransformersTokenForToken) {
   o.beam = 1;
   EXPECT_EQ(session.generate(sources, o), ref["generate"]["greedy"]["ids"].get<std::vector<std::vector<uint32_t>>>())
       << "greedy, padded batch";
+}
+
+// MarianTokenizer's ids and decodings (skip_special_tokens) of tests/hf's sentence list:
+// accents, CJK (outside this small vocabulary: <unk>), emoji, digits, whitespace runs.
+TEST(HuggingFaceTokenizer, MarianMatchesTransformers) {
+  const auto ref = references()["marian"];
+  const auto tokenizer = Tokenizer::for_model((kDir / "marian").string());
+  for (const auto& t : ref["tokenizations"]) {
+    const std::string text = t["text"];
+    EXPECT_EQ(tokenizer->encode(text), t["ids"].get<std::vector<uint32_t>>()) << "'" << text << "'";
+    EXPECT_EQ(tokenizer->decode(t["ids"].get<std::vector<uint32_t>>()), t["decoded"].get<std::string>()) << "'" << text << "'";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, HuggingFace,

@@ -1,0 +1,127 @@
+#include "marian_tokenizer.hpp"
+
+#include <sentencepiece_processor.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "json_file.hpp"
+#include "vkformer/error.hpp"
+#include "vkformer/files.hpp"
+#include "vkformer/model.hpp"
+
+namespace vkf::model {
+
+namespace {
+
+std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::filesystem::path& path) {
+  require_regular_file(path.string(), "SentencePiece model");
+  auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  const auto status = sp->Load(path.string());
+  if (!status.ok()) throw Error("tokenizer " + path.string() + ": not a SentencePiece model (" + status.ToString() + ")");
+  return sp;
+}
+
+// transformers' clean_up_tokenization (on by default): no space before these.
+std::string clean_up(std::string s) {
+  static const std::pair<const char*, const char*> kRules[] = {
+      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+      {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules)
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + std::strlen(to)))
+      s.replace(at, std::strlen(from), to);
+  return s;
+}
+
+}  // namespace
+
+MarianTokenizer::MarianTokenizer(const std::string& directory) {
+  namespace fs = std::filesystem;
+  const fs::path dir(directory);
+  source_ = load_spm(dir / "source.spm");
+  target_ = load_spm(dir / "target.spm");
+  const std::string vocab = (dir / "vocab.json").string();
+  const nlohmann::json j = read_json_object(vocab, "tokenizer");
+  for (const auto& [piece, id] : j.items()) {
+    if (!id.is_number_unsigned() || id.get<uint64_t>() >= (1u << 24))
+      throw Error("tokenizer " + vocab + ": the id of '" + piece + "' must be an integer from 0 to 2^24");
+    const uint32_t i = id.get<uint32_t>();
+    if (i >= pieces_.size()) pieces_.resize(i + 1);
+    if (!pieces_[i].empty()) throw Error("tokenizer " + vocab + ": id " + std::to_string(i) + " is given twice");
+    pieces_[i] = piece;
+    ids_[piece] = i;
+  }
+  auto special = [&](const char* piece) {
+    const auto it = ids_.find(piece);
+    if (it == ids_.end()) throw Error("tokenizer " + vocab + ": Marian's vocabulary must hold '" + piece + "'");
+    return it->second;
+  };
+  eos_ = special("</s>");
+  unk_ = special("<unk>");
+  pad_ = special("<pad>");
+}
+
+MarianTokenizer::~MarianTokenizer() = default;
+
+std::vector<uint32_t> MarianTokenizer::encode(std::string_view text) const {
+  std::vector<uint32_t> ids;
+  std::string rest(text);
+  // A target-language code such as ">>fra<<" leads multilingual models' inputs: it is a
+  // token of its own, not text for SentencePiece (transformers: language_code_re).
+  if (rest.rfind(">>", 0) == 0) {
+    const size_t end = rest.rfind("<<");
+    if (end != std::string::npos && end >= 3) {
+      const std::string code = rest.substr(0, end + 2);
+      const auto it = ids_.find(code);
+      ids.push_back(it == ids_.end() ? unk_ : it->second);
+      rest = rest.substr(end + 2);
+    }
+  }
+  std::vector<std::string> pieces;
+  if (!rest.empty()) {
+    const auto status = source_->Encode(rest, &pieces);
+    if (!status.ok()) throw Error("tokenizer: SentencePiece failed: " + status.ToString());
+  }
+  for (const auto& p : pieces) {
+    const auto it = ids_.find(p);
+    ids.push_back(it == ids_.end() ? unk_ : it->second);
+  }
+  ids.push_back(eos_);
+  return ids;
+}
+
+std::string MarianTokenizer::decode(const std::vector<uint32_t>& ids) const {
+  std::vector<std::string> pieces;
+  for (uint32_t id : ids) {
+    if (id == eos_) break;
+    if (id == unk_ || id == pad_ || id >= pieces_.size() || pieces_[id].empty()) continue;
+    pieces.push_back(pieces_[id]);
+  }
+  std::string text;
+  const auto status = target_->Decode(pieces, &text);
+  if (!status.ok()) throw Error("tokenizer: SentencePiece failed: " + status.ToString());
+  // transformers replaces the word-boundary mark left in unknown pieces, then strips.
+  for (size_t at = text.find("\u2581"); at != std::string::npos; at = text.find("\u2581", at)) text.replace(at, 3, " ");
+  const size_t first = text.find_first_not_of(" \t\n\r\f\v"), last = text.find_last_not_of(" \t\n\r\f\v");
+  return clean_up(first == std::string::npos ? "" : text.substr(first, last - first + 1));
+}
+
+std::string MarianTokenizer::describe() const {
+  return "sentencepiece (source.spm, target.spm, vocab.json of " + std::to_string(pieces_.size()) + " pieces)";
+}
+
+}  // namespace vkf::model
+
+namespace vkf {
+
+std::unique_ptr<Tokenizer> Tokenizer::for_model(const std::string& directory) {
+  namespace fs = std::filesystem;
+  const std::string architecture = model_architecture(directory);
+  if (architecture == "marian") return std::make_unique<model::MarianTokenizer>(directory);
+  if (architecture == "bart")
+    throw Error("model " + directory + ": BART's byte-level BPE tokenizer (vocab.json + merges.txt) is not built yet; "
+                "pass token ids (vkformer generate --src-ids)");
+  return std::make_unique<CharTokenizer>(CharTokenizer::from_file((fs::path(directory) / "vocab.json").string()));
+}
+
+}  // namespace vkf
