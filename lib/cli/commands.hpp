@@ -1,8 +1,12 @@
 #pragma once
+#include <string>
+
 #include "args.hpp"
+#include "vkformer/context.hpp"
 
 namespace vkf::cli {
 
+int model_info(const std::string& dir, bool json, const ContextOptions& options);  // info --model
 int info(Args& args);
 int selftest(Args& args);
 int bench(Args& args, const std::string& what);

@@ -24,9 +24,11 @@ struct Help {
 
 constexpr Help kHelp[] = {
     {"info", "every Vulkan device, its capabilities and what vkformer uses",
-     "usage: vkformer info [--json]\n\n"
+     "usage: vkformer info [--model DIR] [--json]\n\n"
      "Lists every Vulkan device with its limits, memory, the optional features vkformer\n"
      "uses there and any driver quirk; the default device is marked with '*'.\n\n"
+     "  --model DIR          instead: what vkformer reads from a model directory (architecture,\n"
+     "                       sizes, tokenizer, generation defaults)\n"
      "  --json               one JSON object (schema: docs/cli.md)\n"},
     {"selftest", "compile a shader, run it on the chosen device, check the answer",
      "usage: vkformer selftest [--json]\n\n"

@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "vkformer/context.hpp"
+#include "vkformer/model.hpp"
 
 namespace vkf::cli {
 
@@ -91,7 +92,12 @@ std::string mib(uint64_t b) { return std::to_string(b >> 20) + " MiB"; }
 int info(Args& args) {
   const bool json = args.flag("--json");
   ContextOptions options = context_options(args);
+  const auto model = args.value("--model");
   args.rest();
+  if (model) {
+    model_architecture(*model);  // a clear error for a missing directory, a file, no config.json
+    return model_info(*model, json, options);
+  }
   auto devices = list_devices(options);
   std::string choice = options.device;
   if (choice.empty())

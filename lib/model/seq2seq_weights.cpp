@@ -2,6 +2,7 @@
 // anything reaches the GPU, then uploaded in the chosen precision.
 #include <filesystem>
 
+#include "config_reader.hpp"
 #include "expected_tensors.hpp"
 #include "hf_model.hpp"
 #include "seq2seq.hpp"
@@ -43,8 +44,9 @@ DType Model::precision() const { return impl_->dtype; }
 std::shared_ptr<const Model> Model::load(Context& ctx, const std::string& directory, DType precision) {
   namespace fs = std::filesystem;
   // A clear error for a missing directory, a file, no config.json; then the family.
-  const std::string architecture = model_architecture(directory);
-  const bool hugging_face = architecture == "marian" || architecture == "bart";
+  model_architecture(directory);
+  // A Hugging Face directory names its model_type instead (read_hf_config names the ones it runs).
+  const bool hugging_face = !model::ConfigReader((fs::path(directory) / "config.json").string()).has("architecture");
   ModelConfig c = hugging_face ? model::read_hf_config(directory)
                                : ModelConfig::from_file((fs::path(directory) / "config.json").string());
   if (precision == DType::F16 && !ctx.capabilities().storage_16bit)

@@ -8,6 +8,7 @@
 // script: the smallest is 2.8e-4 of logits with a spread of ~2, far above fp32 rounding).
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "support/gpu_test.hpp"
@@ -92,6 +93,75 @@ TEST(HuggingFaceTokenizer, MarianMatchesTransformers) {
     EXPECT_EQ(tokenizer->encode(text), t["ids"].get<std::vector<uint32_t>>()) << "'" << text << "'";
     EXPECT_EQ(tokenizer->decode(t["ids"].get<std::vector<uint32_t>>()), t["decoded"].get<std::string>()) << "'" << text << "'";
   }
+}
+
+// Malformed or unsupported directories: each error names the file and the field.
+class HuggingFaceBadInput : public GpuTest {
+ protected:
+  // A copy of tests/hf/marian with `edit` applied to it.
+  fs::path copy(const std::string& tag) {
+    const fs::path d = fs::path(scratch_dir("hf_" + tag)) / "marian";
+    fs::remove_all(d);
+    fs::create_directories(d.parent_path());
+    fs::copy(kDir / "marian", d, fs::copy_options::recursive);
+    return d;
+  }
+  static void edit_json(const fs::path& file, const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j;
+    std::ifstream(file) >> j;
+    edit(j);
+    std::ofstream(file) << j.dump();
+  }
+  void expect_error(const fs::path& dir, const std::vector<std::string>& words, bool tokenizer = false) {
+    try {
+      if (tokenizer)
+        Tokenizer::for_model(dir.string());
+      else
+        Model::load(ctx(), dir.string());
+      ADD_FAILURE() << "no error for " << dir;
+    } catch (const Error& e) {
+      for (const auto& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what() << " lacks " << w;
+    }
+  }
+};
+
+TEST_F(HuggingFaceBadInput, UnsupportedOrMalformedDirectoriesAreNamed) {
+  auto d = copy("type");
+  edit_json(d / "config.json", [](auto& j) { j["model_type"] = "t5"; });
+  expect_error(d, {"config.json", "model_type", "t5", "marian"});
+
+  d = copy("act");
+  edit_json(d / "config.json", [](auto& j) { j["activation_function"] = "mish"; });
+  expect_error(d, {"config.json", "activation_function", "mish"});
+
+  d = copy("prenorm");
+  edit_json(d / "config.json", [](auto& j) { j["normalize_before"] = true; });
+  expect_error(d, {"config.json", "normalize_before"});
+
+  d = copy("sampling");
+  edit_json(d / "generation_config.json", [](auto& j) { j["do_sample"] = true; });
+  expect_error(d, {"generation_config.json", "do_sample", "not supported"});
+
+  d = copy("repetition");
+  edit_json(d / "generation_config.json", [](auto& j) { j["repetition_penalty"] = 1.2; });
+  expect_error(d, {"generation_config.json", "repetition_penalty"});
+
+  d = copy("shape");
+  edit_json(d / "config.json", [](auto& j) { j["encoder_ffn_dim"] = 48; j["decoder_ffn_dim"] = 48; });
+  expect_error(d, {"fc1.weight", "shape"});
+
+  d = copy("bin");
+  fs::remove(d / "model.safetensors");
+  std::ofstream(d / "pytorch_model.bin") << "pickle";
+  expect_error(d, {"pytorch_model.bin", "save_pretrained", "model.safetensors"});
+
+  d = copy("spm");
+  fs::remove(d / "target.spm");
+  expect_error(d, {"target.spm"}, true);
+
+  d = copy("vocab");
+  edit_json(d / "vocab.json", [](auto& j) { j.erase("<pad>"); });
+  expect_error(d, {"vocab.json", "<pad>"}, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, HuggingFace,
