@@ -56,10 +56,7 @@ std::string Session::profile_report() const {
 
 std::vector<float> Session::score(const std::vector<uint32_t>& src, const std::vector<uint32_t>& tgt) {
   if (tgt.empty()) throw Error("score: the target is empty (it starts with BOS)");
-  model::Seq2SeqGraph& g = impl_->graph;
-  g.submit_budget_ms = GenerateOptions{}.submit_budget_ms;
-  g.encode({src}, 1, uint32_t(tgt.size()));
-  return g.decode(0, uint32_t(tgt.size()), tgt);
+  return score(std::vector<std::vector<uint32_t>>{src}, std::vector<std::vector<uint32_t>>{tgt})[0];
 }
 
 std::vector<std::vector<float>> Session::score(const std::vector<std::vector<uint32_t>>& sources,
@@ -121,8 +118,8 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   if (c.hugging_face && o.temperature > 0)
     throw Error("generate: sampling is not supported for Hugging Face models yet (use greedy or beam search)");
   for (const auto& bad : o.bad_words_ids)
-    for (uint32_t id : bad)
-      if (bad.empty() || id >= c.tgt_vocab_size) throw Error("generate: bad_words_ids holds an empty list or an id outside the vocabulary");
+    if (bad.empty() || std::any_of(bad.begin(), bad.end(), [&](uint32_t id) { return id >= c.tgt_vocab_size; }))
+      throw Error("generate: bad_words_ids holds an empty list or an id outside the vocabulary");
   for (auto id : {o.forced_bos_id, o.forced_eos_id})
     if (id && *id >= c.tgt_vocab_size) throw Error("generate: a forced token id is outside the target vocabulary");
   Context& ctx = impl_->model->impl().ctx;
