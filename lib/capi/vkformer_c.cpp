@@ -213,8 +213,7 @@ vkf_status vkf_model_load(vkf_context* context, const char* directory, vkf_preci
     handle->model = vkf::Model::load(*context->ctx, directory,
                                      precision_value == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
     const auto vocab = std::filesystem::path(directory) / "vocab.json";
-    // BART's byte-level BPE is not built yet: such a model takes token ids only.
-    if (std::filesystem::exists(vocab) && handle->model->config().architecture != "bart")
+    if (std::filesystem::exists(vocab))
       handle->tokenizer = vkf::Tokenizer::for_model(directory);
     *model = handle.release();
     return VKF_OK;

@@ -2,13 +2,12 @@
 
 #include <sentencepiece_processor.h>
 
-#include <cstring>
 #include <filesystem>
 
+#include "hf_text.hpp"
 #include "json_file.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/files.hpp"
-#include "vkformer/model.hpp"
 
 namespace vkf::model {
 
@@ -20,17 +19,6 @@ std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::files
   const auto status = sp->Load(path.string());
   if (!status.ok()) throw Error("tokenizer " + path.string() + ": not a SentencePiece model (" + status.ToString() + ")");
   return sp;
-}
-
-// transformers' clean_up_tokenization (on by default): no space before these.
-std::string clean_up(std::string s) {
-  static const std::pair<const char*, const char*> kRules[] = {
-      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
-      {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
-  for (const auto& [from, to] : kRules)
-    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + std::strlen(to)))
-      s.replace(at, std::strlen(from), to);
-  return s;
 }
 
 }  // namespace
@@ -103,7 +91,7 @@ std::string MarianTokenizer::decode(const std::vector<uint32_t>& ids) const {
   // transformers replaces the word-boundary mark left in unknown pieces, then strips.
   for (size_t at = text.find("\u2581"); at != std::string::npos; at = text.find("\u2581", at)) text.replace(at, 3, " ");
   const size_t first = text.find_first_not_of(" \t\n\r\f\v"), last = text.find_last_not_of(" \t\n\r\f\v");
-  return clean_up(first == std::string::npos ? "" : text.substr(first, last - first + 1));
+  return clean_up_tokenization(first == std::string::npos ? "" : text.substr(first, last - first + 1));
 }
 
 std::string MarianTokenizer::describe() const {
@@ -111,17 +99,3 @@ std::string MarianTokenizer::describe() const {
 }
 
 }  // namespace vkf::model
-
-namespace vkf {
-
-std::unique_ptr<Tokenizer> Tokenizer::for_model(const std::string& directory) {
-  namespace fs = std::filesystem;
-  const std::string architecture = model_architecture(directory);
-  if (architecture == "marian") return std::make_unique<model::MarianTokenizer>(directory);
-  if (architecture == "bart")
-    throw Error("model " + directory + ": BART's byte-level BPE tokenizer (vocab.json + merges.txt) is not built yet; "
-                "pass token ids (vkformer generate --src-ids)");
-  return std::make_unique<CharTokenizer>(CharTokenizer::from_file((fs::path(directory) / "vocab.json").string()));
-}
-
-}  // namespace vkf

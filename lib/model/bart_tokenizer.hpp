@@ -1,0 +1,45 @@
+#pragma once
+// BartTokenizer as transformers defines it (tokenization_bart.py, the slow one): GPT-2's
+// byte-level BPE. Text is cut at the special tokens, each other part into words by GPT-2's
+// pattern, each word's UTF-8 bytes are spelled with one printable character per byte,
+// merges.txt's merges are applied lowest rank first, and vocab.json gives the ids;
+// <s> ... </s> go around the sequence. Decoding maps the characters back to bytes.
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "vkformer/tokenizer.hpp"
+
+namespace vkf::model {
+
+class GptPattern;  // GPT-2's pre-tokenizer pattern, compiled by PCRE2
+
+class BartTokenizer : public Tokenizer {
+ public:
+  explicit BartTokenizer(const std::string& directory);
+  ~BartTokenizer() override;
+  std::vector<uint32_t> encode(std::string_view utf8) const override;
+  std::string decode(const std::vector<uint32_t>& ids) const override;
+  uint32_t size() const override { return uint32_t(tokens_.size()); }
+  std::string describe() const override;
+
+  // The byte-level BPE of one word (a piece of GPT-2's pattern), as vocabulary tokens.
+  std::vector<std::string> bpe(std::string_view word) const;
+
+ private:
+  void encode_text(std::string_view text, std::vector<uint32_t>& ids) const;
+  uint32_t id_of(const std::string& token) const;
+
+  std::unique_ptr<GptPattern> pattern_;
+  std::unordered_map<std::string, uint32_t> ids_;    // vocab.json (and <mask> when it lacks it)
+  std::vector<std::string> tokens_;                  // its inverse
+  std::unordered_map<std::string, uint32_t> ranks_;  // "first second" -> merges.txt's order
+  struct Special { std::string text; uint32_t id; bool strip_left; };
+  std::vector<Special> specials_;                    // matched in the text as tokens of their own
+  uint32_t bos_ = 0, pad_ = 1, eos_ = 2, unk_ = 3;
+  bool add_prefix_space_ = false, clean_up_spaces_ = true;
+  size_t merges_ = 0;
+};
+
+}  // namespace vkf::model
