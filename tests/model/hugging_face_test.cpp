@@ -109,15 +109,54 @@ TEST(HuggingFaceTokenizer, MarianMatchesTransformers) { expect_tokenizations("ma
 // BartTokenizer: GPT-2's byte-level BPE, so nothing is unknown; emoji and CJK are bytes.
 TEST(HuggingFaceTokenizer, BartMatchesTransformers) { expect_tokenizations("bart"); }
 
+// Generated ids need not end on a whole UTF-8 character: their bytes decode as Python's
+// bytes.decode("utf-8", errors="replace") does, one U+FFFD per maximal ill-formed part
+// (the expectations are Python's own). Each byte is its token in GPT-2's byte alphabet.
+TEST(HuggingFaceTokenizer, BartDecodesBrokenUtf8AsPython) {
+  const auto tokenizer = Tokenizer::for_model((kDir / "bart").string());
+  nlohmann::json vocab;
+  std::ifstream(kDir / "bart" / "vocab.json") >> vocab;
+  auto ids_of = [&](const std::string& bytes) {
+    std::vector<uint32_t> ids{0};  // <s>, skipped
+    for (unsigned char b : bytes) {
+      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+      char32_t c = b;
+      if (!printable) {  // bytes_to_unicode: the others from U+0100 on, in byte order
+        c = 0x100;
+        for (unsigned o = 0; o < b; ++o) c += !((o >= '!' && o <= '~') || (o >= 0xA1 && o <= 0xAC) || o >= 0xAE);
+      }
+      std::string token;
+      if (c < 0x80) token += char(c);
+      else token += char(0xC0 | (c >> 6)), token += char(0x80 | (c & 0x3F));
+      ids.push_back(vocab.at(token).get<uint32_t>());
+    }
+    ids.push_back(2);  // </s>
+    return ids;
+  };
+  const std::pair<const char*, const char*> cases[] = {
+      {"\xe6\x97" "a", "\uFFFD" "a"},
+      {"\xf0\x9f\x99\x82", "\U0001F642"},
+      {"\xf0\x9f x", "\uFFFD x"},
+      {"\xed\xa0\x80", "\uFFFD\uFFFD\uFFFD"},  // a surrogate's encoding
+      {"\xc0\xaf", "\uFFFD\uFFFD"},            // an overlong one
+      {"\xf4\x90\x80\x80", "\uFFFD\uFFFD\uFFFD\uFFFD"},  // past U+10FFFF
+      {"\xe0\x80\xaf", "\uFFFD\uFFFD\uFFFD"},
+      {"\xf1\x80\x80", "\uFFFD"},              // cut short
+      {"\xff", "\uFFFD"}};
+  for (const auto& [bytes, text] : cases) EXPECT_EQ(tokenizer->decode(ids_of(bytes)), text) << ::testing::PrintToString(bytes);
+  // Ids the vocabulary does not have are an error, not skipped text.
+  EXPECT_THROW(tokenizer->decode({0, uint32_t(tokenizer->size()) + 5, 2}), Error);
+}
+
 // Malformed or unsupported directories: each error names the file and the field.
 class HuggingFaceBadInput : public GpuTest {
  protected:
-  // A copy of tests/hf/marian with `edit` applied to it.
-  fs::path copy(const std::string& tag) {
-    const fs::path d = fs::path(scratch_dir("hf_" + tag)) / "marian";
+  // A copy of tests/hf/<model>, to spoil.
+  fs::path copy(const std::string& tag, const std::string& model = "marian") {
+    const fs::path d = fs::path(scratch_dir("hf_" + tag)) / model;
     fs::remove_all(d);
     fs::create_directories(d.parent_path());
-    fs::copy(kDir / "marian", d, fs::copy_options::recursive);
+    fs::copy(kDir / model, d, fs::copy_options::recursive);
     return d;
   }
   static void edit_json(const fs::path& file, const std::function<void(nlohmann::json&)>& edit) {
@@ -176,6 +215,37 @@ TEST_F(HuggingFaceBadInput, UnsupportedOrMalformedDirectoriesAreNamed) {
   d = copy("vocab");
   edit_json(d / "vocab.json", [](auto& j) { j.erase("<pad>"); });
   expect_error(d, {"vocab.json", "<pad>"}, true);
+}
+
+TEST_F(HuggingFaceBadInput, BartTokenizerFilesAreChecked) {
+  auto d = copy("merges_missing", "bart");
+  fs::remove(d / "merges.txt");
+  expect_error(d, {"merges.txt"}, true);
+
+  d = copy("merges_line", "bart");
+  std::ofstream(d / "merges.txt", std::ios::app) << "a b c\n";
+  expect_error(d, {"merges.txt", "line 302", "a b c"}, true);
+
+  d = copy("vocab_id", "bart");
+  edit_json(d / "vocab.json", [](auto& j) { j["h"] = 99999; });
+  expect_error(d, {"vocab.json", "'h'", "id"}, true);
+
+  d = copy("added", "bart");
+  std::ofstream(d / "added_tokens.json") << R"({"<extra>": 561})";
+  expect_error(d, {"added_tokens.json", "<extra>"}, true);
+
+  d = copy("prefix", "bart");
+  edit_json(d / "tokenizer_config.json", [](auto& j) { j["add_prefix_space"] = "yes"; });
+  expect_error(d, {"tokenizer_config.json", "add_prefix_space"}, true);
+
+  // Text that is not UTF-8 is refused where it is wrong, not cut into bytes.
+  const auto tokenizer = Tokenizer::for_model((kDir / "bart").string());
+  try {
+    tokenizer->encode("ok \xff\xfe");
+    ADD_FAILURE() << "no error for text that is not UTF-8";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("UTF-8 (byte 3)"), std::string::npos) << e.what();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, HuggingFaceGenerate, ::testing::Values("marian", "bart"),

@@ -84,6 +84,11 @@ SENTENCES = [
     "¿Dónde está?",
     "x",
     "",
+    "a </s> b<unk>c <pad> <mask> d <s>",           # special tokens inside the text
+    "nel\x85sep\x1cideo\u3000space\u200bzero",   # Unicode whitespace and not-quite-whitespace
+    "e\u0301 combining, \u0661\u0662\u0663 \u00bd \u216b",  # marks, other scripts' numbers
+    "don't 'S 'll ''re",                             # contractions, and what only looks like one
+    "  \n\n  x \t",                               # whitespace runs before a word and at the end
 ]
 
 # Sources for generation and the logits checks (padded batches: different lengths).
