@@ -101,7 +101,8 @@ int bench(Args& args, const std::string& what) {
         {"settings", {{"precision", dt == DType::F16 ? "fp16" : "fp32"}, {"quick", quick}, {"benchmark", what}, {"time", stamp}}}};
     if (what == "ops" || what == "all") run["ops"] = bench_ops(ctx, dt, quick, print);
     if (what == "model" || what == "all") {
-      if (fs::exists(fs::path(model_dir) / "model.safetensors")) {
+      if (fs::exists(fs::path(model_dir) / "model.safetensors") ||
+          fs::exists(fs::path(model_dir) / "model.safetensors.index.json")) {
         if (print) std::printf("\nmodel %s\n", model_dir.c_str());
         run["model"] = bench_model(ctx, model_dir, dt, quick, print);
         run["settings"]["model"] = model_dir;

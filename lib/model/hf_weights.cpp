@@ -1,4 +1,4 @@
-// A Hugging Face Marian or BART model.safetensors as vkformer's encoder-decoder weights:
+// A Hugging Face Marian or BART model.safetensors (or its shards) as vkformer's encoder-decoder weights:
 // q_proj, k_proj and v_proj become one projection, the shared embedding serves the
 // encoder, the decoder and (tied) the output projection, whose bias is final_logits_bias.
 #include <filesystem>
@@ -83,17 +83,19 @@ std::unique_ptr<Model::Impl> load_hf_weights(Context& ctx, const std::string& di
   namespace fs = std::filesystem;
   const fs::path dir(directory);
   std::error_code ec;
-  if (!fs::exists(dir / "model.safetensors", ec)) {
-    if (fs::exists(dir / "model.safetensors.index.json", ec))
-      throw Error("model " + directory + ": a sharded checkpoint (model.safetensors.index.json) is not supported yet; "
-                  "save it as one file with save_pretrained(dir, max_shard_size=\"100GB\")");
-    if (fs::exists(dir / "pytorch_model.bin", ec))
-      throw Error("model " + directory + " has only pytorch_model.bin (a pickle, which vkformer does not read): convert it "
-                  "with `model = AutoModelForSeq2SeqLM.from_pretrained(dir); model.save_pretrained(dir, "
-                  "safe_serialization=True)`, which writes model.safetensors");
-    throw Error("model " + directory + ": missing model.safetensors");
+  // One file, or a sharded checkpoint (save_pretrained's default past 5 GB): its index.
+  std::string checkpoint = (dir / "model.safetensors").string();
+  if (!fs::exists(checkpoint, ec)) {
+    checkpoint = (dir / "model.safetensors.index.json").string();
+    if (!fs::exists(checkpoint, ec)) {
+      if (fs::exists(dir / "pytorch_model.bin", ec) || fs::exists(dir / "pytorch_model.bin.index.json", ec))
+        throw Error("model " + directory + " has only pytorch_model.bin (a pickle, which vkformer does not read): convert "
+                    "it with `model = AutoModelForSeq2SeqLM.from_pretrained(dir); model.save_pretrained(dir, "
+                    "safe_serialization=True)`, which writes model.safetensors");
+      throw Error("model " + directory + ": missing model.safetensors (or a sharded model.safetensors.index.json)");
+    }
   }
-  SafeTensors file((dir / "model.safetensors").string());
+  SafeTensors file(checkpoint);
   const Embeddings e = embeddings(file);
   expected_tensors(c, file, e).check(file, directory, c.architecture);
 

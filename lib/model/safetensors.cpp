@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <set>
 #include <cstring>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
+#include "json_file.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/half.hpp"
 
@@ -21,7 +24,7 @@ uint64_t TensorInfo::elements() const {
   return n;
 }
 
-SafeTensors::SafeTensors(const std::string& path) : path_(path) {
+std::vector<std::string> SafeTensors::add_file(const std::string& path) {
   auto fail = [&](const std::string& why) { throw Error("model file " + path + ": " + why); };
   // O_NONBLOCK: a FIFO in the file's place must not block the open; it is refused below.
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -31,21 +34,19 @@ SafeTensors::SafeTensors(const std::string& path) : path_(path) {
     ::close(fd);
     fail("is not a regular file (a FIFO, socket, device or directory)");
   }
-  size_ = uint64_t(st.st_size);
-  if (size_ < 8) {
+  const uint64_t size = uint64_t(st.st_size);
+  if (size < 8) {
     ::close(fd);
-    fail("truncated: " + std::to_string(size_) + " bytes, shorter than the 8-byte header length");
+    fail("truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
   }
-  map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
-  if (map_ == MAP_FAILED) {
-    map_ = nullptr;
-    fail("cannot map it into memory");
-  }
-  const auto* bytes = static_cast<const uint8_t*>(map_);
+  if (map == MAP_FAILED) fail("cannot map it into memory");
+  maps_.emplace_back(map, size);
+  const auto* bytes = static_cast<const uint8_t*>(map);
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];  // little-endian
-  if (header_len > size_ - 8) fail("truncated: the header claims " + std::to_string(header_len) + " bytes");
+  if (header_len > size - 8) fail("truncated: the header claims " + std::to_string(header_len) + " bytes");
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
@@ -54,8 +55,9 @@ SafeTensors::SafeTensors(const std::string& path) : path_(path) {
   }
   if (!header.is_object()) fail("the header is not a JSON object");
   const uint8_t* data = bytes + 8 + header_len;
-  const uint64_t data_size = size_ - 8 - header_len;
+  const uint64_t data_size = size - 8 - header_len;
   std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;  // [begin, end), name
+  std::vector<std::string> names;
   for (auto& item : header.items()) {  // (not a structured binding: lambdas below capture the name)
     const std::string& name = item.key();
     auto& info = item.value();
@@ -86,7 +88,9 @@ SafeTensors::SafeTensors(const std::string& path) : path_(path) {
     if (t.bytes != t.elements() * elem)
       bad("holds " + std::to_string(t.bytes) + " bytes, but its shape needs " + std::to_string(t.elements() * elem));
     t.data = data + begin;
+    if (tensors_.count(name)) bad("is also in another shard of the checkpoint");
     tensors_[name] = t;
+    names.push_back(name);
     if (end > begin) ranges.push_back({begin, end, name});  // an empty tensor owns no bytes
   }
   // Two tensors sharing bytes would silently alias each other's weights.
@@ -95,11 +99,56 @@ SafeTensors::SafeTensors(const std::string& path) : path_(path) {
     if (std::get<0>(ranges[i]) < std::get<1>(ranges[i - 1]))
       fail("tensors '" + std::get<2>(ranges[i - 1]) + "' and '" + std::get<2>(ranges[i]) + "' overlap in the file (bytes " +
            std::to_string(std::get<0>(ranges[i])) + " to " + std::to_string(std::get<1>(ranges[i - 1])) + ")");
+  return names;
 }
 
-SafeTensors::~SafeTensors() {
-  if (map_) ::munmap(map_, size_);
+SafeTensors::SafeTensors(const std::string& path) : path_(path) {
+  const std::string suffix = ".index.json";
+  if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0)
+    add_shards(path);
+  else
+    add_file(path);
 }
+
+// model.safetensors.index.json as save_pretrained writes it: {"metadata": {...},
+// "weight_map": {tensor: shard file name}}. Every shard it names is mapped, and each
+// tensor must be in the shard the map gives, so a stale or mixed-up index is an error.
+void SafeTensors::add_shards(const std::string& index_path) {
+  namespace fs = std::filesystem;
+  const nlohmann::json index = read_json_object(index_path, "model index");
+  auto fail = [&](const std::string& why) { throw Error("model index " + index_path + ": " + why); };
+  const auto map = index.find("weight_map");
+  if (map == index.end() || !map->is_object() || map->empty())
+    fail("needs a 'weight_map' object naming each tensor's file");
+  std::map<std::string, std::set<std::string>> shards;  // file -> its tensors
+  for (const auto& [tensor, file] : map->items()) {
+    if (!file.is_string()) fail("the file of tensor '" + tensor + "' is not a string");
+    const std::string name = file.get<std::string>();
+    // A shard lies beside the index: a path elsewhere is refused, not followed.
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+      fail("tensor '" + tensor + "' names the file '" + name + "', which is not a file name in the checkpoint's directory");
+    shards[name].insert(tensor);
+  }
+  const fs::path dir = fs::path(index_path).parent_path();
+  for (const auto& [name, listed] : shards) {
+    const std::string shard = (dir / name).string();
+    for (const std::string& tensor : add_file(shard))
+      if (!listed.count(tensor))
+        throw Error("model file " + shard + ": holds tensor '" + tensor + "', which " + index_path +
+                    (map->contains(tensor) ? " puts in " + (*map)[tensor].get<std::string>() : " does not list"));
+  }
+  for (const auto& [name, listed] : shards)
+    for (const std::string& tensor : listed)
+      if (!tensors_.count(tensor))
+        throw Error("model file " + (dir / name).string() + ": missing tensor '" + tensor + "', which " + index_path +
+                    " puts there");
+}
+
+SafeTensors::Mapping::~Mapping() {
+  if (data) ::munmap(data, size);
+}
+
+SafeTensors::~SafeTensors() = default;
 
 const TensorInfo& SafeTensors::at(const std::string& name) const {
   auto it = tensors_.find(name);

@@ -1,6 +1,8 @@
 #pragma once
-// A memory-mapped safetensors file: a little-endian u64 header length, a JSON header
-// {name: {dtype, shape, data_offsets}} (+ optional __metadata__), then raw data.
+// A memory-mapped safetensors checkpoint. Each file is a little-endian u64 header length,
+// a JSON header {name: {dtype, shape, data_offsets}} (+ optional __metadata__), then raw
+// data. A sharded checkpoint is several such files and model.safetensors.index.json,
+// whose weight_map names the file of each tensor.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -20,7 +22,9 @@ struct TensorInfo {
 
 class SafeTensors {
  public:
-  explicit SafeTensors(const std::string& path);  // throws vkf::Error naming what is wrong
+  // One .safetensors file, or (a path ending in .index.json) a sharded checkpoint's
+  // index and the shards beside it. Throws vkf::Error naming the file and what is wrong.
+  explicit SafeTensors(const std::string& path);
   ~SafeTensors();
   SafeTensors(const SafeTensors&) = delete;
   SafeTensors& operator=(const SafeTensors&) = delete;
@@ -31,9 +35,23 @@ class SafeTensors {
   std::vector<float> floats(const std::string& name) const;
 
  private:
+  // One mmap'ed file, unmapped when dropped (also when a constructor throws half-way).
+  struct Mapping {
+    void* data = nullptr;
+    uint64_t size = 0;
+    Mapping(void* d, uint64_t n) : data(d), size(n) {}
+    Mapping(Mapping&& o) noexcept : data(o.data), size(o.size) { o.data = nullptr; }
+    Mapping(const Mapping&) = delete;
+    Mapping& operator=(const Mapping&) = delete;
+    Mapping& operator=(Mapping&&) = delete;
+    ~Mapping();
+  };
+  // Maps one file and adds its tensors; the names it returns are those it held.
+  std::vector<std::string> add_file(const std::string& path);
+  void add_shards(const std::string& index_path);
+
   std::string path_;
-  void* map_ = nullptr;
-  uint64_t size_ = 0;
+  std::vector<Mapping> maps_;
   std::map<std::string, TensorInfo> tensors_;
 };
 

@@ -41,16 +41,17 @@ double relative_error(const std::vector<float>& got, const std::vector<std::vect
 }
 
 struct Case {
-  const char* model;
+  const char* model;  // its references
   DType dtype;
+  const char* directory = nullptr;  // tests/hf/<directory>, when not <model>
 };
 
 class HuggingFace : public GpuTest, public ::testing::WithParamInterface<Case> {};
 
 TEST_P(HuggingFace, LogitsOfPaddedBatchesMatchTransformers) {
-  const auto [name, dtype] = GetParam();
+  const auto [name, dtype, directory] = GetParam();
   const auto ref = references()[name];
-  auto model = Model::load(ctx(), (kDir / name).string(), dtype);
+  auto model = Model::load(ctx(), (kDir / (directory ? directory : name)).string(), dtype);
   Session session(model);
   const auto sources = ref["sources"].get<std::vector<std::vector<uint32_t>>>();
   const auto targets = ref["targets"].get<std::vector<std::vector<uint32_t>>>();
@@ -217,6 +218,34 @@ TEST_F(HuggingFaceBadInput, UnsupportedOrMalformedDirectoriesAreNamed) {
   expect_error(d, {"vocab.json", "<pad>"}, true);
 }
 
+// A sharded checkpoint's index must agree with its shards, and name files beside it.
+TEST_F(HuggingFaceBadInput, ShardedCheckpointsAreChecked) {
+  const std::string first = "model-00001-of-00002.safetensors", second = "model-00002-of-00002.safetensors";
+  auto d = copy("shard_missing", "marian_sharded");
+  fs::remove(d / second);
+  expect_error(d, {second, "cannot open"});
+
+  d = copy("shard_moved", "marian_sharded");  // the index puts a tensor in the wrong shard
+  edit_json(d / "model.safetensors.index.json", [&](auto& j) { j["weight_map"]["final_logits_bias"] = second; });
+  expect_error(d, {first, "final_logits_bias", "model.safetensors.index.json", "puts in " + second});
+
+  d = copy("shard_unlisted", "marian_sharded");
+  edit_json(d / "model.safetensors.index.json", [&](auto& j) { j["weight_map"].erase("final_logits_bias"); });
+  expect_error(d, {first, "final_logits_bias", "does not list"});
+
+  d = copy("shard_path", "marian_sharded");
+  edit_json(d / "model.safetensors.index.json", [&](auto& j) { j["weight_map"]["final_logits_bias"] = "../" + first; });
+  expect_error(d, {"model.safetensors.index.json", "not a file name in the checkpoint's directory"});
+
+  d = copy("shard_map", "marian_sharded");
+  edit_json(d / "model.safetensors.index.json", [&](auto& j) { j.erase("weight_map"); });
+  expect_error(d, {"model.safetensors.index.json", "weight_map"});
+
+  d = copy("shard_none", "marian_sharded");
+  fs::remove(d / "model.safetensors.index.json");
+  expect_error(d, {"missing model.safetensors", "model.safetensors.index.json"});
+}
+
 TEST_F(HuggingFaceBadInput, BartTokenizerFilesAreChecked) {
   auto d = copy("merges_missing", "bart");
   fs::remove(d / "merges.txt");
@@ -253,9 +282,13 @@ INSTANTIATE_TEST_SUITE_P(Models, HuggingFaceGenerate, ::testing::Values("marian"
 
 INSTANTIATE_TEST_SUITE_P(Models, HuggingFace,
                          ::testing::Values(Case{"marian", DType::F32}, Case{"bart", DType::F32},
-                                           Case{"marian", DType::F16}, Case{"bart", DType::F16}),
+                                           Case{"marian", DType::F16}, Case{"bart", DType::F16},
+                                           // the Marian weights in two shards and an index
+                                           Case{"marian", DType::F32, "marian_sharded"}),
                          [](const auto& info) {
-                           return std::string(info.param.model) + (info.param.dtype == DType::F16 ? "_fp16" : "_fp32");
+                           const Case& c = info.param;
+                           return std::string(c.directory ? c.directory : c.model) +
+                                  (c.dtype == DType::F16 ? "_fp16" : "_fp32");
                          });
 
 }  // namespace

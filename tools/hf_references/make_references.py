@@ -8,6 +8,8 @@
   tests/hf/bart/     a random-weight BartForConditionalGeneration with a byte-level BPE
                      vocab.json + merges.txt learned here, and bart-large-cnn-style
                      generation settings
+  tests/hf/marian_sharded/
+                     the same Marian weights saved in shards (model.safetensors.index.json)
   tests/hf/references.json
                      per model: padded batches of sources and targets with their
                      logits, greedy and beam generate() outputs, and the real slow
@@ -292,6 +294,13 @@ def make_marian(tmp):
     model.save_pretrained(d)
     tok = MarianTokenizer.from_pretrained(d)
     model = MarianMTModel.from_pretrained(d).eval()
+    # The same weights as a sharded checkpoint, as save_pretrained writes one past
+    # max_shard_size (5 GB by default): model-0000k-of-0000n.safetensors and
+    # model.safetensors.index.json. The tests check its logits against the one file's.
+    sharded = OUT / "marian_sharded"
+    shutil.rmtree(sharded, ignore_errors=True)
+    model.save_pretrained(sharded, max_shard_size="100KB")
+    assert (sharded / "model.safetensors.index.json").exists() and not (sharded / "model.safetensors").exists()
     return references(model, tok, {"greedy": {"num_beams": 1}, "beam": {}})
 
 
