@@ -93,6 +93,13 @@ std::string_view rstrip_python(std::string_view text) {
   return text.substr(0, keep);
 }
 
+std::string_view strip_python(std::string_view text) {
+  text = rstrip_python(text);
+  size_t at = 0;
+  for (size_t n = 0; at < text.size() && python_isspace(utf8_code_point(text, at, &n)); at += n) {}
+  return text.substr(at);
+}
+
 std::string clean_up_tokenization(std::string s) {
   // str.replace, one rule after the other: matches do not overlap, and the search goes
   // on after the text just put in.

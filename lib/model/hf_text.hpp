@@ -25,8 +25,9 @@ std::string decode_utf8_replacing(std::string_view bytes);
 char32_t utf8_code_point(std::string_view text, size_t at, size_t* length);
 void append_utf8(std::string& out, char32_t c);
 
-// Python's str.rstrip() with no argument.
+// Python's str.rstrip() and str.strip() with no argument.
 std::string_view rstrip_python(std::string_view text);
+std::string_view strip_python(std::string_view text);
 
 // transformers' clean_up_tokenization (tokenizers' default): no space before . ? ! , and
 // the English clitics.

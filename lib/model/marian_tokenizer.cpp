@@ -52,6 +52,10 @@ MarianTokenizer::MarianTokenizer(const std::string& directory) {
 MarianTokenizer::~MarianTokenizer() = default;
 
 std::vector<uint32_t> MarianTokenizer::encode(std::string_view text) const {
+  // transformers takes a Python str, which cannot hold broken UTF-8; SentencePiece would
+  // quietly read it as U+FFFD.
+  if (const size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
+    throw Error("tokenizer: the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
   std::vector<uint32_t> ids;
   std::string rest(text);
   // A target-language code such as ">>fra<<" leads multilingual models' inputs: it is a
@@ -89,9 +93,15 @@ std::string MarianTokenizer::decode(const std::vector<uint32_t>& ids) const {
   const auto status = target_->Decode(pieces, &text);
   if (!status.ok()) throw Error("tokenizer: SentencePiece failed: " + status.ToString());
   // transformers replaces the word-boundary mark left in unknown pieces, then strips.
-  for (size_t at = text.find("\u2581"); at != std::string::npos; at = text.find("\u2581", at)) text.replace(at, 3, " ");
-  const size_t first = text.find_first_not_of(" \t\n\r\f\v"), last = text.find_last_not_of(" \t\n\r\f\v");
-  return clean_up_tokenization(first == std::string::npos ? "" : text.substr(first, last - first + 1));
+  std::string spaced;
+  for (size_t at = 0;;) {
+    const size_t mark = text.find("\u2581", at);
+    spaced.append(text, at, mark == std::string::npos ? std::string::npos : mark - at);
+    if (mark == std::string::npos) break;
+    spaced += ' ';
+    at = mark + 3;  // U+2581 is 3 bytes
+  }
+  return clean_up_tokenization(std::string(strip_python(spaced)));
 }
 
 std::string MarianTokenizer::describe() const {

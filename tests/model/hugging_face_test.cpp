@@ -267,13 +267,15 @@ TEST_F(HuggingFaceBadInput, BartTokenizerFilesAreChecked) {
   edit_json(d / "tokenizer_config.json", [](auto& j) { j["add_prefix_space"] = "yes"; });
   expect_error(d, {"tokenizer_config.json", "add_prefix_space"}, true);
 
-  // Text that is not UTF-8 is refused where it is wrong, not cut into bytes.
-  const auto tokenizer = Tokenizer::for_model((kDir / "bart").string());
-  try {
-    tokenizer->encode("ok \xff\xfe");
-    ADD_FAILURE() << "no error for text that is not UTF-8";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("UTF-8 (byte 3)"), std::string::npos) << e.what();
+  // Text that is not UTF-8 is refused where it is wrong, not cut into bytes or read as U+FFFD.
+  for (const char* model : {"bart", "marian"}) {
+    const auto tokenizer = Tokenizer::for_model((kDir / model).string());
+    try {
+      tokenizer->encode("ok \xff\xfe");
+      ADD_FAILURE() << model << ": no error for text that is not UTF-8";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("UTF-8 (byte 3)"), std::string::npos) << e.what();
+    }
   }
 }
 
