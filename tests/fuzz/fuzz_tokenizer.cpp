@@ -1,11 +1,76 @@
-// libFuzzer target: the character tokenizer. The first byte picks what the rest is: a
-// vocab.json to load, or text (any bytes, invalid UTF-8 included) to encode with the
-// date sample's vocabulary and ids to decode.
+// libFuzzer target: the tokenizers. The first byte picks what the rest is:
+//   0  a vocab.json for the character tokenizer
+//   2  text and ids for BART's byte-level BPE (tests/hf/bart's files): any bytes, invalid
+//      UTF-8 included; valid text without special tokens must come back unchanged
+//   3  a merges.txt for BART's tokenizer
+//   else  text (any bytes) to encode with the date sample's vocabulary, and ids to decode.
 #include <cstring>
+#include <filesystem>
+#include <memory>
 
+#include "bart_tokenizer.hpp"
 #include "fuzz_input.hpp"
+#include "hf_text.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/tokenizer.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A copy of tests/hf/bart's tokenizer files, without clean_up_tokenization (so that
+// decoding is the exact inverse of encoding), and with `merges` when given.
+std::string bart_directory(const char* name, const uint8_t* merges, size_t size) {
+  const fs::path d = fs::path(vkf::fuzz::scratch_dir()) / name;
+  static const fs::path source = fs::path(VKF_SOURCE_DIR) / "tests" / "hf" / "bart";
+  if (!fs::exists(d / "vocab.json")) {
+    fs::create_directories(d);
+    fs::copy_file(source / "vocab.json", d / "vocab.json");
+    fs::copy_file(source / "merges.txt", d / "merges.txt");
+    const char config[] = R"({"clean_up_tokenization_spaces": false})";
+    vkf::fuzz::write_file((d / "tokenizer_config.json").string(), reinterpret_cast<const uint8_t*>(config),
+                          sizeof config - 1);
+  }
+  if (merges) vkf::fuzz::write_file((d / "merges.txt").string(), merges, size);
+  return d.string();
+}
+
+int fuzz_bart(uint8_t what, const uint8_t* data, size_t size) {
+  if (what == 3) {
+    try {
+      const vkf::model::BartTokenizer t(bart_directory("bart_merges", data, size));
+      (void)t.decode(t.encode("Hello world, 12 \xe6\x97\xa5!"));
+    } catch (const vkf::Error&) {
+    }
+    return 0;
+  }
+  static const auto bart = std::make_unique<vkf::model::BartTokenizer>(bart_directory("bart", nullptr, 0));
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  std::vector<uint32_t> ids;
+  try {
+    ids = bart->encode(text);
+  } catch (const vkf::Error&) {
+    if (vkf::model::invalid_utf8_at(text) == std::string_view::npos) std::abort();  // only bad UTF-8 is refused
+    return 0;
+  }
+  for (uint32_t id : ids)
+    if (id >= bart->size()) std::abort();
+  // Byte-level BPE loses nothing: what comes back is the text (special tokens aside).
+  if (text.find('<') == std::string_view::npos && bart->decode(ids) != text) std::abort();
+  std::vector<uint32_t> random;
+  for (size_t i = 0; i + 4 <= size; i += 4) {
+    uint32_t v;
+    std::memcpy(&v, data + i, 4);
+    random.push_back(v % (bart->size() + 3));
+  }
+  try {
+    (void)bart->decode(random);
+  } catch (const vkf::Error&) {
+  }
+  return 0;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -19,6 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     return 0;
   }
+  if (data[0] == 2 || data[0] == 3) return fuzz_bart(data[0], data + 1, size - 1);
   static const vkf::CharTokenizer dates = vkf::CharTokenizer::from_file(VKF_SOURCE_DIR "/samples/dates/vocab.json");
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   for (uint32_t id : dates.encode(text))
