@@ -146,6 +146,18 @@ struct DecodeAdvance {
   bool stop_at_eos = true;
 };
 
+// Drawing one token per row of logits, as GenerateOptions samples: from
+// softmax(logits / temperature), kept to the top_k most likely (0: all), then to the
+// smallest most-likely set whose probability reaches top_p (1: all). The uniform number
+// of each draw is a hash of (seed, row, the DecodeStep's step): the same seed and step
+// give the same token, and a replayed step draws anew at each step.
+struct Sampling {
+  float temperature = 1;
+  uint32_t top_k = 0;
+  float top_p = 1;
+  uint64_t seed = 0;
+};
+
 // Kernels for one storage type on one context. Cheap to make; pipelines are shared
 // through the context.
 class Ops {
@@ -194,6 +206,9 @@ class Ops {
   // Per row: the k largest values, descending, with their uint32 indices (ties: lower index first).
   void top_k(CommandList& cl, const BufferView& x, const BufferView& values, const BufferView& indices,
              uint32_t rows, uint32_t cols, uint32_t k);
+  // Per row of [rows, cols]: a token drawn as `s` says, as uint32 (its step from `step`).
+  void sample(CommandList& cl, const Sampling& s, const BufferView& x, const BufferView& indices, uint32_t rows,
+              uint32_t cols, const DecodeStep& step);
   void decode_advance(CommandList& cl, const DecodeAdvance& a, const BufferView& next_ids, const BufferView& input_ids,
                       const BufferView& done, const BufferView& tokens, const DecodeStep& step);
   // Between storage types, for count elements.
