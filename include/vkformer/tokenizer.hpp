@@ -16,7 +16,10 @@ class Tokenizer {
   // Source text to the ids the encoder takes (with what the model expects appended:
   // Marian's EOS). Unknown text becomes the unknown token.
   virtual std::vector<uint32_t> encode(std::string_view utf8) const = 0;
-  // Generated ids to text: stops at EOS and skips the other special tokens.
+  // Generated ids to text: vkformer's own tokenizer stops at EOS and skips the other
+  // special tokens; Hugging Face ones skip every special token, as
+  // decode(skip_special_tokens=True) does (the same for generated ids, where only special
+  // tokens follow the first EOS).
   virtual std::string decode(const std::vector<uint32_t>& ids) const = 0;
   virtual uint32_t size() const = 0;
   // What it is, for `vkformer info`: "characters (vocab.json)", "sentencepiece (...)".

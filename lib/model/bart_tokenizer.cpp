@@ -281,8 +281,9 @@ std::vector<uint32_t> BartTokenizer::encode(std::string_view utf8) const {
 
 std::string BartTokenizer::decode(const std::vector<uint32_t>& ids) const {
   std::string bytes;
+  // As transformers' decode(skip_special_tokens=True): every special token is skipped,
+  // EOS included, wherever it is (generated ids have only specials after the first EOS).
   for (uint32_t id : ids) {
-    if (id == eos_) break;
     if (id >= tokens_.size()) throw Error("tokenizer: id " + std::to_string(id) + " is not in vocab.json (" +
                                           std::to_string(tokens_.size()) + " tokens)");
     bool special = false;

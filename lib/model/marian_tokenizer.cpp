@@ -2,6 +2,7 @@
 
 #include <sentencepiece_processor.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "hf_text.hpp"
@@ -56,7 +57,26 @@ std::vector<uint32_t> MarianTokenizer::encode(std::string_view text) const {
   // quietly read it as U+FFFD.
   if (const size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
     throw Error("tokenizer: the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+  // Special tokens written in the text are tokens of their own, as transformers' added-
+  // tokens split makes them; the text between them goes to SentencePiece.
   std::vector<uint32_t> ids;
+  const std::pair<const char*, uint32_t> specials[] = {{"</s>", eos_}, {"<unk>", unk_}, {"<pad>", pad_}};
+  for (std::string_view rest = text;;) {
+    size_t at = std::string_view::npos, length = 0;
+    uint32_t id = 0;
+    for (const auto& [token, token_id] : specials)
+      if (const size_t p = rest.find(token); p != std::string_view::npos && p < at)
+        at = p, length = std::strlen(token), id = token_id;
+    encode_text(rest.substr(0, at), ids);
+    if (at == std::string_view::npos) break;
+    ids.push_back(id);
+    rest = rest.substr(at + length);
+  }
+  ids.push_back(eos_);
+  return ids;
+}
+
+void MarianTokenizer::encode_text(std::string_view text, std::vector<uint32_t>& ids) const {
   std::string rest(text);
   // A target-language code such as ">>fra<<" leads multilingual models' inputs: it is a
   // token of its own, not text for SentencePiece (transformers: language_code_re).
@@ -78,15 +98,13 @@ std::vector<uint32_t> MarianTokenizer::encode(std::string_view text) const {
     const auto it = ids_.find(p);
     ids.push_back(it == ids_.end() ? unk_ : it->second);
   }
-  ids.push_back(eos_);
-  return ids;
 }
 
 std::string MarianTokenizer::decode(const std::vector<uint32_t>& ids) const {
   std::vector<std::string> pieces;
   for (uint32_t id : ids) {
-    if (id == eos_) break;
-    if (id == unk_ || id == pad_ || id >= pieces_.size() || pieces_[id].empty()) continue;
+    // skip_special_tokens: EOS, <unk> and <pad> are skipped wherever they are.
+    if (id == eos_ || id == unk_ || id == pad_ || id >= pieces_.size() || pieces_[id].empty()) continue;
     pieces.push_back(pieces_[id]);
   }
   std::string text;

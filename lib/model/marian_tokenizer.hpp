@@ -24,6 +24,7 @@ class MarianTokenizer : public Tokenizer {
   std::string describe() const override;
 
  private:
+  void encode_text(std::string_view text, std::vector<uint32_t>& ids) const;  // between special tokens
   std::unique_ptr<sentencepiece::SentencePieceProcessor> source_, target_;
   std::unordered_map<std::string, uint32_t> ids_;  // vocab.json
   std::vector<std::string> pieces_;                // its inverse

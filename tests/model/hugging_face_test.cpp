@@ -97,7 +97,8 @@ TEST_P(HuggingFaceGenerate, MatchesTransformersTokenForToken) {
 // sentence list: accents, CJK, emoji, digits, whitespace runs, special tokens in the text.
 void expect_tokenizations(const std::string& model) {
   const auto tokenizer = Tokenizer::for_model((kDir / model).string());
-  for (const auto& t : references()[model]["tokenizations"]) {
+  const nlohmann::json ref = references()[model];  // (a local: the loop must not range over a temporary's member)
+  for (const auto& t : ref["tokenizations"]) {
     const std::string text = t["text"];
     EXPECT_EQ(tokenizer->encode(text), t["ids"].get<std::vector<uint32_t>>()) << "'" << text << "'";
     EXPECT_EQ(tokenizer->decode(t["ids"].get<std::vector<uint32_t>>()), t["decoded"].get<std::string>()) << "'" << text << "'";
