@@ -192,7 +192,6 @@ BartTokenizer::BartTokenizer(const std::string& directory) : pattern_(std::make_
   }
   bos_ = ids_.at(cls);  // build_inputs_with_special_tokens: cls + ids + sep
   eos_ = ids_.at(sep);
-  pad_ = ids_.at(pad);
   unk_ = ids_.at(unk);
 }
 
@@ -249,32 +248,9 @@ std::vector<uint32_t> BartTokenizer::encode(std::string_view utf8) const {
     size_t n = 0;
     if (!python_isspace(utf8_code_point(text, 0, &n))) text.insert(0, " ");
   }
-  // Cut at the special tokens (transformers' added-tokens trie: the earliest match, the
-  // longest there); a token that strips its left takes the spaces before it.
-  std::vector<std::pair<std::string_view, const Special*>> parts;
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    size_t at = std::string_view::npos;
-    const Special* found = nullptr;
-    for (const auto& s : specials_) {
-      const size_t p = rest.find(s.text);
-      if (p != std::string_view::npos && (p < at || (p == at && s.text.size() > found->text.size()))) at = p, found = &s;
-    }
-    if (!found) {
-      parts.push_back({rest, nullptr});
-      break;
-    }
-    std::string_view before = rest.substr(0, at);
-    if (found->strip_left) before = rstrip_python(before);
-    if (!before.empty()) parts.push_back({before, nullptr});
-    parts.push_back({found->text, found});
-    rest = rest.substr(at + found->text.size());
-  }
+  // Special tokens in the text are tokens of their own (<mask> takes the spaces before it).
   std::vector<uint32_t> ids{bos_};
-  for (const auto& [part, special] : parts) {
-    if (special) ids.push_back(special->id);
-    else encode_text(part, ids);
-  }
+  split_at_special_tokens(text, specials_, [&](std::string_view part) { encode_text(part, ids); }, ids);
   ids.push_back(eos_);
   return ids;
 }

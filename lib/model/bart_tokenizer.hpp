@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hf_text.hpp"
 #include "vkformer/tokenizer.hpp"
 
 namespace vkf::model {
@@ -35,9 +36,8 @@ class BartTokenizer : public Tokenizer {
   std::unordered_map<std::string, uint32_t> ids_;    // vocab.json (and <mask> when it lacks it)
   std::vector<std::string> tokens_;                  // its inverse
   std::unordered_map<std::string, uint32_t> ranks_;  // "first second" -> merges.txt's order
-  struct Special { std::string text; uint32_t id; bool strip_left; };
-  std::vector<Special> specials_;                    // matched in the text as tokens of their own
-  uint32_t bos_ = 0, pad_ = 1, eos_ = 2, unk_ = 3;
+  std::vector<SpecialToken> specials_;               // matched in the text as tokens of their own
+  uint32_t bos_ = 0, eos_ = 2, unk_ = 3;
   bool add_prefix_space_ = false, clean_up_spaces_ = true;
   size_t merges_ = 0;
 };

@@ -112,4 +112,25 @@ std::string clean_up_tokenization(std::string s) {
   return s;
 }
 
+void split_at_special_tokens(std::string_view text, const std::vector<SpecialToken>& specials,
+                             const std::function<void(std::string_view)>& encode_text, std::vector<uint32_t>& ids) {
+  while (!text.empty()) {
+    size_t at = std::string_view::npos;
+    const SpecialToken* found = nullptr;
+    for (const auto& s : specials) {
+      const size_t p = text.find(s.text);
+      if (p != std::string_view::npos && (p < at || (p == at && s.text.size() > found->text.size()))) at = p, found = &s;
+    }
+    if (!found) {
+      encode_text(text);
+      return;
+    }
+    std::string_view before = text.substr(0, at);
+    if (found->strip_left) before = rstrip_python(before);
+    if (!before.empty()) encode_text(before);
+    ids.push_back(found->id);
+    text = text.substr(at + found->text.size());
+  }
+}
+
 }  // namespace vkf::model

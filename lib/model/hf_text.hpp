@@ -4,8 +4,10 @@
 // clean_up_tokenization. Strings are UTF-8 throughout.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vkf::model {
 
@@ -32,5 +34,19 @@ std::string_view strip_python(std::string_view text);
 // transformers' clean_up_tokenization (tokenizers' default): no space before . ? ! , and
 // the English clitics.
 std::string clean_up_tokenization(std::string text);
+
+// A special token that text may hold literally (transformers' added tokens).
+// strip_left: it takes the whitespace before it (AddedToken's lstrip, BART's <mask>).
+struct SpecialToken {
+  std::string text;
+  uint32_t id;
+  bool strip_left = false;
+};
+
+// transformers' added-tokens split: the special tokens written in `text` become their ids
+// (the earliest first, the longest where several start at one place), and the non-empty
+// text between them goes to `encode_text`, which appends its ids.
+void split_at_special_tokens(std::string_view text, const std::vector<SpecialToken>& specials,
+                             const std::function<void(std::string_view)>& encode_text, std::vector<uint32_t>& ids);
 
 }  // namespace vkf::model

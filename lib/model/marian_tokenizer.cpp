@@ -2,7 +2,6 @@
 
 #include <sentencepiece_processor.h>
 
-#include <cstring>
 #include <filesystem>
 
 #include "hf_text.hpp"
@@ -48,6 +47,7 @@ MarianTokenizer::MarianTokenizer(const std::string& directory) {
   eos_ = special("</s>");
   unk_ = special("<unk>");
   pad_ = special("<pad>");
+  specials_ = {{"</s>", eos_}, {"<unk>", unk_}, {"<pad>", pad_}};
 }
 
 MarianTokenizer::~MarianTokenizer() = default;
@@ -60,18 +60,7 @@ std::vector<uint32_t> MarianTokenizer::encode(std::string_view text) const {
   // Special tokens written in the text are tokens of their own, as transformers' added-
   // tokens split makes them; the text between them goes to SentencePiece.
   std::vector<uint32_t> ids;
-  const std::pair<const char*, uint32_t> specials[] = {{"</s>", eos_}, {"<unk>", unk_}, {"<pad>", pad_}};
-  for (std::string_view rest = text;;) {
-    size_t at = std::string_view::npos, length = 0;
-    uint32_t id = 0;
-    for (const auto& [token, token_id] : specials)
-      if (const size_t p = rest.find(token); p != std::string_view::npos && p < at)
-        at = p, length = std::strlen(token), id = token_id;
-    encode_text(rest.substr(0, at), ids);
-    if (at == std::string_view::npos) break;
-    ids.push_back(id);
-    rest = rest.substr(at + length);
-  }
+  split_at_special_tokens(text, specials_, [&](std::string_view part) { encode_text(part, ids); }, ids);
   ids.push_back(eos_);
   return ids;
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "hf_text.hpp"
 #include "vkformer/tokenizer.hpp"
 
 namespace sentencepiece { class SentencePieceProcessor; }
@@ -29,6 +30,7 @@ class MarianTokenizer : public Tokenizer {
   std::unordered_map<std::string, uint32_t> ids_;  // vocab.json
   std::vector<std::string> pieces_;                // its inverse
   uint32_t eos_ = 0, unk_ = 0, pad_ = 0;
+  std::vector<SpecialToken> specials_;             // </s>, <unk>, <pad>
 };
 
 }  // namespace vkf::model
