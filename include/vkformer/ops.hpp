@@ -100,6 +100,20 @@ struct Attention {
   uint64_t o_batch_stride = 0, o_row_stride = 0;
 };
 
+// The output projection a decode_attention can end with, as a Linear after attention:
+// out[b, :] = attn[b, :] W^T + bias + residual[b, :], W a Linear weight [N, heads *
+// head_dim] (row stride ldw, 0: packed). With residual_norm the residual is LayerNorm-ed
+// as it is read (post-norm: the residual stream is the previous sublayer's LN output,
+// never written), with norm_eps.
+struct AttentionProjection {
+  BufferView weight;
+  std::optional<BufferView> bias, residual;
+  std::optional<NormWeights> residual_norm;
+  uint32_t N = 0, ldw = 0;
+  uint64_t residual_batch_stride = 0;  // 0: N
+  float norm_eps = 1e-5f;
+};
+
 struct Embedding {
   uint32_t rows = 1, vocab = 1, dim = 1;
   float scale = 1.0f;
@@ -178,6 +192,22 @@ class Ops {
   void attention(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k, const BufferView& v,
                  const BufferView& o, const std::optional<BufferView>& key_padding_mask = {},
                  const std::optional<DecodeStep>& step = {});
+  // Attention for decoding: one query per sequence (a.q_len = 1) over every key up to
+  // a.kv_len, or up to the step's key count with a DecodeStep (the query is the newest
+  // token: nothing after it is cached, so no causal mask is needed and a.causal must be
+  // false). Split over keys so a GPU is busy at batch 1 (flash-decoding); the stretches
+  // are combined by the last workgroup of each head, never by another dispatch. With a
+  // projection, `out` is [batch, N] = attn W^T + ..., all in this one dispatch; without,
+  // `out` is the attention output laid out as Attention's o. `scratch`:
+  // decode_attention_scratch_bytes(a, N) bytes starting at a descriptor-aligned offset,
+  // zero before its first use (the kernel leaves it so; one scratch serves any number
+  // of dispatches in a list, which run one after another).
+  void decode_attention(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k,
+                        const BufferView& v, const BufferView& out, const BufferView& scratch,
+                        const std::optional<BufferView>& key_padding_mask = {},
+                        const std::optional<DecodeStep>& step = {},
+                        const std::optional<AttentionProjection>& projection = {});
+  uint64_t decode_attention_scratch_bytes(const Attention& a, uint32_t projection_n = 0) const;
   // The same as GEMM + softmax + GEMM through `scores` (batch*heads*q_len*kv_len elements).
   void attention_unfused(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k,
                          const BufferView& v, const BufferView& o, const BufferView& scores,

@@ -1,0 +1,149 @@
+// Flash-decoding attention, optionally with its output projection: shaders/decode_attention.comp.
+#include <cmath>
+
+#include "grid.hpp"
+#include "vkformer/ops.hpp"
+
+namespace vkf {
+
+namespace {
+
+// Keys per workgroup. A GPU wants many workgroups at batch 1 (a head of 64 keys each);
+// a CPU driver runs workgroups on a few threads, where each stretch more is only more
+// work: one stretch of up to 256 keys (the portable profile counts as a GPU).
+uint32_t keys_per_workgroup(const Capabilities& c) { return c.type == DeviceType::Cpu ? 256 : 64; }
+uint32_t workgroup_size(const Capabilities& c) { return std::min<uint32_t>(64, c.max_workgroup_invocations); }
+
+struct Layout {
+  uint32_t splits;
+  uint64_t words;  // tickets, stretches, projection shares
+};
+
+Layout layout(const Attention& a, uint32_t chunk, uint32_t n) {
+  const uint64_t B = a.batch, H = a.heads, S = ops::ceil_div(a.kv_len, chunk);
+  return {uint32_t(S), B * H + B + B * H * S * (a.head_dim + 2) + B * H * n};
+}
+
+uint32_t u32(uint64_t v, const char* what) {
+  if (v > 0xffffffffull) throw Error(std::string("decode_attention: ") + what + " does not fit 32 bits");
+  return uint32_t(v);
+}
+
+}  // namespace
+
+uint64_t Ops::decode_attention_scratch_bytes(const Attention& a, uint32_t projection_n) const {
+  return layout(a, keys_per_workgroup(ctx_.capabilities()), projection_n).words * 4;
+}
+
+void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferView& q, const BufferView& k,
+                           const BufferView& v, const BufferView& result, const BufferView& scratch,
+                           const std::optional<BufferView>& key_padding_mask, const std::optional<DecodeStep>& step,
+                           const std::optional<AttentionProjection>& projection) {
+  Attention a = a0;
+  if (a.batch == 0 || a.heads == 0 || a.head_dim == 0 || a.kv_len == 0)
+    throw Error("decode_attention: batch, heads, head_dim and kv_len must be at least 1");
+  if (a.q_len != 1) throw Error("decode_attention: one query per sequence (q_len 1), got " + std::to_string(a.q_len));
+  if (a.causal)
+    throw Error("decode_attention: the query is the newest token, so there is nothing to mask causally (causal must be false)");
+  if (!fused_attention_fits(a.head_dim))
+    throw Error("decode_attention: head_dim " + std::to_string(a.head_dim) + " does not fit this device (at most " +
+                std::to_string(kMaxFusedHeadDim) + ")");
+  if (step && key_padding_mask) throw Error("decode_attention: a key padding mask cannot be used with a decode step");
+  if (step && uint64_t(step->max_step) + 1 > a.kv_len)
+    throw Error("decode_attention: a decode step up to " + std::to_string(step->max_step) +
+                " needs kv_len of at least " + std::to_string(uint64_t(step->max_step) + 1));
+  const uint64_t width = uint64_t(a.heads) * a.head_dim;
+  if (!a.scale) a.scale = float(1.0 / std::sqrt(double(a.head_dim)));
+  if (!a.q_batch_stride) a.q_batch_stride = width;
+  if (!a.kv_row_stride) a.kv_row_stride = width;
+  if (!a.kv_head_stride) a.kv_head_stride = a.head_dim;
+  if (!a.kv_batch_stride) a.kv_batch_stride = a.kv_len * a.kv_row_stride;
+  const uint32_t N = projection ? projection->N : 0;
+  if (projection && N == 0) throw Error("decode_attention: the projection's N must be at least 1");
+  if (!a.o_batch_stride) a.o_batch_stride = projection ? N : width;
+
+  need(q, (a.batch - 1) * a.q_batch_stride + width, "decode_attention", "q");
+  const uint64_t kv = (a.batch - 1) * a.kv_batch_stride + (a.heads - 1) * a.kv_head_stride +
+                      (a.kv_len - 1) * a.kv_row_stride + a.head_dim;
+  need(k, kv, "decode_attention", "k");
+  need(v, kv, "decode_attention", "v");
+  need(result, (a.batch - 1) * a.o_batch_stride + (projection ? N : width), "decode_attention", "out");
+  if (key_padding_mask) need(*key_padding_mask, uint64_t(a.batch) * a.kv_len, "decode_attention", "key_padding_mask");
+  if (step) need_step(*step, "decode_attention");
+  const auto& caps = ctx_.capabilities();
+  const uint32_t chunk = keys_per_workgroup(caps), wg = workgroup_size(caps);
+  const Layout lay = layout(a, chunk, N);
+  need(scratch, lay.words, "decode_attention", "scratch", DType::F32);  // uint32 words
+  const uint64_t align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 1);
+  if (scratch.offset % align) throw Error("decode_attention: the scratch must start at a descriptor-aligned offset");
+
+  uint32_t ldw = 0, r_stride = 0;
+  if (projection) {
+    const AttentionProjection& p = *projection;
+    ldw = p.ldw ? p.ldw : u32(width, "ldw");
+    if (ldw < width) throw Error("decode_attention: the projection's ldw is smaller than heads * head_dim");
+    need(p.weight, uint64_t(N - 1) * ldw + width, "decode_attention", "projection weight");
+    if (p.bias) need(*p.bias, N, "decode_attention", "projection bias");
+    r_stride = u32(p.residual_batch_stride ? p.residual_batch_stride : N, "residual stride");
+    if (p.residual) need(*p.residual, uint64_t(a.batch - 1) * r_stride + N, "decode_attention", "residual");
+    if (p.residual_norm) {
+      if (!p.residual) throw Error("decode_attention: a residual norm needs a residual");
+      need(p.residual_norm->gamma, N, "decode_attention", "residual norm gamma");
+      need(p.residual_norm->beta, N, "decode_attention", "residual norm beta");
+    }
+  }
+
+  constexpr uint32_t KeyMask = 1, Step = 2, Project = 4, Bias = 8, Residual = 16, NormResidual = 32;  // FLAG_* in the shader
+  uint32_t flags = (key_padding_mask ? KeyMask : 0) | (step ? Step : 0);
+  if (projection)
+    flags |= Project | (projection->bias ? Bias : 0) | (projection->residual ? Residual : 0) |
+             (projection->residual_norm ? NormResidual : 0);
+  struct {
+    uint32_t kv_len;
+    float scale;
+    uint32_t flags, heads, splits;
+    uint32_t q_batch_stride, kv_batch_stride, kv_head_stride, kv_row_stride, o_batch_stride;
+    uint32_t N, ldw, r_batch_stride;
+    float norm_eps;
+    uint32_t base_q, base_k, base_v, base_o, base_w, base_b, base_r;
+  } push{a.kv_len, a.scale, flags, a.heads, lay.splits,
+         u32(a.q_batch_stride, "q_batch_stride"), u32(a.kv_batch_stride, "kv_batch_stride"),
+         u32(a.kv_head_stride, "kv_head_stride"), u32(a.kv_row_stride, "kv_row_stride"),
+         u32(a.o_batch_stride, "o_batch_stride"), N, ldw, r_stride, projection ? projection->norm_eps : 0.0f,
+         0, 0, 0, 0, 0, 0, 0};
+  static_assert(sizeof push == 84, "matches Push in shaders/decode_attention.comp");
+
+  const char* op = "decode_attention";
+  const Placed pq = place(q, op), pk = place(k, op), pv = place(v, op), po = place(result, op);
+  const Placed pm = place(key_padding_mask ? *key_padding_mask : q, op);
+  if (pm.base) throw Error("decode_attention: the key padding mask must start at a descriptor-aligned offset");
+  // Bindings a dispatch does not use get a placeholder it never reads (q).
+  Placed pw = pq, pb = pq, pr = pq, pg = pq, pe = pq;
+  if (projection) {
+    pw = place(projection->weight, op);
+    if (projection->bias) pb = place(*projection->bias, op);
+    if (projection->residual) pr = place(*projection->residual, op);
+    if (projection->residual_norm) {
+      pg = place(projection->residual_norm->gamma, op);
+      pe = place(projection->residual_norm->beta, op);
+      if (pg.base || pe.base) throw Error("decode_attention: the residual norm's weights must start at a descriptor-aligned offset");
+    }
+  }
+  push.base_q = pq.base;
+  push.base_k = pk.base;
+  push.base_v = pv.base;
+  push.base_o = po.base;
+  push.base_w = pw.base;
+  push.base_b = pb.base;
+  push.base_r = pr.base;
+  Kernel kern = kernel("decode_attention.comp",
+                       {{"HEAD_DIM", std::to_string(a.head_dim)}, {"WG_SIZE", std::to_string(wg)},
+                        {"CHUNK", std::to_string(chunk)}},
+                       12, sizeof push);
+  cl.dispatch(kern, {lay.splits, a.heads, a.batch},
+              {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view), in(step ? step->state : pq.view),
+               inout(scratch), in(pw.view), in(pb.view), in(pr.view), in(pg.view), in(pe.view)},
+              push, "decode_attention");
+}
+
+}  // namespace vkf

@@ -1,0 +1,190 @@
+#version 450
+// Decoding attention (flash-decoding): one query per sequence, softmax(q K^T * scale +
+// mask) V over a cache of keys, split over keys so that every (sequence, head, stretch
+// of CHUNK keys) is a workgroup of its own and a GPU is busy even at batch 1.
+//
+// Each workgroup writes its stretch's running max m, sum l and unnormalised output o
+// to scratch and takes a ticket (an atomic counter per head); the last of the head's
+// workgroups to finish combines the stretches,
+//   M = max m_s,  L = sum l_s e^(m_s - M),  attn = sum o_s e^(m_s - M) / L.
+// With FLAG_PROJECT it goes on to its head's share of the output projection,
+// attn_h W[:, h*d:(h+1)*d]^T, writes that to scratch and takes a second ticket (per
+// sequence); the last head of the sequence sums the heads' shares in head order
+// (deterministic), adds the bias and the residual (LayerNorm-ed first with
+// FLAG_NORM_RESIDUAL: post-norm's residual is the previous sublayer's LN) and writes
+//   out = attn W^T + b + residual.
+// No workgroup ever waits for another (Vulkan promises no forward progress between
+// workgroups): the last to arrive does the work, the others simply end. The last resets
+// its counter, so the counters stay zero between dispatches.
+#extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
+
+#ifndef HEAD_DIM
+#define HEAD_DIM 64
+#endif
+#ifndef WG_SIZE
+#define WG_SIZE 64
+#endif
+#ifndef CHUNK
+#define CHUNK 64  // keys per workgroup
+#endif
+layout(local_size_x = WG_SIZE) in;
+#include "reduce.glsl"
+
+layout(std430, set = 0, binding = 0) readonly buffer Qb { store_t Q[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Kb { store_t K[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Vb { store_t V[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer Ob { store_t O[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Mb { store_t key_mask[]; };  // [batch, kv_len], FLAG_KEY_MASK
+#define STEP_BINDING 5
+#include "step.glsl"
+// Tickets, then the stretches' (m, l, o[HEAD_DIM]), then the heads' projection shares:
+// fp32 values as their bits. Coherent: other workgroups read what this one writes.
+layout(std430, set = 0, binding = 6) coherent buffer Scratch { uint scratch[]; };
+layout(std430, set = 0, binding = 7) readonly buffer Wb { store_t W[]; };       // [N, ldw], FLAG_PROJECT
+layout(std430, set = 0, binding = 8) readonly buffer Bb { store_t bias[]; };    // [N]
+layout(std430, set = 0, binding = 9) readonly buffer Rb { store_t R[]; };       // [batch, N] residual
+layout(std430, set = 0, binding = 10) readonly buffer Gb { store_t gamma[]; };  // [N], FLAG_NORM_RESIDUAL
+layout(std430, set = 0, binding = 11) readonly buffer Eb { store_t beta[]; };   // [N]
+
+const uint FLAG_KEY_MASK = 1u, FLAG_STEP = 2u, FLAG_PROJECT = 4u, FLAG_BIAS = 8u, FLAG_RESIDUAL = 16u,
+           FLAG_NORM_RESIDUAL = 32u;
+layout(push_constant) uniform Push {
+  uint kv_len;  // keys (the most there can be with FLAG_STEP: then the state's key count)
+  float scale;
+  uint flags;
+  uint heads, splits;
+  uint q_batch_stride, kv_batch_stride, kv_head_stride, kv_row_stride, o_batch_stride;
+  uint N, ldw, r_batch_stride;
+  float norm_eps;
+  uint base_q, base_k, base_v, base_o, base_w, base_b, base_r;
+} pc;
+
+shared float qs[HEAD_DIM];  // this head's query, scaled
+shared float ps[CHUNK];     // this stretch's scores, then their weights e^(s - m)
+shared float attn[HEAD_DIM];
+shared bool last;
+
+bool flag(uint f) { return (pc.flags & f) != 0u; }
+
+// Takes a ticket on counter `c` of the scratch after this workgroup's scratch writes;
+// true in every invocation of the workgroup that arrives `count`-th (and resets the counter).
+bool arrives_last(uint c, uint count) {
+  memoryBarrierBuffer();  // this invocation's scratch writes, before the ticket
+  barrier();
+  if (gl_LocalInvocationID.x == 0u) {
+    const uint ticket = atomicAdd(scratch[c], 1u);
+    last = ticket == count - 1u;
+    if (last) atomicExchange(scratch[c], 0u);  // ready for the next dispatch
+  }
+  barrier();
+  memoryBarrierBuffer();
+  return last;
+}
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+  const uint s = gl_WorkGroupID.x, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+  const uint H = pc.heads, S = pc.splits, B = gl_NumWorkGroups.z;
+  const uint kv_len = flag(FLAG_STEP) ? step_state[DECODE_KEY_COUNT_WORD] : pc.kv_len;
+  const uint j0 = s * CHUNK, n = j0 < kv_len ? min(CHUNK, kv_len - j0) : 0u;  // this stretch's keys
+  const uint kv_base = b * pc.kv_batch_stride + h * pc.kv_head_stride;
+
+  for (uint i = tid; i < HEAD_DIM; i += WG_SIZE)
+    qs[i] = float(Q[pc.base_q + b * pc.q_batch_stride + h * HEAD_DIM + i]) * pc.scale;
+  barrier();
+  // Scores, one key per invocation at a time; a masked key scores -inf.
+  float m = NEG_INF;
+  for (uint jj = tid; jj < n; jj += WG_SIZE) {
+    const uint k = pc.base_k + kv_base + (j0 + jj) * pc.kv_row_stride;
+    float score = 0.0;
+    for (uint i = 0; i < HEAD_DIM; ++i) score = fma(qs[i], float(K[k + i]), score);
+    if (flag(FLAG_KEY_MASK)) score += float(key_mask[b * pc.kv_len + j0 + jj]);
+    ps[jj] = score;
+    m = max(m, score);
+  }
+  m = workgroup_max(m);
+  float l = 0.0;
+  for (uint jj = tid; jj < n; jj += WG_SIZE) {
+    const float p = ps[jj] == NEG_INF ? 0.0 : exp(ps[jj] - m);  // m = -inf: every key dropped
+    ps[jj] = p;
+    l += p;
+  }
+  l = workgroup_sum(l);  // its barriers also publish ps
+  // This stretch's unnormalised output, one dimension per invocation.
+  float o[(HEAD_DIM + WG_SIZE - 1) / WG_SIZE];
+  for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) {
+    float acc = 0.0;
+    for (uint jj = 0; jj < n; ++jj) acc = fma(ps[jj], float(V[pc.base_v + kv_base + (j0 + jj) * pc.kv_row_stride + i]), acc);
+    o[r] = acc;
+  }
+
+  // The head's output: this stretch's alone, or the stretches combined by the last.
+  const uint tickets = B * H + B;
+  const uint stretch_words = HEAD_DIM + 2u;
+  if (S > 1u) {
+    const uint at = tickets + ((b * H + h) * S + s) * stretch_words;
+    if (tid == 0u) {
+      scratch[at] = floatBitsToUint(m);
+      scratch[at + 1u] = floatBitsToUint(l);
+    }
+    for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) scratch[at + 2u + i] = floatBitsToUint(o[r]);
+    if (!arrives_last(b * H + h, S)) return;
+    const uint first = tickets + (b * H + h) * S * stretch_words;
+    float M = NEG_INF;
+    for (uint t = 0; t < S; ++t) M = max(M, uintBitsToFloat(scratch[first + t * stretch_words]));
+    float L = 0.0;
+    for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) o[r] = 0.0;
+    for (uint t = 0; t < S; ++t) {
+      const uint st = first + t * stretch_words;
+      const float mt = uintBitsToFloat(scratch[st]);
+      const float w = mt == NEG_INF ? 0.0 : exp(mt - M);  // an empty or fully masked stretch adds nothing
+      L += uintBitsToFloat(scratch[st + 1u]) * w;
+      for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) o[r] += uintBitsToFloat(scratch[st + 2u + i]) * w;
+    }
+    l = L;
+  }
+  // A query with every key masked has l == 0 and gives NaN, as PyTorch's softmax does.
+  for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) attn[i] = l > 0.0 ? o[r] / l : QUIET_NAN;
+  if (!flag(FLAG_PROJECT)) {
+    for (uint i = tid; i < HEAD_DIM; i += WG_SIZE) O[pc.base_o + b * pc.o_batch_stride + h * HEAD_DIM + i] = store_t(attn[i]);
+    return;
+  }
+
+  // The head's share of the output projection: attn_h W[:, h*d:(h+1)*d]^T, [N].
+  barrier();
+  const uint shares = tickets + B * H * S * stretch_words;
+  for (uint c = tid; c < pc.N; c += WG_SIZE) {
+    const uint w = pc.base_w + c * pc.ldw + h * HEAD_DIM;
+    float acc = 0.0;
+    for (uint i = 0; i < HEAD_DIM; ++i) acc = fma(attn[i], float(W[w + i]), acc);
+    scratch[shares + (b * H + h) * pc.N + c] = floatBitsToUint(acc);
+  }
+  if (!arrives_last(B * H + b, H)) return;
+
+  // The last head of sequence b: out = sum of the shares + b + LN?(residual).
+  const uint r_row = pc.base_r + b * pc.r_batch_stride;
+  float mean = 0.0, rstd = 1.0;
+  if (flag(FLAG_NORM_RESIDUAL)) {  // two passes: E[r^2] - mean^2 would cancel when |mean| >> std
+    float sum = 0.0;
+    for (uint c = tid; c < pc.N; c += WG_SIZE) sum += float(R[r_row + c]);
+    mean = workgroup_sum(sum) / float(pc.N);
+    float m2 = 0.0;
+    for (uint c = tid; c < pc.N; c += WG_SIZE) {
+      const float d = float(R[r_row + c]) - mean;
+      m2 += d * d;
+    }
+    rstd = inversesqrt(workgroup_sum(m2) / float(pc.N) + pc.norm_eps);
+  }
+  for (uint c = tid; c < pc.N; c += WG_SIZE) {
+    float v = 0.0;
+    for (uint t = 0; t < H; ++t) v += uintBitsToFloat(scratch[shares + (b * H + t) * pc.N + c]);
+    if (flag(FLAG_BIAS)) v += float(bias[pc.base_b + c]);
+    if (flag(FLAG_RESIDUAL)) {
+      float r = float(R[r_row + c]);
+      if (flag(FLAG_NORM_RESIDUAL)) r = (r - mean) * rstd * float(gamma[c]) + float(beta[c]);
+      v += r;
+    }
+    O[pc.base_o + b * pc.o_batch_stride + c] = store_t(v);
+  }
+}
