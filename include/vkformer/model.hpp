@@ -76,16 +76,19 @@ struct GenerateOptions {
   float temperature = 0.0f;     // > 0: sampling instead of greedy
   uint32_t top_k = 0;           // sampling: keep the k most likely tokens (0: all)
   float top_p = 1.0f;           // sampling: keep the smallest set with this much probability
+  // Sampling draws on the GPU (Ops::sample): each draw's uniform number is a hash of
+  // (seed, sequence, position), so a seed gives the same tokens however the steps are
+  // grouped into submits.
   uint64_t seed = 0;
   bool stop_at_eos = true;  // false: always max_new_tokens (benchmarks)
-  // Greedy decoding runs many steps per submit with no host work between them (argmax,
-  // EOS and positions on the GPU): one step in the first submit, so the first token
+  // Greedy decoding and sampling run many steps per submit with no host work between
+  // them (argmax or the draw, EOS and positions on the GPU): one step in the first submit, so the first token
   // comes at once, then twice as many each submit, up to max_steps_per_submit, while a
   // submit's measured time stays within submit_budget_ms (a game sharing the queue must
   // not stall, and weak GPUs time out long submits). 0: no time budget. The encoder
   // keeps to it too, in submits of whole layers sized from the previous encode's time
-  // (the first encode, which Session::warmup does, is one submit); beam search and
-  // sampling submit one step at a time.
+  // (the first encode, which Session::warmup does, is one submit); beam search submits
+  // one step at a time.
   float submit_budget_ms = 2.0f;
   uint32_t max_steps_per_submit = 64;
   // Set from any thread to stop a generation between two submits: generate() then

@@ -179,13 +179,13 @@ typedef struct vkf_generate_options {
   float temperature;       /**< > 0: sampling at this temperature; 0: greedy */
   uint32_t top_k;          /**< sampling: the k most likely tokens (0: all) */
   float top_p;             /**< sampling: the smallest set holding this much probability */
-  uint64_t seed;           /**< sampling: the random seed */
+  uint64_t seed;           /**< sampling: the seed; each draw (on the GPU) hashes it with the sequence and position */
   float submit_budget_ms;  /**< the GPU time one submit may take (default 2 ms; 0: no bound): greedy decoding
-                                sizes its many-step submits by it, and the encoder goes in pieces of
+                                and sampling size their many-step submits by it, and the encoder goes in pieces of
                                 whole layers that fit it, timed by the previous encode (the first
                                 encode, which vkf_session_warmup does, is one submit; CPU drivers such
-                                as lavapipe keep it whole). Beam search and sampling submit one decode
-                                step at a time. */
+                                as lavapipe keep it whole). Beam search submits one decode step at a
+                                time. */
 } vkf_generate_options;
 
 /** The defaults for vkf_generate_options: greedy, struct_size filled in. */

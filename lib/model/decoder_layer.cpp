@@ -25,15 +25,12 @@ void folded_linear(const LayerRecorder& r, const Linear& l, const BufferView& in
              in_norm.norm ? in_norm.weights() : residual_norm.weights());
 }
 
-// Masked self-attention's first half: the new tokens' queries, and their keys and values
-// joining the cache at rows [t0, t0 + n) (a decode step: at the step's row); then each
-// query attends over the keys up to its own position. attn [rows, D].
-void self_attend(const LayerRecorder& r, const DecoderLayer& l, size_t index, const DecoderPass& p,
+// Masked self-attention's projection: the new tokens' queries [rows, D] to scratch, and
+// their keys and values joining the self cache [batch, capacity, 2D] at rows
+// [t0, t0 + n) (a decode step: at the step's row), in one GEMM with a split output.
+void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, const DecoderPass& p,
                  const DecoderBuffers& b, const KvCache& cache, const BufferView& in, Folded in_norm) {
-  const uint32_t D = r.d_model, d = D / p.heads;
-  const Buffer& self_cache = cache.self(index);
-  // One projection: queries [rows, D] to scratch, keys and values [rows, 2D] into the
-  // self cache [batch, capacity, 2D] (split output).
+  const uint32_t D = r.d_model;
   Gemm qkv{.M = p.n, .N = 3 * D, .K = D, .trans_b = true, .batch = p.batch, .norm_eps = r.eps};
   qkv.stride_a = {uint64_t(p.n) * D, 0};
   qkv.stride_c = {uint64_t(p.n) * D, 0};
@@ -41,12 +38,38 @@ void self_attend(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
   if (in_norm.norm) qkv.norm_of = NormOf::A;
   const uint64_t first_row = p.step ? 0 : p.t0;  // a step's rows start at its state's step
   r.ops.gemm(r.cl, qkv, in, l.self_qkv.weight.view(), b.queries.view(), l.self_qkv.bias.view(), std::nullopt, p.step,
-             r.at(self_cache, first_row * cache.row_stride()), in_norm.weights());
+             r.at(cache.self(index), first_row * cache.row_stride()), in_norm.weights());
+}
+
+// Masked self-attention's first half: the projections, then each query attends over the
+// keys up to its own position. attn [rows, D].
+void self_attend(const LayerRecorder& r, const DecoderLayer& l, size_t index, const DecoderPass& p,
+                 const DecoderBuffers& b, const KvCache& cache, const BufferView& in) {
+  const uint32_t D = r.d_model, d = D / p.heads;
+  project_qkv(r, l, index, p, b, cache, in, {});
+  const Buffer& self_cache = cache.self(index);
   Attention a{.batch = p.batch, .heads = p.heads, .head_dim = d, .q_len = p.n,
               .kv_len = p.step ? cache.capacity() : p.t0 + p.n, .causal = true, .causal_offset = p.t0,
               .kv_batch_stride = cache.self_batch_stride(), .kv_row_stride = cache.row_stride()};
   r.ops.attention(r.cl, a, b.queries.view(), r.at(self_cache, 0), r.at(self_cache, D), b.attn.view(), std::nullopt,
                   p.step);  // attn [rows, D]
+}
+
+// A decode step's attention and output projection in one dispatch (flash-decoding, the
+// heads combined by the last to finish): out = Attn(queries) W_o^T + b + LN?(residual),
+// the residual normalised by `residual_norm` as it is read (post-norm). Self-attention
+// reads the self cache up to the step's key count; cross-attention the encoder's
+// memory, padded source tokens masked. out [batch, D].
+void attend_and_project(const LayerRecorder& r, const DecoderPass& p, const DecoderBuffers& b, const Buffer& kv,
+                        uint32_t kv_len, uint64_t kv_batch_stride, uint64_t kv_row_stride, bool self,
+                        const Linear& out_proj, const BufferView& out, const BufferView& residual, Folded residual_norm) {
+  const uint32_t D = r.d_model;
+  const Attention a{.batch = p.batch, .heads = p.heads, .head_dim = D / p.heads, .q_len = 1, .kv_len = kv_len,
+                    .kv_batch_stride = kv_batch_stride, .kv_row_stride = kv_row_stride};
+  AttentionProjection proj{.weight = out_proj.weight.view(), .bias = out_proj.bias.view(), .residual = residual,
+                           .residual_norm = residual_norm.weights(), .N = D, .norm_eps = r.eps};
+  r.ops.decode_attention(r.cl, a, b.queries.view(), r.at(kv, 0), r.at(kv, D), out, b.attention_scratch,
+                         self ? std::nullopt : std::optional(b.src_mask), self ? p.step : std::nullopt, proj);
 }
 
 // Cross-attention's middle: queries (already projected) over the keys and values of
@@ -66,7 +89,7 @@ void cross_attend(const LayerRecorder& r, size_t index, const DecoderPass& p, co
 void record_decoder_layer(const LayerRecorder& r, const DecoderLayer& l, size_t index, const DecoderPass& p,
                           const DecoderBuffers& b, const KvCache& cache) {
   auto self_attention = [&](const BufferView& in, const BufferView& out, const BufferView& residual) {
-    self_attend(r, l, index, p, b, cache, in, {});
+    self_attend(r, l, index, p, b, cache, in);
     r.linear(l.self_out, b.attn.view(), out, Activation::None, residual);  // out [rows, D]
   };
   auto cross_attention = [&](const BufferView& in, const BufferView& out, const BufferView& residual) {
@@ -82,36 +105,43 @@ void record_decoder_layer(const LayerRecorder& r, const DecoderLayer& l, size_t 
   r.residual_sublayer(l.norm3, b.x, b.y, feed_forward);
 }
 
-// The same layer for a decode step, with every LayerNorm folded into the GEMM that reads
-// its output: 8 dispatches instead of 11.
+// The same layer for a decode step in 6 dispatches instead of 11: every LayerNorm folded
+// into the GEMM that reads its output, and each attention fused with its output
+// projection and residual (decode_attention).
 //   pre-norm:  every norm is the A side of the next projection (QKV, cross Q, FFN up);
 //              the residual stream stays in place in s.x.
 //   post-norm: the layer's output LN(h) is never written: h is, and LN comes along as
 //              s.pending, folded into the next projection (A side) and into the
 //              residual of the sublayer after it. h goes back and forth between b.x
-//              and b.y (a norm of the residual reads the whole row while the GEMM
-//              writes, so it cannot be in place).
+//              and b.y (a norm of the residual reads the whole row while the sublayer
+//              writes it, so it cannot be in place).
 StepStream record_decoder_layer_step(const LayerRecorder& r, const DecoderLayer& l, size_t index,
                                      const DecoderPass& p, const DecoderBuffers& b, const KvCache& cache,
                                      StepStream s) {
   const Buffer& other = s.x == &b.x ? b.y : b.x;
+  auto self_attention = [&](const BufferView& out, const BufferView& residual, Folded residual_norm) {
+    attend_and_project(r, p, b, cache.self(index), cache.capacity(), cache.self_batch_stride(), cache.row_stride(),
+                       true, l.self_out, out, residual, residual_norm);
+  };
+  auto cross_attention = [&](const BufferView& out, const BufferView& residual, Folded residual_norm) {
+    attend_and_project(r, p, b, cache.cross(index), cache.src_len(), cache.cross_batch_stride(), cache.row_stride(),
+                       false, l.cross_out, out, residual, residual_norm);
+  };
   if (r.norm_first) {
-    const BufferView x = s.x->view();                                                       // [rows, D]
-    self_attend(r, l, index, p, b, cache, x, {&l.norm1});                                  // attn = SelfAttn(LN1(x))
-    folded_linear(r, l.self_out, b.attn.view(), x, Activation::None, x, {}, {});           // x += attn W_o^T + b
+    const BufferView x = s.x->view();                                                        // [rows, D]
+    project_qkv(r, l, index, p, b, cache, x, {&l.norm1});                                   // of LN1(x)
+    self_attention(x, x, {});                                                               // x += SelfAttn W_o^T + b
     folded_linear(r, l.cross_q, x, b.queries.view(), Activation::None, {}, {&l.norm2}, {});  // queries of LN2(x)
-    cross_attend(r, index, p, b, cache);
-    folded_linear(r, l.cross_out, b.attn.view(), x, Activation::None, x, {}, {});          // x += ...
+    cross_attention(x, x, {});                                                              // x += CrossAttn W_o^T + b
     folded_linear(r, l.ffn.linear1, x, b.hidden.view(), r.activation, {}, {&l.norm3}, {});  // hidden [rows, F]
-    folded_linear(r, l.ffn.linear2, b.hidden.view(), x, Activation::None, x, {}, {});      // x += FFN
+    folded_linear(r, l.ffn.linear2, b.hidden.view(), x, Activation::None, x, {}, {});       // x += FFN
     return {s.x, nullptr};
   }
   const BufferView h0 = s.x->view(), h1 = other.view(), h2 = s.x->view();  // x = LN_pending(h0)
-  self_attend(r, l, index, p, b, cache, h0, {s.pending});
-  folded_linear(r, l.self_out, b.attn.view(), h1, Activation::None, h0, {}, {s.pending});  // h1 = attn W^T + b + x
+  project_qkv(r, l, index, p, b, cache, h0, {s.pending});
+  self_attention(h1, h0, {s.pending});                                                     // h1 = SelfAttn W^T + b + x
   folded_linear(r, l.cross_q, h1, b.queries.view(), Activation::None, {}, {&l.norm1}, {});  // queries of LN1(h1)
-  cross_attend(r, index, p, b, cache);
-  folded_linear(r, l.cross_out, b.attn.view(), h2, Activation::None, h1, {}, {&l.norm1});  // h2 = ... + LN1(h1)
+  cross_attention(h2, h1, {&l.norm1});                                                     // h2 = ... + LN1(h1)
   folded_linear(r, l.ffn.linear1, h2, b.hidden.view(), r.activation, {}, {&l.norm2}, {});  // hidden of LN2(h2)
   folded_linear(r, l.ffn.linear2, b.hidden.view(), h1, Activation::None, h2, {}, {&l.norm2});  // h3 = ... + LN2(h2)
   return {&other, &l.norm3};  // the layer's output is LN3(h3)

@@ -14,6 +14,9 @@ struct DecoderBuffers {
   Buffer attn;     // [rows, D]    attention output, heads side by side
   Buffer hidden;   // [rows, FFN]  feed-forward hidden layer
   BufferView src_mask;  // additive [batch, src_len]: -inf drops a padded source token
+  // Decode steps: decode_attention's scratch, zero before the first step (tickets and
+  // partial results; Ops::decode_attention_scratch_bytes for the larger of the two caches).
+  BufferView attention_scratch;
 };
 
 // Which positions a pass decodes: n new tokens per sequence at positions [t0, t0 + n),
@@ -38,7 +41,8 @@ struct StepStream {
 };
 
 // The decoder layer for a decode step (one token per sequence, rows <= 4: the
-// decode-step GEMM), each LayerNorm folded into the GEMM that reads its output.
+// decode-step GEMM) in 6 dispatches: each LayerNorm folded into the GEMM that reads its
+// output, each attention fused with its output projection and residual.
 StepStream record_decoder_layer_step(const LayerRecorder& r, const DecoderLayer& layer, size_t index,
                                      const DecoderPass& pass, const DecoderBuffers& b, const KvCache& cache,
                                      StepStream in);

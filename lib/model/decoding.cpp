@@ -1,12 +1,10 @@
-// Decoding strategies: greedy (argmax on the GPU), beam search and sampling (on the
-// host, over downloaded logits).
+// Decoding strategies: greedy and sampling (the token chosen on the GPU, many steps per
+// submit) and beam search (ranked on the host, over downloaded logits).
 #include "decoding.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <numeric>
-#include <random>
 
 namespace vkf::model {
 
@@ -24,41 +22,6 @@ std::vector<double> log_softmax(const float* logits, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) out[i] = double(logits[i]) - lse;
   return out;
 }
-
-namespace {
-
-uint32_t sample(const float* logits, uint32_t n, const GenerateOptions& o, std::mt19937_64& rng) {
-  std::vector<double> p(n);
-  double m = -INFINITY;
-  for (uint32_t i = 0; i < n; ++i) m = std::max(m, double(logits[i]) / o.temperature);
-  for (uint32_t i = 0; i < n; ++i) p[i] = std::exp(double(logits[i]) / o.temperature - m);
-  std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p[a] > p[b]; });
-  uint32_t keep = o.top_k ? std::min(o.top_k, n) : n;
-  double total = 0;
-  for (uint32_t i = 0; i < keep; ++i) total += p[order[i]];
-  if (o.top_p < 1.0f) {  // the smallest prefix holding top_p of the (top-k) mass
-    double acc = 0;
-    for (uint32_t i = 0; i < keep; ++i) {
-      acc += p[order[i]] / total;
-      if (acc >= o.top_p) {
-        keep = i + 1;
-        break;
-      }
-    }
-  }
-  total = 0;
-  for (uint32_t i = 0; i < keep; ++i) total += p[order[i]];
-  double r = std::uniform_real_distribution<double>(0, total)(rng);
-  for (uint32_t i = 0; i < keep; ++i) {
-    r -= p[order[i]];
-    if (r <= 0) return order[i];
-  }
-  return order[keep - 1];
-}
-
-}  // namespace
 
 std::vector<uint32_t> decode_beam(Seq2SeqGraph& s, const std::vector<uint32_t>& src, const GenerateOptions& o) {
   const ModelConfig& c = s.config();
@@ -113,7 +76,6 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
                                                             const std::vector<std::vector<uint32_t>>& sources,
                                                             const GenerateOptions& o) {
   const ModelConfig& c = s.config();
-  const uint32_t V = c.tgt_vocab_size;
   s.encode(sources, 1, o.max_new_tokens);  // positions 0 (BOS) .. max_new_tokens - 1 are fed
   const uint32_t B = uint32_t(sources.size());
   std::vector<std::vector<uint32_t>> out(B);
@@ -128,16 +90,21 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
     return std::all_of(done.begin(), done.end(), [](bool d) { return d; });
   };
 
-  if (o.temperature == 0 && !s.profile) {
-    // Greedy: steps run on the GPU, n per submit, n doubling within the time budget.
-    s.start_greedy(0, std::vector<uint32_t>(B, c.bos_id), o.stop_at_eos);
+  // The token choice: argmax, or a draw from softmax(logits / T) cut to top-k and top-p
+  // whose uniform number is a hash of (seed, sequence, position) - the same tokens
+  // however the steps are grouped into submits.
+  std::optional<Sampling> sampling;
+  if (o.temperature > 0) sampling = Sampling{.temperature = o.temperature, .top_k = o.top_k, .top_p = o.top_p, .seed = o.seed};
+  if (!s.profile) {
+    // Steps run on the GPU, n per submit, n doubling within the time budget.
+    s.start_steps(0, std::vector<uint32_t>(B, c.bos_id), o.stop_at_eos, sampling);
     const uint32_t most = std::max<uint32_t>(1, o.max_steps_per_submit);
     uint32_t t = 0, n = 1;
     while (t < o.max_new_tokens) {
       check_cancel(o);
       n = std::min(n, o.max_new_tokens - t);
       const auto started = std::chrono::steady_clock::now();
-      const auto rows = s.greedy_steps(n);
+      const auto rows = s.run_steps(n);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
       t += n;
       bool finished = false;
@@ -150,18 +117,11 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
     return out;
   }
 
-  // Sampling (or a profiled greedy run): one step per submit, tokens chosen on the host.
+  // Profiled: one step per submit, so the report times one step's dispatches.
   std::vector<uint32_t> feed(B, c.bos_id);
-  std::mt19937_64 rng(o.seed);
-  const bool sampling = o.temperature > 0;
   for (uint32_t t = 0; t < o.max_new_tokens; ++t) {
     check_cancel(o);
-    std::vector<float> logits;
-    std::vector<uint32_t> next = s.step(t, feed, sampling ? &logits : nullptr);
-    if (sampling) {
-      next.clear();
-      for (uint32_t b = 0; b < B; ++b) next.push_back(sample(logits.data() + uint64_t(b) * V, V, o, rng));
-    }
+    const std::vector<uint32_t> next = s.step(t, feed, nullptr, sampling);
     if (take(next)) break;
     for (uint32_t b = 0; b < B; ++b) feed[b] = done[b] ? c.eos_id : next[b];
   }

@@ -77,7 +77,7 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
                 ctx_.capabilities().name + "' binds (" + std::to_string(limit >> 20) +
                 " MiB): use fewer or shorter sources, a smaller beam or fewer new tokens");
   step_list_.reset();  // they refer to buffers that may be reallocated below
-  greedy_list_.reset();
+  steps_list_.reset();
   batch_ = uint32_t(batch);
   const uint32_t D = c.d_model, S = src_len_, rows = batch_ * S;
   const uint32_t e = dtype_bytes(m_.dtype);
@@ -110,6 +110,18 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   ensure(ctx_, qkv_, uint64_t(rows) * 3 * D, e, "qkv");           // [B*S, 3D]
   ensure(ctx_, memory_, uint64_t(rows) * D, e, "memory");         // [B*S, D]
   cache_.reserve(ctx_, m_.dtype, uint32_t(m_.decoder.size()), batch_, target_capacity, S, D);
+  // Decode steps' fused attention: the larger of its self- and cross-attention needs,
+  // zeroed when new (its ticket counters must start at zero; each dispatch leaves them so).
+  const auto attention_scratch = [&](uint32_t kv_len) {
+    return ops_.decode_attention_scratch_bytes(
+        {.batch = batch_, .heads = c.nhead, .head_dim = D / c.nhead, .q_len = 1, .kv_len = std::max(kv_len, 1u)}, D);
+  };
+  const uint64_t scratch_bytes = std::max(attention_scratch(target_capacity), attention_scratch(S));
+  if (!attention_scratch_ || attention_scratch_.size() < scratch_bytes) {
+    attention_scratch_ = ctx_.buffer(scratch_bytes, "attention_scratch");
+    const std::vector<uint8_t> zeros(scratch_bytes, 0);
+    ctx_.upload(attention_scratch_, zeros.data(), scratch_bytes);
+  }
 
   // A game sharing the queue must not stall on one long submit: with a GPU-time budget
   // the encoder goes in pieces of whole layers, each sized from the last encode's time.
@@ -179,7 +191,7 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
                  tgt_ids_.view(), m_.tgt_embed.view(), m_.tgt_positions.view(), embedded.view(), o.step);  // [B*n, D]
   if (embed_norm_alone) r.norm(m_.decoder_embed_norm, y_.view(), x_.view());  // x [B*n, D]
   const DecoderPass pass{.batch = batch_, .n = o.n, .heads = c.nhead, .t0 = o.t0, .step = o.step};
-  const DecoderBuffers buffers{x_, y_, queries_, attn_, hidden_, src_mask_.view()};
+  const DecoderBuffers buffers{x_, y_, queries_, attn_, hidden_, src_mask_.view(), attention_scratch_.view()};
   const uint32_t before = cl.stats().dispatches;
   const Buffer* out = &y_;  // y [B*n, D]: the decoder's output after its final norm
   if (fold) {
@@ -252,17 +264,35 @@ std::vector<float> Seq2SeqGraph::decode(uint32_t t0, uint32_t n, const std::vect
   return download_floats(ctx_, logits_, uint64_t(rows) * V, m_.dtype);
 }
 
-std::vector<uint32_t> Seq2SeqGraph::step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out) {
+namespace {
+bool same(const std::optional<Sampling>& a, const std::optional<Sampling>& b) {
+  if (!a || !b) return !a && !b;
+  return a->temperature == b->temperature && a->top_k == b->top_k && a->top_p == b->top_p && a->seed == b->seed;
+}
+}  // namespace
+
+void Seq2SeqGraph::record_choice(CommandList& cl, const std::optional<Sampling>& sampling, const DecodeStep& step) {
+  const uint32_t V = m_.config.tgt_vocab_size;
+  if (sampling)
+    ops_.sample(cl, *sampling, logits_.view(), next_ids_.view(), batch_, V, step);  // next_ids [B]
+  else
+    ops_.argmax(cl, logits_.view(), next_ids_.view(), batch_, V);  // next_ids [B]
+}
+
+std::vector<uint32_t> Seq2SeqGraph::step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out,
+                                         const std::optional<Sampling>& sampling) {
   const uint32_t V = m_.config.tgt_vocab_size;
   if (ids.size() != batch_) throw Error("step: expected one id per sequence");
   if (t >= cache_.capacity()) throw Error("step: position " + std::to_string(t) + " is past the decoding capacity");
   check_target_ids(ids);
-  if (!step_list_) {
+  if (!step_list_ || !same(step_sampling_, sampling)) {
+    step_list_.reset();
     ensure_step_buffers();
     step_list_.emplace(begin());
     const DecodeStep step{.state = step_state_.view(), .max_step = cache_.capacity() - 1};
     record_decoder(*step_list_, {.n = 1, .step = step});
-    ops_.argmax(*step_list_, logits_.view(), next_ids_.view(), batch_, V);  // next_ids [B]
+    record_choice(*step_list_, sampling, step);
+    step_sampling_ = sampling;
   }
   // Token t sits at position t, joins the cache at row t and attends over rows [0, t].
   const DecodeStep::State state{.step = t, .position = t, .key_count = t + 1};
@@ -275,45 +305,47 @@ std::vector<uint32_t> Seq2SeqGraph::step(uint32_t t, const std::vector<uint32_t>
   return next;
 }
 
-void Seq2SeqGraph::start_greedy(uint32_t t0, const std::vector<uint32_t>& ids, bool stop_at_eos) {
+void Seq2SeqGraph::start_steps(uint32_t t0, const std::vector<uint32_t>& ids, bool stop_at_eos,
+                               const std::optional<Sampling>& sampling) {
   const ModelConfig& c = m_.config;
-  const uint32_t V = c.tgt_vocab_size, cap = cache_.capacity();
-  if (ids.size() != batch_) throw Error("greedy: expected one id per sequence");
-  if (t0 >= cap) throw Error("greedy: position " + std::to_string(t0) + " is past the decoding capacity");
+  const uint32_t cap = cache_.capacity();
+  if (ids.size() != batch_) throw Error("decoding: expected one id per sequence");
+  if (t0 >= cap) throw Error("decoding: position " + std::to_string(t0) + " is past the decoding capacity");
   check_target_ids(ids);
-  if (!greedy_list_ || greedy_stop_at_eos_ != stop_at_eos) {
-    greedy_list_.reset();
+  if (!steps_list_ || steps_stop_at_eos_ != stop_at_eos || !same(steps_sampling_, sampling)) {
+    steps_list_.reset();
     ensure_step_buffers();
     ensure(ctx_, done_, batch_, 4, "done");
     ensure(ctx_, tokens_, uint64_t(cap) * batch_, 4, "tokens");
     // One decode step, replayed back to back many times per submit: everything that
     // changes from step to step (the inputs, the position, which sequences are done)
     // is written by the step itself.
-    greedy_list_.emplace(ctx_.command_list({.repeatable = true}));
+    steps_list_.emplace(ctx_.command_list({.repeatable = true}));
     const DecodeStep step{.state = step_state_.view(), .max_step = cap - 1};
-    record_decoder(*greedy_list_, {.n = 1, .step = step});
-    ops_.argmax(*greedy_list_, logits_.view(), next_ids_.view(), batch_, V);  // next_ids [B]
-    ops_.decode_advance(*greedy_list_, {.batch = batch_, .capacity = cap, .eos_id = c.eos_id, .stop_at_eos = stop_at_eos},
+    record_decoder(*steps_list_, {.n = 1, .step = step});
+    record_choice(*steps_list_, sampling, step);
+    ops_.decode_advance(*steps_list_, {.batch = batch_, .capacity = cap, .eos_id = c.eos_id, .stop_at_eos = stop_at_eos},
                         next_ids_.view(), tgt_ids_.view(), done_.view(), tokens_.view(), step);
-    greedy_stop_at_eos_ = stop_at_eos;
+    steps_stop_at_eos_ = stop_at_eos;
+    steps_sampling_ = sampling;
   }
   const DecodeStep::State state{.step = t0, .position = t0, .key_count = t0 + 1};
   ctx_.upload(step_state_, &state, sizeof state);
   ctx_.upload(tgt_ids_, ids.data(), batch_ * 4);
   const std::vector<uint32_t> zeros(batch_, 0);
   ctx_.upload(done_, zeros.data(), batch_ * 4);
-  greedy_t_ = t0;
+  steps_t_ = t0;
 }
 
-std::vector<std::vector<uint32_t>> Seq2SeqGraph::greedy_steps(uint32_t n) {
-  if (!greedy_list_) throw Error("greedy: start_greedy() first");
-  if (n == 0 || greedy_t_ + n > cache_.capacity())
-    throw Error("greedy: " + std::to_string(n) + " steps from position " + std::to_string(greedy_t_) +
+std::vector<std::vector<uint32_t>> Seq2SeqGraph::run_steps(uint32_t n) {
+  if (!steps_list_) throw Error("decoding: start_steps() first");
+  if (n == 0 || steps_t_ + n > cache_.capacity())
+    throw Error("decoding: " + std::to_string(n) + " steps from position " + std::to_string(steps_t_) +
                 " do not fit the decoding capacity " + std::to_string(cache_.capacity()));
-  greedy_list_->submit(n);
+  steps_list_->submit(n);
   std::vector<uint32_t> flat(uint64_t(n) * batch_);
-  ctx_.download(tokens_, flat.data(), flat.size() * 4, uint64_t(greedy_t_) * batch_ * 4);  // rows [t, t + n)
-  greedy_t_ += n;
+  ctx_.download(tokens_, flat.data(), flat.size() * 4, uint64_t(steps_t_) * batch_ * 4);  // rows [t, t + n)
+  steps_t_ += n;
   std::vector<std::vector<uint32_t>> rows(n);
   for (uint32_t i = 0; i < n; ++i) rows[i].assign(flat.begin() + uint64_t(i) * batch_, flat.begin() + uint64_t(i + 1) * batch_);
   return rows;

@@ -23,14 +23,18 @@ class Seq2SeqGraph {
   // Teacher forcing: n tokens per sequence at positions [t0, t0 + n), appended to the
   // cache; the logits of every token, [batch * n, tgt_vocab].
   std::vector<float> decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids);
-  // One token per sequence at position t; the argmax of each sequence's logits, and the
-  // logits themselves when logits_out is given (sampling, beams).
-  std::vector<uint32_t> step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out);
-  // Greedy decoding without the host in the loop: start_greedy() sets the first inputs
-  // (one per sequence, at position t0); each greedy_steps(n) then runs n steps in one
-  // submit - argmax, EOS and positions on the GPU - and returns their tokens, [n][batch].
-  void start_greedy(uint32_t t0, const std::vector<uint32_t>& ids, bool stop_at_eos);
-  std::vector<std::vector<uint32_t>> greedy_steps(uint32_t n);
+  // One token per sequence at position t: the argmax of each sequence's logits (or a
+  // token drawn from them on the GPU, as `sampling` says), and the logits themselves
+  // when logits_out is given (beams).
+  std::vector<uint32_t> step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out,
+                             const std::optional<Sampling>& sampling = std::nullopt);
+  // Greedy or sampled decoding without the host in the loop: start_steps() sets the
+  // first inputs (one per sequence, at position t0); each run_steps(n) then runs n steps
+  // in one submit - argmax or sampling, EOS and positions on the GPU - and returns their
+  // tokens, [n][batch]. A step draws the same token here as step() does at its position.
+  void start_steps(uint32_t t0, const std::vector<uint32_t>& ids, bool stop_at_eos,
+                   const std::optional<Sampling>& sampling);
+  std::vector<std::vector<uint32_t>> run_steps(uint32_t n);
   // Beam search: sequence k continues from sequence parent[k] (positions [0, filled)).
   void reorder(const std::vector<uint32_t>& parent, uint32_t filled);
 
@@ -69,11 +73,16 @@ class Seq2SeqGraph {
   Buffer x_, y_, attn_, queries_, hidden_, qkv_, memory_, logits_, next_ids_;
   KvCache cache_;
   Buffer step_state_;                     // DecodeStep::State
+  Buffer attention_scratch_;              // decode steps' decode_attention: tickets and partial results
   std::optional<CommandList> step_list_;  // recorded by step(), dropped by encode()
-  Buffer done_, tokens_;                    // greedy: [B] uint32 flags, [capacity, B] uint32
-  std::optional<CommandList> greedy_list_;  // recorded by start_greedy(), dropped by encode()
-  uint32_t greedy_t_ = 0;                   // the position the next greedy step decodes
-  bool greedy_stop_at_eos_ = true;          // what greedy_list_ was recorded with
+  std::optional<Sampling> step_sampling_;  // what step_list_ chooses tokens by (none: argmax)
+  Buffer done_, tokens_;                   // replayed steps: [B] uint32 flags, [capacity, B] uint32
+  std::optional<CommandList> steps_list_;  // recorded by start_steps(), dropped by encode()
+  uint32_t steps_t_ = 0;                   // the position the next replayed step decodes
+  bool steps_stop_at_eos_ = true;          // what steps_list_ was recorded with
+  std::optional<Sampling> steps_sampling_;
+  // The token choice at the end of a recorded step: argmax, or a draw.
+  void record_choice(CommandList& cl, const std::optional<Sampling>& sampling, const DecodeStep& step);
   double dispatches_per_layer_ = 0;
   // How many of the encoder's units (its layers, then the final norm with the cross K/V)
   // one submit of `rows` source tokens can take within submit_budget_ms (0: all of them).
