@@ -215,10 +215,12 @@ class Ops {
   // Whether the fused kernel fits this device for this head dimension (models check it
   // when they load: decoding has no other path).
   bool fused_attention_fits(uint32_t head_dim) const;
-  // Whether decode steps fold each LayerNorm into the GEMM that reads it (Gemm::norm_of):
-  // on GPUs, where every dispatch costs microseconds whatever its size; not on CPU
-  // drivers (lavapipe), where dispatches are cheap and a folded GEMM measured ~15%
-  // slower. VKF_FOLD_NORMS=1 or 0 overrides (measuring both on one device).
+  // Whether decode steps fold each LayerNorm into the GEMM that reads it (Gemm::norm_of)
+  // and fuse each attention with its output projection (decode_attention): on GPUs,
+  // where every dispatch costs microseconds whatever its size; not on CPU drivers
+  // (lavapipe), where dispatches are cheap and the fused step measured ~20% slower
+  // (each folded GEMM workgroup recomputes its rows' statistics, behind barriers that
+  // lavapipe pays dearly for). VKF_FOLD_NORMS=1 or 0 overrides (measuring both on one device).
   bool fold_norms_in_decode_steps() const;
   static constexpr uint32_t kMaxFusedHeadDim = 128;
   static constexpr uint32_t kMaxFoldedNormRows = 4;  // Gemm::norm_of: products of at most this many rows  // q and o live in registers: 2 * head_dim floats
