@@ -41,6 +41,7 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
 
 int bench(Args& args, const std::string& what) {
   const bool quick = args.flag("--quick");
+  const uint32_t max_size = args.count("--max-size", 0, 64, 16384);
   auto json_path = args.value("--json-out");
   const bool json_stdout = args.flag("--json");
   auto svg_path = args.value("--svg");
@@ -99,7 +100,7 @@ int bench(Args& args, const std::string& what) {
                     {"driver_name", c.driver_name}, {"driver_info", c.driver_info}, {"api_version", c.api_version_string}}},
         {"vkformer_version", version()},
         {"settings", {{"precision", dt == DType::F16 ? "fp16" : "fp32"}, {"quick", quick}, {"benchmark", what}, {"time", stamp}}}};
-    if (what == "ops" || what == "all") run["ops"] = bench_ops(ctx, dt, quick, print);
+    if (what == "ops" || what == "all") run["ops"] = bench_ops(ctx, dt, quick, print, max_size);
     if (what == "model" || what == "all") {
       if (fs::exists(fs::path(model_dir) / "model.safetensors") ||
           fs::exists(fs::path(model_dir) / "model.safetensors.index.json")) {

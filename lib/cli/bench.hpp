@@ -8,7 +8,8 @@
 namespace vkf::cli {
 
 // Kernel throughput beside same-run baselines (OpenBLAS sgemm, unfused attention).
-nlohmann::json bench_ops(Context& ctx, DType dtype, bool quick, bool print);
+// max_size: the largest square GEMM (0: 4096, or 2048 on CPU drivers).
+nlohmann::json bench_ops(Context& ctx, DType dtype, bool quick, bool print, uint32_t max_size = 0);
 // Greedy decoding speed of a model directory (tokens/s), and a translation workload.
 nlohmann::json bench_model(Context& ctx, const std::string& model_dir, DType dtype, bool quick, bool print);
 // An SVG chart comparing the runs (devices, drivers, settings) of one or more reports.

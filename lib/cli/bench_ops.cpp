@@ -50,11 +50,12 @@ uint32_t reps_for(double flops_or_bytes, double per_second_guess) {
 
 }  // namespace
 
-nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print) {
+nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print, uint32_t max_size) {
   Ops ops(ctx, dt);
   const auto& caps = ctx.capabilities();
   const std::string precision = to_string(dt);
-  nlohmann::json out = {{"gemm", nlohmann::json::array()}, {"softmax", nlohmann::json::array()},
+  nlohmann::json out = {{"gemm", nlohmann::json::array()}, {"gemm_shapes", nlohmann::json::array()},
+                        {"softmax", nlohmann::json::array()},
                         {"layer_norm", nlohmann::json::array()}, {"attention", nlohmann::json::array()}};
   auto say = [&](const char* fmt, auto... a) {
     if (print) std::printf(fmt, a...);
@@ -69,30 +70,54 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print) {
   say("vkformer %s bench ops on %s (%s), %s storage\n", version(), caps.name.c_str(), caps.driver_info.c_str(),
       precision.c_str());
 
-  // GEMM: C = A B^T, square, the Linear-layer layout.
-  say("\n%-24s %12s %14s %8s\n", "gemm (A B^T)", "GFLOP/s", "OpenBLAS", "ratio");
-  std::vector<uint32_t> sizes = quick ? std::vector<uint32_t>{64, 256} : std::vector<uint32_t>{64, 128, 256, 512, 1024, 2048};
-  for (uint32_t n : sizes) {
-    const uint64_t elems = uint64_t(n) * n;
-    Buffer a = filled(elems, "A"), b = filled(elems, "B");
-    Buffer c = ctx.buffer(elems * dtype_bytes(dt), "C");
-    const double flops = 2.0 * n * n * n;
+  // GEMM: C = A B^T, the Linear-layer layout, timed on the GPU per product and beside
+  // OpenBLAS sgemm on this machine's cores (its fp32 whatever --precision says).
+  // tools/bench_gemm_torch.py times torch.matmul at the same sizes from the JSON report.
+  auto gemm_row = [&](const std::string& name, uint32_t M, uint32_t N, uint32_t K) {
+    Buffer a = filled(uint64_t(M) * K, "A"), b = filled(uint64_t(N) * K, "B");
+    Buffer c = ctx.buffer(uint64_t(M) * N * dtype_bytes(dt), "C");
+    const double flops = 2.0 * M * N * K;
     const double s = time_gpu(ctx, reps_for(flops, 5e9), [&](CommandList& cl) {
-      ops.gemm(cl, {.M = n, .N = n, .K = n, .trans_b = true}, a.view(), b.view(), c.view());
+      ops.gemm(cl, {.M = M, .N = N, .K = K, .trans_b = true}, a.view(), b.view(), c.view());
     });
     double blas = 0;
 #ifdef VKF_HAVE_OPENBLAS
-    std::vector<float> host(elems), hc(elems);
-    for (uint64_t i = 0; i < elems; ++i) host[i] = float((i * 7919) % 1000) / 1000.0f - 0.5f;
+    std::vector<float> ha(uint64_t(M) * K), hb(uint64_t(N) * K), hc(uint64_t(M) * N);
+    for (uint64_t i = 0; i < ha.size(); ++i) ha[i] = float((i * 7919) % 1000) / 1000.0f - 0.5f;
+    for (uint64_t i = 0; i < hb.size(); ++i) hb[i] = float((i * 7919) % 1000) / 1000.0f - 0.5f;
     blas = flops / time_median([&] {
-             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(n), int(n), int(n), 1.0f, host.data(), int(n),
-                         host.data(), int(n), 0.0f, hc.data(), int(n));
+             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(K), 1.0f, ha.data(), int(K),
+                         hb.data(), int(K), 0.0f, hc.data(), int(N));
            }) / 1e9;
 #endif
-    const double gf = flops / s / 1e9;
-    say("%-24s %12.2f %14.2f %8.3f\n", (std::to_string(n) + "^3").c_str(), gf, blas, blas > 0 ? gf / blas : 0.0);
-    out["gemm"].push_back({{"n", n}, {"gflops", gf}, {"openblas_gflops", blas}, {"ratio", blas > 0 ? gf / blas : 0.0}});
+    const double gf = flops / s / 1e9, ratio = blas > 0 ? gf / blas : 0.0;
+    say("%-24s %12.2f %10.1f %14.2f %8.3f\n", name.c_str(), gf, s * 1e6, blas, ratio);
+    return nlohmann::json{{"m", M}, {"n", N}, {"k", K}, {"gflops", gf}, {"us", s * 1e6}, {"openblas_gflops", blas},
+                          {"ratio", ratio}};
+  };
+  say("\n%-24s %12s %10s %14s %8s\n", "gemm (A B^T)", "GFLOP/s", "us", "OpenBLAS", "ratio");
+  // Squares up to 4096 (2048 on CPU drivers, where 4096^3 takes minutes; --max-size).
+  const uint32_t largest = max_size ? max_size : caps.type == DeviceType::Cpu ? 2048 : 4096;
+  std::vector<uint32_t> sizes;
+  for (uint32_t n = 64; n <= largest; n *= 2)
+    if (!quick || n == 64 || n == 256) sizes.push_back(n);
+  for (uint32_t n : sizes) {
+    nlohmann::json row = gemm_row(std::to_string(n) + "^3", n, n, n);
+    row["n"] = n;
+    out["gemm"].push_back(row);
   }
+  // The products a Transformer-base decoder and encoder run: M rows (1: a decode step at
+  // batch 1; 24: a 24-token source; 32: a decode step at batch 32; 256: a long batch)
+  // by the attention projections (512x512), FFN up (2048x512), FFN down (512x2048) and
+  // the generator (32000x512), as N x K.
+  const std::vector<uint32_t> rows = quick ? std::vector<uint32_t>{1, 24} : std::vector<uint32_t>{1, 24, 32, 256};
+  const std::vector<std::pair<uint32_t, uint32_t>> layers =
+      quick ? std::vector<std::pair<uint32_t, uint32_t>>{{512, 512}}
+            : std::vector<std::pair<uint32_t, uint32_t>>{{512, 512}, {2048, 512}, {512, 2048}, {32000, 512}};
+  for (uint32_t M : rows)
+    for (auto [N, K] : layers)
+      out["gemm_shapes"].push_back(
+          gemm_row(std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K), M, N, K));
 
   // Softmax and LayerNorm: effective bandwidth of one read and one write of the tensor.
   say("\n%-24s %12s %14s\n", "softmax / layer_norm", "GB/s", "");

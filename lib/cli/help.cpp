@@ -87,12 +87,15 @@ constexpr Help kHelp[] = {
      "usage: vkformer bench [ops|model|all] [options]\n"
      "       vkformer bench chart REPORT.json... --svg OUT.svg\n\n"
      "Kernels beside OpenBLAS and the unfused attention path, and model decoding speed, on\n"
-     "every device (or --device); `chart` draws one chart from several reports.\n\n"
+     "every device (or --device); `chart` draws one chart from several reports. GEMM runs\n"
+     "squares from 64 and the shapes a Transformer-base runs (M = 1, 24, 32, 256 rows);\n"
+     "tools/bench_gemm_torch.py times torch.matmul at the same sizes from the --json-out report.\n\n"
      "  --json               the report on stdout instead of the table (docs/bench.schema.json)\n"
      "  --json-out FILE      the report to FILE as well\n"
      "  --svg FILE           a chart of the run\n"
      "  --precision fp32|fp16  (default fp32)\n"
      "  --quick              smaller sizes (CI)\n"
+     "  --max-size N         the largest square GEMM (default 4096; 2048 on CPU drivers)\n"
      "  --model DIR          the model for the decoding benchmark (default samples/dates)\n"},
 };
 
