@@ -23,7 +23,10 @@ for app in translate_shared translate_static; do
   echo "$out"
   grep -q -- "-> $want" <<<"$out" || { echo "FAIL: $app did not print $want"; exit 1; }
 done
-ldd "$work/cmake/translate_shared" | grep -q "libvkformer.so.0" || { echo "FAIL: not linked to libvkformer.so.0"; exit 1; }
+# ldd's output captured first: under pipefail, `ldd | grep -q` fails whenever grep quits
+# at its match before ldd has written everything (ldd then dies of SIGPIPE).
+libs=$(ldd "$work/cmake/translate_shared")
+grep -q "libvkformer.so.0" <<<"$libs" || { echo "FAIL: not linked to libvkformer.so.0"; exit 1; }
 
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 cc -std=c99 -Wall -Wextra -pedantic "$src/samples/c_translate/translate.c" $(pkg-config --cflags --libs vkformer) \
