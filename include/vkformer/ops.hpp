@@ -170,6 +170,7 @@ struct Sampling {
   uint32_t top_k = 0;
   float top_p = 1;
   uint64_t seed = 0;
+  friend bool operator==(const Sampling&, const Sampling&) = default;
 };
 
 // Kernels for one storage type on one context. Cheap to make; pipelines are shared

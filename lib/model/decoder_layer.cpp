@@ -60,14 +60,17 @@ void self_attend(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
 // the residual normalised by `residual_norm` as it is read (post-norm). Self-attention
 // reads the self cache up to the step's key count; cross-attention the encoder's
 // memory, padded source tokens masked. out [batch, D].
-void attend_and_project(const LayerRecorder& r, const DecoderPass& p, const DecoderBuffers& b, const Buffer& kv,
-                        uint32_t kv_len, uint64_t kv_batch_stride, uint64_t kv_row_stride, bool self,
-                        const Linear& out_proj, const BufferView& out, const BufferView& residual, Folded residual_norm) {
+void attend_and_project(const LayerRecorder& r, const DecoderPass& p, const DecoderBuffers& b, const KvCache& cache,
+                        size_t index, bool self, const Linear& out_proj, const BufferView& out,
+                        const BufferView& residual, Folded residual_norm) {
   const uint32_t D = r.d_model;
-  const Attention a{.batch = p.batch, .heads = p.heads, .head_dim = D / p.heads, .q_len = 1, .kv_len = kv_len,
-                    .kv_batch_stride = kv_batch_stride, .kv_row_stride = kv_row_stride};
-  AttentionProjection proj{.weight = out_proj.weight.view(), .bias = out_proj.bias.view(), .residual = residual,
-                           .residual_norm = residual_norm.weights(), .N = D, .norm_eps = r.eps};
+  const Buffer& kv = self ? cache.self(index) : cache.cross(index);
+  const Attention a{.batch = p.batch, .heads = p.heads, .head_dim = D / p.heads, .q_len = 1,
+                    .kv_len = self ? cache.capacity() : cache.src_len(),
+                    .kv_batch_stride = self ? cache.self_batch_stride() : cache.cross_batch_stride(),
+                    .kv_row_stride = cache.row_stride()};
+  const AttentionProjection proj{.weight = out_proj.weight.view(), .bias = out_proj.bias.view(), .residual = residual,
+                                 .residual_norm = residual_norm.weights(), .N = D, .norm_eps = r.eps};
   r.ops.decode_attention(r.cl, a, b.queries.view(), r.at(kv, 0), r.at(kv, D), out, b.attention_scratch,
                          self ? std::nullopt : std::optional(b.src_mask), self ? p.step : std::nullopt, proj);
 }
@@ -120,12 +123,10 @@ StepStream record_decoder_layer_step(const LayerRecorder& r, const DecoderLayer&
                                      StepStream s) {
   const Buffer& other = s.x == &b.x ? b.y : b.x;
   auto self_attention = [&](const BufferView& out, const BufferView& residual, Folded residual_norm) {
-    attend_and_project(r, p, b, cache.self(index), cache.capacity(), cache.self_batch_stride(), cache.row_stride(),
-                       true, l.self_out, out, residual, residual_norm);
+    attend_and_project(r, p, b, cache, index, true, l.self_out, out, residual, residual_norm);
   };
   auto cross_attention = [&](const BufferView& out, const BufferView& residual, Folded residual_norm) {
-    attend_and_project(r, p, b, cache.cross(index), cache.src_len(), cache.cross_batch_stride(), cache.row_stride(),
-                       false, l.cross_out, out, residual, residual_norm);
+    attend_and_project(r, p, b, cache, index, false, l.cross_out, out, residual, residual_norm);
   };
   if (r.norm_first) {
     const BufferView x = s.x->view();                                                        // [rows, D]

@@ -264,13 +264,6 @@ std::vector<float> Seq2SeqGraph::decode(uint32_t t0, uint32_t n, const std::vect
   return download_floats(ctx_, logits_, uint64_t(rows) * V, m_.dtype);
 }
 
-namespace {
-bool same(const std::optional<Sampling>& a, const std::optional<Sampling>& b) {
-  if (!a || !b) return !a && !b;
-  return a->temperature == b->temperature && a->top_k == b->top_k && a->top_p == b->top_p && a->seed == b->seed;
-}
-}  // namespace
-
 void Seq2SeqGraph::record_choice(CommandList& cl, const std::optional<Sampling>& sampling, const DecodeStep& step) {
   const uint32_t V = m_.config.tgt_vocab_size;
   if (sampling)
@@ -285,7 +278,7 @@ std::vector<uint32_t> Seq2SeqGraph::step(uint32_t t, const std::vector<uint32_t>
   if (ids.size() != batch_) throw Error("step: expected one id per sequence");
   if (t >= cache_.capacity()) throw Error("step: position " + std::to_string(t) + " is past the decoding capacity");
   check_target_ids(ids);
-  if (!step_list_ || !same(step_sampling_, sampling)) {
+  if (!step_list_ || step_sampling_ != sampling) {
     step_list_.reset();
     ensure_step_buffers();
     step_list_.emplace(begin());
@@ -312,7 +305,7 @@ void Seq2SeqGraph::start_steps(uint32_t t0, const std::vector<uint32_t>& ids, bo
   if (ids.size() != batch_) throw Error("decoding: expected one id per sequence");
   if (t0 >= cap) throw Error("decoding: position " + std::to_string(t0) + " is past the decoding capacity");
   check_target_ids(ids);
-  if (!steps_list_ || steps_stop_at_eos_ != stop_at_eos || !same(steps_sampling_, sampling)) {
+  if (!steps_list_ || steps_stop_at_eos_ != stop_at_eos || steps_sampling_ != sampling) {
     steps_list_.reset();
     ensure_step_buffers();
     ensure(ctx_, done_, batch_, 4, "done");
