@@ -15,10 +15,16 @@ std::string regular_file_problem(const std::string& path);
 // Throws vkf::Error("<what> <path>: <problem>") unless `path` is a regular file.
 void require_regular_file(const std::string& path, const std::string& what);
 
-// Writes the parts, in order, to a temporary file beside `path`, flushes it to the disk
-// and renames it over `path`: readers see the old file or the whole new one. Any failure
-// (no space, no permission, a missing directory) removes the temporary file and throws a
-// vkf::Error that names `path` and the reason.
+// Writes the parts, in order, to `path`, and never to anything it did not name:
+// - a regular file (or none): a temporary file created exclusively (O_EXCL|O_NOFOLLOW,
+//   an unguessable name) beside it, flushed to the disk and renamed over it, keeping an
+//   existing file's permissions; readers see the old file or the whole new one;
+// - a character device (/dev/null): written in place, never replaced;
+// - a FIFO: opened without blocking, refused when nothing reads it, else written;
+// - a symbolic link: refused by name (the caller can give the file it names);
+// - anything else (a directory, a socket, a block device): refused.
+// Any failure (no space, no permission, a missing directory) removes the temporary file
+// and throws a vkf::Error that names `path` and the reason.
 void write_file_atomically(const std::string& path, const std::vector<std::string_view>& parts);
 
 }  // namespace vkf

@@ -169,6 +169,7 @@ std::vector<uint8_t> DiskCache::load_pipeline_cache() {
         header[3] == caps_.device_id && std::memcmp(bytes->data() + 16, caps_.pipeline_cache_uuid.data(), 16) == 0) {
       std::lock_guard lock(mutex_);
       stats_.pipeline_cache_loaded = true;
+      loaded_pipeline_cache_ = {bytes->size(), fnv1a64(bytes->data(), bytes->size())};
       return std::move(*bytes);
     }
   }
@@ -178,6 +179,14 @@ std::vector<uint8_t> DiskCache::load_pipeline_cache() {
 
 void DiskCache::store_pipeline_cache(const std::vector<uint8_t>& data) {
   if (!enabled() || data.empty()) return;
+  {
+    // Unchanged since it was loaded: not rewritten (a read-only shipped cache stays quiet,
+    // and a warm run writes nothing).
+    std::lock_guard lock(mutex_);
+    if (loaded_pipeline_cache_ && loaded_pipeline_cache_->first == data.size() &&
+        loaded_pipeline_cache_->second == fnv1a64(data.data(), data.size()))
+      return;
+  }
   write_atomic(pipeline_cache_path(), kPipelineMagic, identity_, data.data(), data.size(), log_);
 }
 

@@ -3,6 +3,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "log.hpp"
@@ -40,6 +41,7 @@ class DiskCache {
   std::string identity_;  // vkformer + glslang versions + device + driver
   mutable std::mutex mutex_;
   CacheStats stats_;
+  std::optional<std::pair<size_t, uint64_t>> loaded_pipeline_cache_;  // size and hash of what was loaded
 };
 
 // Where the cache lives: option, $VKF_CACHE_DIR, $XDG_CACHE_HOME/vkformer, ~/.cache/vkformer.
