@@ -8,10 +8,11 @@
 // found by two binary searches over the logits' bits (which logit is the last kept, and
 // then which of its ties) instead of a sort, so any vocabulary size fits. The draw walks
 // the kept tokens in index order: a different order from the host's walk, the same
-// distribution. Its uniform number is a hash of (seed, row, step): the same seed gives
+// distribution. Its uniform number is Philox4x32-10 of (seed; row, step): the same seed gives
 // the same tokens, and each step of a replayed list draws anew.
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+#include "philox.glsl"
 
 #define WG_SIZE 128
 layout(local_size_x = WG_SIZE) in;
@@ -61,16 +62,6 @@ float workgroup_mass(float v) {
 uint key_of(float v) {
   const uint b = floatBitsToUint(v);
   return (b & 0x80000000u) != 0u ? ~b : b | 0x80000000u;
-}
-
-// lowbias32 (Chris Wellons' integer hash): well mixed, cheap, the same on every device.
-uint mix32(uint v) {
-  v ^= v >> 16;
-  v *= 0x7feb352du;
-  v ^= v >> 15;
-  v *= 0x846ca68bu;
-  v ^= v >> 16;
-  return v;
 }
 
 uint row_base;
@@ -192,7 +183,9 @@ void main() {
   const float total = mass_scratch[WG_SIZE - 1u];
   const float before = mass_scratch[tid] - local;
   const uint step = step_state[DECODE_STEP_WORD];
-  const uint h = mix32(mix32(mix32(pc.seed_lo ^ mix32(pc.seed_hi)) ^ row) ^ step);
+  // Philox keyed by the seed, counting (row, step): independent draws for every row and
+  // step of every seed, 0 included. The top 24 bits make an exact float in [0, 1).
+  const uint h = philox4x32_10(uvec4(row, step, 0u, 0u), uvec2(pc.seed_lo, pc.seed_hi)).x;
   const float r = float(h >> 8) * (1.0 / 16777216.0) * total;  // uniform in [0, total)
   if (tid == 0u) winner = 0u;
   barrier();

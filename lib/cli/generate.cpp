@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "commands.hpp"
@@ -50,6 +51,11 @@ void write_npy(const std::string& path, const std::vector<float>& data, size_t r
   write_file_atomically(path, {prefix, header, {reinterpret_cast<const char*>(data.data()), data.size() * 4}});
 }
 
+uint64_t fresh_seed() {
+  std::random_device device;  // the kernel's random source on Linux
+  return (uint64_t(device()) << 32) | device();
+}
+
 }  // namespace
 
 int generate(Args& args) {
@@ -66,7 +72,10 @@ int generate(Args& args) {
   o.temperature = args.number("--temperature", 0.0f, 0, GenerateOptions::kMaxTemperature);
   o.top_k = args.count("--top-k", 0, 0, 1u << 24);
   o.top_p = args.number("--top-p", 1.0f, 1e-9, 1);
-  o.seed = args.count64("--seed", 0, 0, UINT64_MAX);
+  // No --seed: a fresh one each run (as llama.cpp does), reported so the run can be repeated.
+  const auto seed = args.value("--seed");
+  const bool seeded = seed.has_value();
+  o.seed = seeded ? parse_integer(*seed, "--seed", 0, UINT64_MAX) : fresh_seed();
   o.submit_budget_ms = args.number("--submit-budget-ms", o.submit_budget_ms, 0, 1e6);
   o.max_steps_per_submit = args.count("--max-steps-per-submit", 64, 1, 4096);
   ContextOptions co = context_options(args);
@@ -105,6 +114,7 @@ int generate(Args& args) {
     j["ids"] = out;  // one list per source, always
     j["finished"] = finished;
     j["device"] = ctx.capabilities().name;
+    if (o.temperature > 0) j["seed"] = o.seed;
     j["seconds"] = secs;
     j["tokens_per_second"] = tokens / secs;  // encode and decode together
     const GenerateStats& st = session.last_stats();
@@ -123,6 +133,9 @@ int generate(Args& args) {
     }
     std::fprintf(stderr, "vkformer: %zu tokens in %.3f s (%.1f tokens/s) on %s; model loaded in %.3f s\n", tokens, secs,
                  tokens / secs, ctx.capabilities().name.c_str(), std::chrono::duration<double>(t1 - t0).count());
+    if (o.temperature > 0 && !seeded)
+      std::fprintf(stderr, "vkformer: sampled with --seed %llu (give it to repeat this run)\n",
+                   static_cast<unsigned long long>(o.seed));
   }
   if (ma.profile) {
     const GenerateStats& st = session.last_stats();

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "cli/run_cli.hpp"
@@ -301,6 +302,34 @@ TEST(BadInput, SeriesFiles) {
   check({"forecast", "--model", kForecast, "--series", s / "bad.txt"}, {1, "bad.txt line 2 must be a number"});
   spit(s / "short.txt", "1\n2\n3\n");
   check({"forecast", "--model", kForecast, "--series", s / "short.txt"}, {1, "the series has 3 values"});
+}
+
+// ---- sampling seeds ----
+
+// Without --seed each run samples with a fresh seed, reported in --json; a given seed (0
+// included) repeats its tokens, and seed 0 draws like any other (it once took the lowest
+// kept token, <pad>, at every first step).
+TEST(Sampling, SeedsAreFreshReportedAndRepeatable) {
+  auto sample = [](std::vector<std::string> more) {
+    std::vector<std::string> a = {"generate", "--model", kDates, "--src-ids", "5,17,9", "--temperature", "0.8", "--json"};
+    a.insert(a.end(), more.begin(), more.end());
+    const CliRun r = run_cli(a);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.status == 0 ? json::parse(r.out) : json::object();
+  };
+  const json a = sample({}), b = sample({});
+  ASSERT_TRUE(a.contains("seed") && b.contains("seed")) << a.dump();
+  EXPECT_NE(a["seed"], b["seed"]) << "two runs without --seed used the same seed";
+  const json again = sample({"--seed", a["seed"].dump()});
+  EXPECT_EQ(again["ids"], a["ids"]) << "the reported seed does not repeat the run";
+  std::set<uint32_t> first_tokens;
+  for (int seed = 0; seed < 4; ++seed) {
+    const json z = sample({"--seed", std::to_string(seed)});
+    EXPECT_EQ(z["seed"], seed);
+    EXPECT_EQ(sample({"--seed", std::to_string(seed)})["ids"], z["ids"]);
+    ASSERT_FALSE(z["ids"][0].empty());
+    EXPECT_NE(z["ids"][0][0], 0) << "seed " << seed << " drew <pad> (probability 1e-5) first";
+  }
 }
 
 // ---- outputs ----

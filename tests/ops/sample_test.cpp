@@ -2,6 +2,7 @@
 // reference is the distribution itself, computed in double the way the host sampler
 // does; many draws (one per row and step) are checked against it with a chi-square test.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -154,6 +155,71 @@ TEST_P(SampleTest, CutsAreExactAtAwkwardSizes) {
       EXPECT_GT(q[d], 0.0) << "cols " << cols << ": token " << d << " is outside the cut";
     }
   }
+}
+
+// Philox4x32-10 on the host, the reference for shaders/philox.glsl.
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = uint64_t(0xD2511F53u) * c[0], p1 = uint64_t(0xCD9E8D57u) * c[2];
+    c = {uint32_t(p1 >> 32) ^ c[1] ^ k[0], uint32_t(p1), uint32_t(p0 >> 32) ^ c[3] ^ k[1], uint32_t(p0)};
+    k = {k[0] + 0x9E3779B9u, k[1] + 0xBB67AE85u};
+  }
+  return c;
+}
+
+// The published known answers (Random123's kat_vectors, philox4x32 with 10 rounds).
+TEST(Philox, KnownAnswers) {
+  using W = std::array<uint32_t, 4>;
+  EXPECT_EQ(philox4x32_10({0, 0, 0, 0}, {0, 0}), (W{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32_10({~0u, ~0u, ~0u, ~0u}, {~0u, ~0u}), (W{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}),
+            (W{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+// The token a draw over 64 equally likely tokens must be: the weights are exactly 1, the
+// prefix sums exact integers, so the kernel's r = (h >> 8) / 2^24 * 64 picks h >> 26.
+uint32_t flat64_pick(uint64_t seed, uint32_t row, uint32_t step) {
+  return philox4x32_10({row, step, 0, 0}, {uint32_t(seed), uint32_t(seed >> 32)})[0] >> 26;
+}
+
+// The kernel draws exactly the reference generator's numbers, at seed 0 too (where a
+// hash chain once drew r = 0, the lowest kept token, every time).
+TEST_P(SampleTest, DrawsAreTheGeneratorsNumbersAtEverySeedRowAndStep) {
+  const std::vector<double> flat(64, 0.0);
+  for (uint64_t seed : {uint64_t(0), uint64_t(1), uint64_t(0xffffffff00000000ull), ~uint64_t(0)}) {
+    const auto got = draw(flat, {.temperature = 1, .seed = seed}, 257, 3);
+    for (uint32_t t = 0; t < 3; ++t)
+      for (uint32_t r = 0; r < 257; ++r)
+        ASSERT_EQ(got[t * 257 + r], flat64_pick(seed, r, t)) << "seed " << seed << " row " << r << " step " << t;
+  }
+  // Seed 0, row 0, step 0 on a skewed row: the lowest token is nearly impossible.
+  std::vector<double> skewed(17, 4.0);
+  skewed[0] = -10;
+  EXPECT_NE(draw(skewed, {.temperature = 0.8f, .seed = 0}, 1, 1)[0], 0u);
+}
+
+// The first step's draws across seeds 0, 1, 2, ... follow the distribution: each seed is
+// a fresh stream, not a shifted copy of its neighbour's.
+TEST_P(SampleTest, FirstDrawsAcrossSeedsFollowTheDistribution) {
+  const auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  auto logits = random_values(17, rng, -2.5, 2.5);
+  for (auto& l : logits) l = stored(l, dtype());
+  Sampling s{.temperature = 0.9f};
+  const auto q = reference(logits, s);
+  std::vector<uint32_t> draws;
+  for (uint64_t seed = 0; seed < 600; ++seed) {
+    s.seed = seed;
+    draws.push_back(draw(logits, s, 1, 1)[0]);
+  }
+  const auto [stat, df] = chi_square(draws, q);
+  EXPECT_LT(stat, critical_value(df)) << "chi-square " << stat << " on " << df << " df";
+  // And the generator's first numbers across 100,000 seeds, in 64 bins.
+  std::vector<uint32_t> bins;
+  for (uint64_t seed = 0; seed < 100000; ++seed) bins.push_back(flat64_pick(seed, 0, 0));
+  const auto [flat_stat, flat_df] = chi_square(bins, std::vector<double>(64, 1.0 / 64));
+  EXPECT_LT(flat_stat, critical_value(flat_df)) << "chi-square " << flat_stat << " on " << flat_df << " df";
 }
 
 // The same seed and step give the same tokens; another step or seed draws anew.
