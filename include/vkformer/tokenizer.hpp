@@ -14,8 +14,10 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
   // Source text to the ids the encoder takes (with what the model expects appended:
-  // Marian's EOS). Unknown text becomes the unknown token.
-  virtual std::vector<uint32_t> encode(std::string_view utf8) const = 0;
+  // Marian's EOS). Unknown text becomes the unknown token. Every tokenizer refuses, with
+  // the same vkf::Error, text that is not valid UTF-8 or that holds a NUL byte (a C
+  // string would end there, and no model's text contains one).
+  std::vector<uint32_t> encode(std::string_view utf8) const;
   // Generated ids to text: vkformer's own tokenizer stops at EOS and skips the other
   // special tokens; Hugging Face ones skip every special token, as
   // decode(skip_special_tokens=True) does (the same for generated ids, where only special
@@ -27,21 +29,33 @@ class Tokenizer {
 
   // The tokenizer of a model directory: vocab.json of characters (vkformer's models), or
   // Marian's source.spm + target.spm + vocab.json. Errors name the file and what is wrong.
+  // The vocabulary may not be larger than the model's (config.json), which is checked
+  // before its tables are built.
   static std::unique_ptr<Tokenizer> for_model(const std::string& directory);
+
+ protected:
+  // encode() for text already checked to be valid UTF-8 without NUL bytes.
+  virtual std::vector<uint32_t> encode_valid(std::string_view utf8) const = 0;
 };
 
 // vocab.json lists one token per UTF-8 character, after the special tokens.
 class CharTokenizer : public Tokenizer {
  public:
-  static CharTokenizer from_file(const std::string& vocab_json);  // throws vkf::Error
+  // Throws vkf::Error for a malformed file, more than `max_tokens` tokens, a token listed
+  // twice, or a special id that is missing (and no "<pad>", "<bos>", "<eos>", "<unk>"
+  // token to default to), outside the list, or a one-character token (a real character
+  // would become unknown or vanish when decoding).
+  static CharTokenizer from_file(const std::string& vocab_json, uint32_t max_tokens = 1u << 24);
 
-  // Characters outside the vocabulary become unk_id.
-  std::vector<uint32_t> encode(std::string_view utf8) const override;
   // Stops at EOS; skips the other special tokens.
   std::string decode(const std::vector<uint32_t>& ids) const override;
   uint32_t size() const override { return uint32_t(tokens_.size()); }
   std::string describe() const override { return "characters (vocab.json)"; }
   uint32_t unk_id() const { return unk_; }
+
+ protected:
+  // Characters outside the vocabulary become unk_id.
+  std::vector<uint32_t> encode_valid(std::string_view utf8) const override;
 
  private:
   std::vector<std::string> tokens_;

@@ -14,7 +14,15 @@
  *    the functions report the size they needed, and ::VKF_ERROR_BUFFER_TOO_SMALL
  *    (writing nothing) when it does not fit.
  *  - Threads: a context and a model may be used from any number of threads at once; a
- *    session from one thread at a time (give each thread its own session).
+ *    session from one thread at a time (give each thread its own session). A call on a
+ *    session that another thread's call or a job is using fails with
+ *    ::VKF_ERROR_INVALID_ARGUMENT ("the session is busy"); it never races.
+ *  - Lengths and counts are checked before anything is allocated or multiplied: a
+ *    source or target longer than the model's max_position, or a count whose product
+ *    overflows, is ::VKF_ERROR_INVALID_ARGUMENT.
+ *  - Handles are not checked: passing a handle after its vkf_*_free (use after free),
+ *    freeing it twice, or passing a pointer that no vkf_* call returned is undefined
+ *    behaviour, as with free() and every C library's handles.
  */
 #ifndef VKFORMER_VKFORMER_H
 #define VKFORMER_VKFORMER_H

@@ -40,13 +40,17 @@ vkf_status vkf_forecast(const vkf_forecaster* forecaster, const float* windows, 
   if (!forecaster) return invalid(fn, "forecaster is NULL");
   if (!windows || count == 0) return invalid(fn, "no windows (NULL or count 0)");
   const vkf::ForecasterConfig& c = forecaster->forecaster->config();
-  const size_t needed = count * c.horizon;
+  // Checked before multiplying: a wrapped product would pass the capacity check.
+  const auto needed_values = capi::product(count, c.horizon), window_values = capi::product(count, c.window);
+  if (!needed_values || !window_values)
+    return invalid(fn, "count " + std::to_string(count) + " windows is more than a size_t can count the values of");
+  const size_t needed = *needed_values;
   if (!out || capacity < needed)
     return too_small(fn, "the forecasts take " + std::to_string(needed) + " floats (" + std::to_string(count) + " x " +
                              std::to_string(c.horizon) + ")",
                      capacity, out);
   return guarded(fn, [&] {
-    const auto result = forecaster->forecaster->predict(std::vector<float>(windows, windows + count * c.window));
+    const auto result = forecaster->forecaster->predict(std::vector<float>(windows, windows + *window_values));
     std::copy(result.begin(), result.end(), out);
     return VKF_OK;
   });

@@ -30,7 +30,7 @@ struct vkf_session {
   std::shared_ptr<vkf::Context> ctx;
   std::shared_ptr<const vkf::Tokenizer> tokenizer;
   vkf::Session session;
-  std::atomic<bool> busy{false};  // a job runs on it
+  mutable std::atomic<bool> busy{false};  // a job or a call runs on it (stats claim it too)
   vkf_job* job = nullptr;         // that job (vkf_session_free ends it)
 };
 
@@ -83,6 +83,37 @@ vkf_status guarded(const char* function, F&& f) {
 }
 
 vkf_status invalid(const char* function, const std::string& why);
+
+// The session for one call: a second call (from another thread) or a running job gets a
+// clear status instead of racing the first. Released when the call returns.
+class SessionClaim {
+ public:
+  explicit SessionClaim(const vkf_session* s) : session_(s) {
+    bool expected = false;
+    held_ = session_->busy.compare_exchange_strong(expected, true);
+  }
+  ~SessionClaim() {
+    if (held_) session_->busy = false;
+  }
+  SessionClaim(const SessionClaim&) = delete;
+  SessionClaim& operator=(const SessionClaim&) = delete;
+  bool held() const { return held_; }
+  vkf_status refuse(const char* function) const {
+    return invalid(function, "the session is busy: a job or another thread's call is running on it (one call at a "
+                             "time per session; give each thread its own session)");
+  }
+
+ private:
+  const vkf_session* session_;
+  bool held_ = false;
+};
+
+// A source or target length the model can take: at most its max_position, checked
+// before anything of that length is allocated.
+vkf_status check_length(const char* function, const char* what, size_t length, const vkf_session* session);
+
+// n x m elements as a size, or nullopt when the product does not fit.
+std::optional<size_t> product(size_t n, size_t m);
 // A result that does not fit the caller's buffer: "<function>: <needs>, the buffer holds N".
 vkf_status too_small(const char* function, const std::string& needs, size_t capacity, bool has_buffer);
 // Copies s with its NUL into out[capacity] when it fits; reports the size needed.

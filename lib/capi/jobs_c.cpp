@@ -6,6 +6,7 @@
 #include "handles.hpp"
 
 using capi::generate_options;
+using capi::guarded;
 using capi::invalid;
 using capi::last_error;
 using capi::too_small;
@@ -18,10 +19,10 @@ namespace {
 // Starts `work` on the job's thread; it fills the result and the outcome.
 vkf_status start_job(const char* fn, vkf_session* session, bool text, vkf_job** job,
                      std::function<void(vkf_job&)> work) {
+  auto j = std::make_unique<vkf_job>();  // before the claim: a failure here leaves the session free
   bool expected = false;
   if (!session->busy.compare_exchange_strong(expected, true))
-    return invalid(fn, "the session is already running a job (one at a time; free it first)");
-  auto j = std::make_unique<vkf_job>();
+    return invalid(fn, "the session is already running a job or another thread's call (one at a time)");
   j->session = session;
   j->text = text;
   vkf_job* raw = j.get();
@@ -72,14 +73,17 @@ vkf_status vkf_translate_start(vkf_session* session, const char* text, const vkf
   if (!session) return invalid(fn, "session is NULL");
   if (!text) return invalid(fn, "text is NULL");
   if (!session->tokenizer) return invalid(fn, "the model has no tokenizer (vocab.json): use vkf_generate_start");
-  auto o = generate_options(options, session->session.model().config(), fn);
-  if (!o) return VKF_ERROR_INVALID_ARGUMENT;
-  auto ids = session->tokenizer->encode(text);
-  if (ids.empty()) return invalid(fn, "the text is empty");
-  return start_job(fn, session, true, job, [session, ids = std::move(ids), o = *o](vkf_job& j) mutable {
-    o.cancel = &j.cancel;
-    const auto out = session->session.generate({ids}, o)[0];
-    j.result_text = session->tokenizer->decode(out);
+  // Everything before the job's thread can throw too (the tokenizer refuses bad text).
+  return guarded(fn, [&] {
+    auto o = generate_options(options, session->session.model().config(), fn);
+    if (!o) return VKF_ERROR_INVALID_ARGUMENT;
+    auto ids = session->tokenizer->encode(text);
+    if (ids.empty()) return invalid(fn, "the text is empty");
+    return start_job(fn, session, true, job, [session, ids = std::move(ids), o = *o](vkf_job& j) mutable {
+      o.cancel = &j.cancel;
+      const auto out = session->session.generate({ids}, o)[0];
+      j.result_text = session->tokenizer->decode(out);
+    });
   });
 }
 
@@ -90,12 +94,15 @@ vkf_status vkf_generate_start(vkf_session* session, const uint32_t* source, size
   *job = nullptr;
   if (!session) return invalid(fn, "session is NULL");
   if (!source || source_length == 0) return invalid(fn, "the source is empty (or NULL)");
-  auto o = generate_options(options, session->session.model().config(), fn);
-  if (!o) return VKF_ERROR_INVALID_ARGUMENT;
-  std::vector<uint32_t> ids(source, source + source_length);
-  return start_job(fn, session, false, job, [session, ids = std::move(ids), o = *o](vkf_job& j) mutable {
-    o.cancel = &j.cancel;
-    j.result_tokens = session->session.generate({ids}, o)[0];
+  return guarded(fn, [&] {
+    auto o = generate_options(options, session->session.model().config(), fn);
+    if (!o) return VKF_ERROR_INVALID_ARGUMENT;
+    if (const vkf_status s = capi::check_length(fn, "source_length", source_length, session); s != VKF_OK) return s;
+    std::vector<uint32_t> ids(source, source + source_length);
+    return start_job(fn, session, false, job, [session, ids = std::move(ids), o = *o](vkf_job& j) mutable {
+      o.cancel = &j.cancel;
+      j.result_tokens = session->session.generate({ids}, o)[0];
+    });
   });
 }
 

@@ -16,6 +16,11 @@ vkf_status invalid(const char* function, const std::string& why) {
   return VKF_ERROR_INVALID_ARGUMENT;
 }
 
+std::optional<size_t> product(size_t n, size_t m) {
+  if (m != 0 && n > SIZE_MAX / m) return std::nullopt;
+  return n * m;
+}
+
 vkf_status too_small(const char* function, const std::string& needs, size_t capacity, bool has_buffer) {
   last_error = std::string(function) + ": " + needs + ", the buffer holds " + std::to_string(has_buffer ? capacity : 0);
   return VKF_ERROR_BUFFER_TOO_SMALL;
@@ -26,6 +31,14 @@ vkf_status copy_string(const char* function, const std::string& s, char* out, si
   if (!out || capacity < s.size() + 1)
     return too_small(function, "the result needs " + std::to_string(s.size() + 1) + " bytes", capacity, out);
   std::memcpy(out, s.c_str(), s.size() + 1);
+  return VKF_OK;
+}
+
+vkf_status check_length(const char* function, const char* what, size_t length, const vkf_session* session) {
+  const uint32_t most = session->session.model().config().max_position;
+  if (length > most)
+    return invalid(function, std::string(what) + " " + std::to_string(length) + " is longer than the model's " +
+                                 std::to_string(most) + " positions (max_position)");
   return VKF_OK;
 }
 
@@ -244,8 +257,9 @@ void vkf_session_free(vkf_session* session) {
 
 vkf_status vkf_session_warmup(vkf_session* session) {
   if (!session) return invalid("vkf_session_warmup", "session is NULL");
-  if (session->busy) return invalid("vkf_session_warmup", "the session is running a job (vkf_job_free it first)");
   return guarded("vkf_session_warmup", [&] {
+    const capi::SessionClaim claim(session);
+    if (!claim.held()) return claim.refuse("vkf_session_warmup");
     session->session.warmup();
     return VKF_OK;
   });
@@ -267,10 +281,12 @@ vkf_status vkf_generate(vkf_session* session, const uint32_t* source, size_t sou
   if (!session) return invalid(fn, "session is NULL");
   if (!source || source_length == 0) return invalid(fn, "the source is empty (or NULL)");
   if (!count) return invalid(fn, "count is NULL");
-  if (session->busy) return invalid(fn, "the session is running a job (vkf_job_free it first)");
   return guarded(fn, [&] {
+    const capi::SessionClaim claim(session);
+    if (!claim.held()) return claim.refuse(fn);
     const auto o = generate_options(options, session->session.model().config(), fn);
     if (!o) return VKF_ERROR_INVALID_ARGUMENT;
+    if (const vkf_status s = capi::check_length(fn, "source_length", source_length, session); s != VKF_OK) return s;
     const auto out = session->session.generate({std::vector<uint32_t>(source, source + source_length)}, *o)[0];
     *count = out.size();
     if (!tokens || capacity < out.size())
@@ -286,8 +302,9 @@ vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_gener
   if (!session) return invalid(fn, "session is NULL");
   if (!text) return invalid(fn, "text is NULL");
   if (!session->tokenizer) return invalid(fn, "the model has no tokenizer (vocab.json): use vkf_generate with token ids");
-  if (session->busy) return invalid(fn, "the session is running a job (vkf_job_free it first)");
   return guarded(fn, [&] {
+    const capi::SessionClaim claim(session);
+    if (!claim.held()) return claim.refuse(fn);
     const auto o = generate_options(options, session->session.model().config(), fn);
     if (!o) return VKF_ERROR_INVALID_ARGUMENT;
     const auto ids = session->tokenizer->encode(text);
@@ -304,10 +321,17 @@ vkf_status vkf_score(vkf_session* session, const uint32_t* source, size_t source
   if (!source || source_length == 0) return invalid(fn, "the source is empty (or NULL)");
   if (!target || target_length == 0) return invalid(fn, "the target is empty (or NULL); it starts with BOS");
   if (!count) return invalid(fn, "count is NULL");
-  if (session->busy) return invalid(fn, "the session is running a job (vkf_job_free it first)");
   return guarded(fn, [&] {
+    const capi::SessionClaim claim(session);
+    if (!claim.held()) return claim.refuse(fn);
+    // Lengths first: a target longer than the model's positions could also overflow the
+    // count below, which would then pass the capacity check.
+    if (const vkf_status s = capi::check_length(fn, "source_length", source_length, session); s != VKF_OK) return s;
+    if (const vkf_status s = capi::check_length(fn, "target_length", target_length, session); s != VKF_OK) return s;
     const size_t vocabulary = session->session.model().config().tgt_vocab_size;
-    *count = target_length * vocabulary;
+    const auto logits_count = capi::product(target_length, vocabulary);
+    if (!logits_count) return invalid(fn, "target_length x the vocabulary does not fit in a size_t");
+    *count = *logits_count;
     if (!logits || capacity < *count)  // checked before the work, which the caller would have to repeat
       return too_small(fn, "the logits take " + std::to_string(*count) + " floats (" + std::to_string(target_length) +
                                " x " + std::to_string(vocabulary) + ")",
@@ -326,7 +350,8 @@ vkf_status vkf_session_stats(const vkf_session* session, vkf_generate_stats* sta
   if (stats->struct_size != sizeof(vkf_generate_stats))
     return invalid(fn, "vkf_generate_stats.struct_size is " + std::to_string(stats->struct_size) + ", expected " +
                            std::to_string(sizeof(vkf_generate_stats)));
-  if (session->busy) return invalid(fn, "the session is running a job (vkf_job_free it first)");
+  const capi::SessionClaim claim(session);
+  if (!claim.held()) return claim.refuse(fn);
   const vkf::GenerateStats& g = session->session.last_stats();
   stats->encode_ms = g.encode_ms;
   stats->decode_ms = g.decode_ms;

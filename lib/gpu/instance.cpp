@@ -139,8 +139,11 @@ Instance::Instance(bool validation, bool sync_validation, Log log) : log_(std::m
   // Device functions go through the loader's trampolines (volkLoadDevice would bind
   // them to one device for the whole process, and two contexts may use two devices).
   volkLoadInstance(instance_);
+  destroy_instance_ = reinterpret_cast<PFN_vkDestroyInstance>(vkGetInstanceProcAddr(instance_, "vkDestroyInstance"));
 
   if (debug_utils) {
+    destroy_messenger_ = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
     messenger_info.pNext = nullptr;
     check(vkCreateDebugUtilsMessengerEXT(instance_, &messenger_info, nullptr, &messenger_),
           "vkCreateDebugUtilsMessengerEXT");
@@ -169,8 +172,8 @@ Instance::Instance(VkInstance borrowed, uint32_t api_version, PFN_vkGetInstanceP
 
 Instance::~Instance() {
   if (borrowed_) return;  // the application's to destroy
-  if (messenger_) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
-  if (instance_) vkDestroyInstance(instance_, nullptr);
+  if (messenger_ && destroy_messenger_) destroy_messenger_(instance_, messenger_, nullptr);
+  if (instance_ && destroy_instance_) destroy_instance_(instance_, nullptr);
 }
 
 std::vector<VkPhysicalDevice> Instance::physical_devices() const {

@@ -35,6 +35,10 @@ class Instance {
   Log log_;
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  // This instance's own destroy functions: volk's global pointers follow the instance
+  // loaded last, whose extensions (debug utils) another context may lack.
+  PFN_vkDestroyInstance destroy_instance_ = nullptr;
+  PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
   uint32_t api_version_ = 0;
   bool validation_ = false;
   bool borrowed_ = false;

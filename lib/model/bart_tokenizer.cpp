@@ -95,12 +95,15 @@ class GptPattern {
   pcre2_code* code_ = nullptr;
 };
 
-BartTokenizer::BartTokenizer(const std::string& directory) : pattern_(std::make_unique<GptPattern>()) {
+BartTokenizer::BartTokenizer(const std::string& directory, uint32_t vocab_size) : pattern_(std::make_unique<GptPattern>()) {
   namespace fs = std::filesystem;
   const fs::path dir(directory);
 
   const std::string vocab = (dir / "vocab.json").string();
-  const nlohmann::json j = read_json_object(vocab, "tokenizer");
+  const nlohmann::json j = read_json_object(vocab, "tokenizer", vocab_file_bytes(vocab_size));
+  if (j.size() > vocab_size)
+    throw Error("tokenizer " + vocab + ": " + std::to_string(j.size()) + " tokens, more than the model's vocabulary of " +
+                std::to_string(vocab_size) + " (config.json)");
   tokens_.resize(j.size());
   for (const auto& [token, id] : j.items()) {
     if (!id.is_number_unsigned() || id.get<uint64_t>() >= j.size())
@@ -117,6 +120,11 @@ BartTokenizer::BartTokenizer(const std::string& directory) : pattern_(std::make_
   // twice keeps its later rank.
   const std::string merges = (dir / "merges.txt").string();
   require_regular_file(merges, "tokenizer merges");
+  // A merge makes one token, so there are fewer merges than tokens: the file's size is
+  // bounded as a vocabulary's is, before it is read.
+  if (const uint64_t bytes = std::filesystem::file_size(merges); bytes > vocab_file_bytes(vocab_size))
+    throw Error("tokenizer " + merges + ": is " + std::to_string(bytes) + " bytes, more than " +
+                std::to_string(vocab_file_bytes(vocab_size)) + " for a vocabulary of " + std::to_string(vocab_size));
   std::ifstream in(merges, std::ios::binary);
   std::stringstream whole;
   whole << in.rdbuf();
@@ -240,9 +248,7 @@ void BartTokenizer::encode_text(std::string_view text, std::vector<uint32_t>& id
   });
 }
 
-std::vector<uint32_t> BartTokenizer::encode(std::string_view utf8) const {
-  if (const size_t bad = invalid_utf8_at(utf8); bad != std::string_view::npos)
-    throw Error("tokenizer: the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+std::vector<uint32_t> BartTokenizer::encode_valid(std::string_view utf8) const {
   std::string text(utf8);
   if (add_prefix_space_ && !text.empty()) {
     size_t n = 0;

@@ -18,15 +18,18 @@ class GptPattern;  // GPT-2's pre-tokenizer pattern, compiled by PCRE2
 
 class BartTokenizer : public Tokenizer {
  public:
-  explicit BartTokenizer(const std::string& directory);
+  // vocab_size: the model's (config.json); a larger vocabulary is refused before its tables are built.
+  BartTokenizer(const std::string& directory, uint32_t vocab_size);
   ~BartTokenizer() override;
-  std::vector<uint32_t> encode(std::string_view utf8) const override;
   std::string decode(const std::vector<uint32_t>& ids) const override;
   uint32_t size() const override { return uint32_t(tokens_.size()); }
   std::string describe() const override;
 
   // The byte-level BPE of one word (a piece of GPT-2's pattern), as vocabulary tokens.
   std::vector<std::string> bpe(std::string_view word) const;
+
+ protected:
+  std::vector<uint32_t> encode_valid(std::string_view utf8) const override;
 
  private:
   void encode_text(std::string_view text, std::vector<uint32_t>& ids) const;

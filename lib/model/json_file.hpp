@@ -1,4 +1,6 @@
 #pragma once
+#include <sys/stat.h>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -8,12 +10,30 @@
 
 namespace vkf::model {
 
-// A JSON object from a file; errors say "<what> <path>: ..." (unreadable, bad JSON, not an object).
-inline nlohmann::json read_json_object(const std::string& path, const char* what) {
+// The largest config-sized JSON file read (config.json, generation_config.json,
+// tokenizer_config.json, a checkpoint's index): real ones are a few KB, and the largest
+// seen on the hub (ViT configs with 21,843 class labels, indexes of checkpoints with
+// thousands of tensors) stay under 2 MiB. Parsed JSON takes about 10 times its text in
+// memory, so a hostile file costs at most ~40 MiB before it is refused.
+constexpr uint64_t kConfigFileBytes = 4ull << 20;
+
+// A vocabulary's file for `tokens` entries: 1 KiB an entry (a token is a few bytes even
+// JSON-escaped; 1 KiB leaves room for any real one) and 64 KiB of slack, so that the
+// file's size, not its parse, refuses a vocabulary far larger than the model's.
+inline uint64_t vocab_file_bytes(uint64_t tokens) { return (64ull << 10) + tokens * 1024; }
+
+// A JSON object from a file of at most `max_bytes`; errors say "<what> <path>: ..."
+// (unreadable, too large, bad JSON, not an object).
+inline nlohmann::json read_json_object(const std::string& path, const char* what,
+                                       uint64_t max_bytes = kConfigFileBytes) {
   auto fail = [&](const std::string& why) { throw Error(std::string(what) + " " + path + ": " + why); };
   if (std::string problem = regular_file_problem(path); !problem.empty()) fail(problem);
   std::ifstream f(path);
   if (!f) fail("cannot be read");
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0 && uint64_t(st.st_size) > max_bytes)
+    fail("is " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) +
+         " such a file can be (refused before parsing it)");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(f);

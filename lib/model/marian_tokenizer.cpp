@@ -23,16 +23,20 @@ std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::files
 
 }  // namespace
 
-MarianTokenizer::MarianTokenizer(const std::string& directory) {
+MarianTokenizer::MarianTokenizer(const std::string& directory, uint32_t vocab_size) {
   namespace fs = std::filesystem;
   const fs::path dir(directory);
   source_ = load_spm(dir / "source.spm");
   target_ = load_spm(dir / "target.spm");
   const std::string vocab = (dir / "vocab.json").string();
-  const nlohmann::json j = read_json_object(vocab, "tokenizer");
+  const nlohmann::json j = read_json_object(vocab, "tokenizer", vocab_file_bytes(vocab_size));
+  if (j.size() > vocab_size)
+    throw Error("tokenizer " + vocab + ": " + std::to_string(j.size()) + " pieces, more than the model's vocabulary of " +
+                std::to_string(vocab_size) + " (config.json)");
   for (const auto& [piece, id] : j.items()) {
-    if (!id.is_number_unsigned() || id.get<uint64_t>() >= (1u << 24))
-      throw Error("tokenizer " + vocab + ": the id of '" + piece + "' must be an integer from 0 to 2^24");
+    if (!id.is_number_unsigned() || id.get<uint64_t>() >= vocab_size)
+      throw Error("tokenizer " + vocab + ": the id of '" + piece + "' must be an integer from 0 to " +
+                  std::to_string(vocab_size - 1) + " (the model's vocabulary, config.json)");
     const uint32_t i = id.get<uint32_t>();
     if (i >= pieces_.size()) pieces_.resize(i + 1);
     if (!pieces_[i].empty()) throw Error("tokenizer " + vocab + ": id " + std::to_string(i) + " is given twice");
@@ -52,11 +56,7 @@ MarianTokenizer::MarianTokenizer(const std::string& directory) {
 
 MarianTokenizer::~MarianTokenizer() = default;
 
-std::vector<uint32_t> MarianTokenizer::encode(std::string_view text) const {
-  // transformers takes a Python str, which cannot hold broken UTF-8; SentencePiece would
-  // quietly read it as U+FFFD.
-  if (const size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
-    throw Error("tokenizer: the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+std::vector<uint32_t> MarianTokenizer::encode_valid(std::string_view text) const {
   // Special tokens written in the text are tokens of their own, as transformers' added-
   // tokens split makes them; the text between them goes to SentencePiece.
   std::vector<uint32_t> ids;

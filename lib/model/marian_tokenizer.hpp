@@ -17,12 +17,15 @@ namespace vkf::model {
 
 class MarianTokenizer : public Tokenizer {
  public:
-  explicit MarianTokenizer(const std::string& directory);
+  // vocab_size: the model's (config.json); a larger vocabulary is refused before its tables are built.
+  MarianTokenizer(const std::string& directory, uint32_t vocab_size);
   ~MarianTokenizer() override;
-  std::vector<uint32_t> encode(std::string_view utf8) const override;
   std::string decode(const std::vector<uint32_t>& ids) const override;
   uint32_t size() const override { return uint32_t(pieces_.size()); }
   std::string describe() const override;
+
+ protected:
+  std::vector<uint32_t> encode_valid(std::string_view utf8) const override;
 
  private:
   void encode_text(std::string_view text, std::vector<uint32_t>& ids) const;  // between special tokens

@@ -1,19 +1,43 @@
-// Tokenizer::for_model: the tokenizer a model directory carries, picked by its architecture.
+// Tokenizer::for_model: the tokenizer a model directory carries, picked by its
+// architecture and bounded by its config's vocabulary; Tokenizer::encode: the text rules
+// every tokenizer shares.
+#include <algorithm>
 #include <filesystem>
 
 #include "bart_tokenizer.hpp"
+#include "config_reader.hpp"
+#include "hf_text.hpp"
 #include "marian_tokenizer.hpp"
+#include "vkformer/error.hpp"
 #include "vkformer/model.hpp"
 #include "vkformer/tokenizer.hpp"
 
 namespace vkf {
 
+std::vector<uint32_t> Tokenizer::encode(std::string_view utf8) const {
+  // transformers takes a Python str, which cannot hold broken UTF-8 (SentencePiece would
+  // quietly read it as U+FFFD, a character vocabulary as unknown characters); a NUL
+  // would end the same text passed through the C API, so it is no text of a model's.
+  if (const size_t bad = model::invalid_utf8_at(utf8); bad != std::string_view::npos)
+    throw Error("tokenizer: the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+  if (const size_t nul = utf8.find('\0'); nul != std::string_view::npos)
+    throw Error("tokenizer: the text holds a NUL byte (byte " + std::to_string(nul) + ")");
+  return encode_valid(utf8);
+}
+
 std::unique_ptr<Tokenizer> Tokenizer::for_model(const std::string& directory) {
   namespace fs = std::filesystem;
   const std::string architecture = model_architecture(directory);
-  if (architecture == "marian") return std::make_unique<model::MarianTokenizer>(directory);
-  if (architecture == "bart") return std::make_unique<model::BartTokenizer>(directory);
-  return std::make_unique<CharTokenizer>(CharTokenizer::from_file((fs::path(directory) / "vocab.json").string()));
+  // The model's vocabulary bounds the tokenizer's, checked before its tables are built.
+  const model::ConfigReader config((fs::path(directory) / "config.json").string());
+  if (architecture == "marian") {
+    uint32_t vocab = config.count("vocab_size", 1);
+    if (config.has("decoder_vocab_size")) vocab = std::max(vocab, config.count("decoder_vocab_size", 1));
+    return std::make_unique<model::MarianTokenizer>(directory, vocab);
+  }
+  if (architecture == "bart") return std::make_unique<model::BartTokenizer>(directory, config.count("vocab_size", 1));
+  const uint32_t vocab = std::max(config.count("src_vocab_size", 1), config.count("tgt_vocab_size", 1));
+  return std::make_unique<CharTokenizer>(CharTokenizer::from_file((fs::path(directory) / "vocab.json").string(), vocab));
 }
 
 }  // namespace vkf

@@ -16,7 +16,6 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 
 #include "cli/run_cli.hpp"
@@ -296,6 +295,72 @@ TEST(BadInput, Tokenizers) {
   }
 }
 
+// Every tokenizer, the character one included, refuses text that is not UTF-8 and NUL
+// bytes the same way; none answers a plausible translation of what it could not read.
+TEST(BadInput, EveryTokenizerRefusesBrokenTextAndNul) {
+  Scratch s("");
+  spit(s / "nul.txt", std::string("3/3/98\0junk\n", 12));
+  spit(s / "broken.txt", "3/3/98\xff\xfe\n");
+  for (const std::string model : {kDates, kSource + "/tests/hf/marian", kSource + "/tests/hf/bart"}) {
+    check({"translate", "--model", model, "3/3/98\xff\xfe"}, {1, "the text is not valid UTF-8 (byte 6)"});
+    check({"translate", "--model", model}, {1, "the text holds a NUL byte (byte 6)"}, {.stdin_path = s / "nul.txt"});
+    check({"translate", "--model", model}, {1, "the text is not valid UTF-8 (byte 6)"}, {.stdin_path = s / "broken.txt"});
+  }
+}
+
+// A character vocabulary's special ids name tokens of their own: no default can fall on
+// a real character, and a vocabulary larger than the model's is refused.
+TEST(BadInput, CharacterVocabularySpecialIds) {
+  const json vocab = json::parse(slurp(kDates + "/vocab.json"));
+  auto with = [&](const std::function<void(json&)>& edit, const Expect& e) {
+    Scratch s(kDates);
+    json v = vocab;
+    edit(v);
+    spit(s / "vocab.json", v.dump());
+    check(translate(s), e);
+  };
+  with([](json& v) { v.erase("unk_id"); }, {0, ""});  // "<unk>" is there to take
+  with([](json& v) {
+    v.erase("unk_id");
+    v["tokens"][3] = "\u00e9";  // id 3 is now a real character, and there is no "<unk>"
+  }, {1, "no field 'unk_id' and no <unk> token"});
+  with([](json& v) { v["unk_id"] = 5; }, {1, "field 'unk_id' is 5, the character ','"});
+  with([](json& v) { v["tokens"][10] = "0"; }, {1, "the token '0' is listed twice"});
+  with([](json& v) { v["pad_id"] = 54; }, {1, "field 'pad_id' must be a token id from 0 to 53"});
+  with([](json& v) { for (int i = 0; i < 5; ++i) v["tokens"].push_back("x" + std::to_string(i)); },
+       {1, "59 tokens, more than the model's vocabulary of 54"});
+}
+
+// Vocabularies far larger than the model's cost nothing before they are refused.
+TEST(BadInput, HostileVocabulariesAreRefusedCheaply) {
+  {
+    Scratch s(kSource + "/tests/hf/marian");
+    json v = json::parse(slurp(s / "vocab.json"));
+    const std::string piece = v.begin().key();
+    v[piece] = 16777215;  // once: a 612 MB table for a 2 KB file
+    spit(s / "vocab.json", v.dump());
+    check(translate(s), {1, "the id of '" + piece + "' must be an integer from 0 to 179"});
+  }
+  for (const char* model : {"marian", "bart"}) {
+    Scratch s(kSource + "/tests/hf/" + model);
+    // Ten million entries' worth of text: refused by its size, before parsing.
+    std::ofstream f(s / "vocab.json", std::ios::binary);
+    f << "{";
+    for (int i = 0; i < 1000000; ++i) f << "\"t" << i << "\": " << i << ",";
+    f << "\"end\": 0}";
+    f.close();
+    check(translate(s), {1, "more than the"});
+  }
+  {
+    Scratch s(kSource + "/tests/hf/bart");
+    std::ofstream f(s / "merges.txt", std::ios::binary);
+    f << "#version: 0.2\n";
+    for (int i = 0; i < 200000; ++i) f << "a" << i << " b\n";
+    f.close();
+    check(translate(s), {1, "merges.txt: is "});
+  }
+}
+
 TEST(BadInput, SeriesFiles) {
   Scratch s("");
   spit(s / "bad.txt", "1.0\n1abc\n");
@@ -322,7 +387,6 @@ TEST(Sampling, SeedsAreFreshReportedAndRepeatable) {
   EXPECT_NE(a["seed"], b["seed"]) << "two runs without --seed used the same seed";
   const json again = sample({"--seed", a["seed"].dump()});
   EXPECT_EQ(again["ids"], a["ids"]) << "the reported seed does not repeat the run";
-  std::set<uint32_t> first_tokens;
   for (int seed = 0; seed < 4; ++seed) {
     const json z = sample({"--seed", std::to_string(seed)});
     EXPECT_EQ(z["seed"], seed);
