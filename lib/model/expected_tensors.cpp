@@ -54,4 +54,24 @@ void ExpectedTensors::check(const SafeTensors& file, const std::string& dir, con
                   " with this config)");
 }
 
+void check_layer_count(const SafeTensors& file, const std::string& directory, const std::string& prefix,
+                       uint32_t count, const std::string& field) {
+  const std::string lead = prefix + ".";
+  std::set<uint64_t> layers;
+  for (const auto& [name, info] : file.tensors()) {
+    if (name.compare(0, lead.size(), lead) != 0) continue;
+    uint64_t index = 0;
+    size_t i = lead.size();
+    for (; i < name.size() && i < lead.size() + 10 && name[i] >= '0' && name[i] <= '9'; ++i) index = index * 10 + (name[i] - '0');
+    if (i > lead.size() && i < name.size() && name[i] == '.') layers.insert(index);
+  }
+  const bool numbered = layers.empty() || (*layers.rbegin() == layers.size() - 1);
+  if (layers.size() != count || !numbered)
+    throw Error("model " + directory + ": config.json's " + field + " is " + std::to_string(count) +
+                ", but the checkpoint holds " +
+                (layers.empty() ? std::string("no ") + prefix + ".N tensors"
+                                : std::to_string(layers.size()) + " layers under " + prefix + " (numbered " +
+                                      std::to_string(*layers.begin()) + " to " + std::to_string(*layers.rbegin()) + ")"));
+}
+
 }  // namespace vkf::model

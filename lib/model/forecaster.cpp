@@ -53,7 +53,8 @@ std::shared_ptr<const Forecaster> Forecaster::load(Context& ctx, const std::stri
   auto c = ForecasterConfig::from_file((fs::path(dir) / "config.json").string());
   model::SafeTensors file((fs::path(dir) / "model.safetensors").string());
   const uint64_t D = c.d_model, P = c.patches();
-  // Names and shapes first: nothing is uploaded from a model that does not match.
+  // Layer count, then names and shapes: nothing is built or uploaded for a model that does not match.
+  model::check_layer_count(file, dir, "encoder.layers", c.num_layers, "num_layers");
   model::ExpectedTensors expected;
   expected.linear("patch_embed", D, c.patch_len);
   for (uint32_t i = 0; i < c.num_layers; ++i)

@@ -97,6 +97,8 @@ std::unique_ptr<Model::Impl> load_hf_weights(Context& ctx, const std::string& di
   }
   SafeTensors file(checkpoint);
   const Embeddings e = embeddings(file);
+  check_layer_count(file, directory, "model.encoder.layers", c.num_encoder_layers, "encoder_layers");
+  check_layer_count(file, directory, "model.decoder.layers", c.num_decoder_layers, "decoder_layers");
   expected_tensors(c, file, e).check(file, directory, c.architecture);
 
   auto m = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});

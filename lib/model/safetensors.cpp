@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <cstring>
 #include <tuple>
@@ -20,9 +21,29 @@ namespace vkf::model {
 
 uint64_t TensorInfo::elements() const {
   uint64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape) n *= d;  // add_file checked that the product fits
   return n;
 }
+
+namespace {
+
+// The largest header read. An entry takes ~100-150 bytes, so 16 MiB lists over 100,000
+// tensors, far more than one file of any published checkpoint holds (save_pretrained
+// shards at 5 GB, and a Llama-70B shard lists a few hundred tensors); safetensors' own
+// reader allows 100 MB. Parsed, a header takes ~15 times its text: ~250 MiB at most,
+// against the 1.9 GB a 135 MB header of empty tensors once took before its error.
+constexpr uint64_t kMaxHeaderBytes = 16ull << 20;
+
+// The product of a shape and an element size, or nullopt when it does not fit 64 bits
+// (a shape like [2^32, 2^32] would wrap to 0 bytes and pass as an empty tensor).
+std::optional<uint64_t> shape_bytes(const std::vector<uint64_t>& shape, uint64_t elem) {
+  uint64_t n = elem;
+  for (uint64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  return n;
+}
+
+}  // namespace
 
 std::vector<std::string> SafeTensors::add_file(const std::string& path) {
   auto fail = [&](const std::string& why) { throw Error("model file " + path + ": " + why); };
@@ -47,6 +68,9 @@ std::vector<std::string> SafeTensors::add_file(const std::string& path) {
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];  // little-endian
   if (header_len > size - 8) fail("truncated: the header claims " + std::to_string(header_len) + " bytes");
+  if (header_len > kMaxHeaderBytes)
+    fail("the header is " + std::to_string(header_len) + " bytes, more than the " + std::to_string(kMaxHeaderBytes) +
+         " vkformer reads (about 100,000 tensors' worth)");
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
@@ -85,8 +109,10 @@ std::vector<std::string> SafeTensors::add_file(const std::string& path) {
       bad("data [" + std::to_string(begin) + ", " + std::to_string(end) + ") lies outside the file's " +
           std::to_string(data_size) + " data bytes (truncated file?)");
     t.bytes = end - begin;
-    if (t.bytes != t.elements() * elem)
-      bad("holds " + std::to_string(t.bytes) + " bytes, but its shape needs " + std::to_string(t.elements() * elem));
+    const auto needed = shape_bytes(t.shape, elem);
+    if (!needed) bad("its shape has more bytes than 2^64 (a hostile or corrupt header)");
+    if (t.bytes != *needed)
+      bad("holds " + std::to_string(t.bytes) + " bytes, but its shape needs " + std::to_string(*needed));
     t.data = data + begin;
     if (tensors_.count(name)) bad("is also in another shard of the checkpoint");
     tensors_[name] = t;

@@ -57,7 +57,9 @@ std::shared_ptr<const Model> Model::load(Context& ctx, const std::string& direct
   if (hugging_face) return std::shared_ptr<const Model>(new Model(model::load_hf_weights(ctx, directory, c, precision)));
 
   model::SafeTensors file((fs::path(directory) / "model.safetensors").string());
-  // Names and shapes first: nothing is uploaded from a model that does not match.
+  // Layer counts, then names and shapes: nothing is built or uploaded for a model that does not match.
+  model::check_layer_count(file, directory, "transformer.encoder.layers", c.num_encoder_layers, "num_encoder_layers");
+  model::check_layer_count(file, directory, "transformer.decoder.layers", c.num_decoder_layers, "num_decoder_layers");
   expected_tensors(c).check(file, directory, "torch-seq2seq");
 
   auto m = std::make_unique<Impl>(Impl{.ctx = ctx, .config = c, .dtype = precision});

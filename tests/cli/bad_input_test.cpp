@@ -187,12 +187,56 @@ TEST(BadInput, Configs) {
   with([](json& c) { c["pad_id"] = "0"; }, "'pad_id' must be an integer");
   with([](json& c) { c["d_model"] = -128; }, "'d_model' must be an integer");
   with([](json& c) { c.erase("eos_id"); }, "missing field 'eos_id'");
-  with([](json& c) { c["num_decoder_layers"] = 3; }, "missing tensor 'transformer.decoder.layers.2");
+  with([](json& c) { c["num_decoder_layers"] = 3; }, "num_decoder_layers is 3, but the checkpoint holds 2 layers");
   Scratch s(kDates);
   spit(s / "config.json", "{\"architecture\": ");
   check(translate(s), {1, "config.json: is not valid JSON"});
   spit(s / "config.json", "[1, 2]");
   check(translate(s), {1, "config.json: is not a JSON object"});
+}
+
+// Hostile sizes cost neither time nor memory before they are refused: every case runs
+// under a 1 GiB heap limit (RLIMIT_DATA) and the catalogue's 10 s. Once a 1 KB config
+// with a million layers took 5 GB and 11 s, and a 135 MB header of empty tensors 1.9 GB.
+TEST(BadInput, HostileSizesAreRefusedInBoundedMemory) {
+  const CliOptions bounded{.max_data_bytes = 1ul << 30};
+  {
+    Scratch s(kDates);
+    s.edit_config([](json& c) { c["num_encoder_layers"] = c["num_decoder_layers"] = 1000000; });
+    check(translate(s), {1, "num_encoder_layers is 1000000, but the checkpoint holds 2 layers"}, bounded);
+  }
+  {
+    Scratch s(kSource + "/tests/hf/marian");
+    s.edit_config([](json& c) { c["encoder_layers"] = c["decoder_layers"] = 1000000; });
+    check(translate(s), {1, "encoder_layers is 1000000, but the checkpoint holds"}, bounded);
+  }
+  {
+    Scratch s(kForecast);
+    s.edit_config([](json& c) { c["num_layers"] = 100000; });
+    check({"forecast", "--model", s.dir}, {1, "num_layers is 100000, but the checkpoint holds 2 layers"}, bounded);
+  }
+  {
+    Scratch s(kDates);  // a header of 320,000 empty tensors, just over the cap
+    std::string header = "{";
+    for (int i = 0; i < 320000; ++i)
+      header += "\"e" + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},";
+    header.back() = '}';
+    const uint64_t n = header.size();
+    spit(s / "model.safetensors", std::string(reinterpret_cast<const char*>(&n), 8) + header);
+    check(translate(s), {1, "more than the 16777216 vkformer reads"}, bounded);
+  }
+  {
+    Scratch s(kDates);  // 2^32 x 2^32 floats: the byte count wraps to 0
+    s.edit_header([](json& h) {
+      h["huge"] = {{"dtype", "F32"}, {"shape", {1ull << 32, 1ull << 32}}, {"data_offsets", {0, 0}}};
+    });
+    check(translate(s), {1, "tensor 'huge': its shape has more bytes than 2^64"}, bounded);
+  }
+  {
+    Scratch s(kDates);  // a config padded far past any real one
+    spit(s / "config.json", slurp(s / "config.json") + std::string(5 << 20, ' '));
+    check(translate(s), {1, "bytes, more than the 4194304 such a file can be"}, bounded);
+  }
 }
 
 TEST(BadInput, SafetensorsFiles) {

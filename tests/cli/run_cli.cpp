@@ -45,6 +45,10 @@ CliRun run_cli(const std::vector<std::string>& args, const CliOptions& o) {
       rlimit r{o.max_file_bytes, o.max_file_bytes};
       ::setrlimit(RLIMIT_FSIZE, &r);
     }
+    if (o.max_data_bytes) {
+      rlimit r{o.max_data_bytes, o.max_data_bytes};
+      ::setrlimit(RLIMIT_DATA, &r);
+    }
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }

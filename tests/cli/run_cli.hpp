@@ -17,6 +17,7 @@ struct CliOptions {
   std::string stdin_path = "/dev/null";
   std::string stdout_path;         // empty: captured into CliRun::out
   unsigned long max_file_bytes = 0;  // > 0: RLIMIT_FSIZE, a disk that fills at this size
+  unsigned long max_data_bytes = 0;  // > 0: RLIMIT_DATA, the heap (malloc's arenas and mappings) it may take
   double limit_seconds = 10;
 };
 
