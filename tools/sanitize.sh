@@ -33,4 +33,4 @@ build tsan model_tests capi_tests
 TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1" VKF_VALIDATION=1 VKF_GOLDEN_DIR=$PWD/build/goldens \
   build-tsan/tests/model_tests --gtest_filter='*/Threads.*:*SessionsOnSeveralThreads*:InjectedFaultsTest.Cancellation*'
 TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1" VKF_VALIDATION=1 \
-  build-tsan/tests/capi_tests --gtest_filter='CApi.Threads*:CApi.LastErrorIsPerThread:CApi.Jobs*'
+  build-tsan/tests/capi_tests --gtest_filter='CApi.Threads*:CApi.LastErrorIsPerThread:CApi.Jobs*:CBoundary.TwoThreads*'

@@ -29,8 +29,8 @@ class ExpectedTensors {
   std::vector<std::pair<std::string, Shape>> tensors_;
 };
 
-// Throws unless the checkpoint's layers under `prefix` ("model.encoder.layers") are
-// numbered 0 to count - 1, `count` being the config's `field`. Checked before anything
+// Throws when the config's `field` asks for more layers (`count`) than the checkpoint
+// holds under `prefix` ("model.encoder.layers"). Checked before anything
 // is built per layer, so a config claiming a million layers is refused at the cost of
 // one pass over the tensor names, not gigabytes of expected names.
 void check_layer_count(const SafeTensors& file, const std::string& directory, const std::string& prefix,
