@@ -15,6 +15,10 @@ install(TARGETS ${vkf_install_targets} EXPORT vkformerTargets
 if(TARGET vkformer_cli)
   install(TARGETS vkformer_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+# The sample models: `vkformer bench model` runs the date sample by default, found from
+# the binary (bin/../share/vkformer/samples).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/samples/dates ${PROJECT_SOURCE_DIR}/samples/forecast
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/vkformer/samples)
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/THIRD_PARTY_NOTICES.md
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/vkformer)
 

@@ -182,12 +182,13 @@ VKF_API vkf_status vkf_session_warmup(vkf_session* session);
 typedef struct vkf_generate_options {
   uint32_t struct_size;    /**< sizeof(vkf_generate_options) */
   uint32_t max_new_tokens; /**< 0: as many as the model's positions allow */
-  uint32_t beam;           /**< > 1: beam search of this width */
+  uint32_t beam;           /**< > 1: beam search of this width (0 or 1: greedy) */
   float length_penalty;    /**< beam: hypotheses rank by score / length^length_penalty */
   float temperature;       /**< > 0: sampling at this temperature; 0: greedy */
   uint32_t top_k;          /**< sampling: the k most likely tokens (0: all) */
-  float top_p;             /**< sampling: the smallest set holding this much probability */
-  uint64_t seed;           /**< sampling: the seed; each draw (on the GPU) hashes it with the sequence and position */
+  float top_p;             /**< sampling: the smallest set holding this much probability (0: 1, all) */
+  uint64_t seed;           /**< sampling: the seed (0 as good as any); each draw is Philox4x32-10 keyed by it,
+                                counting the sequence and position, so one seed always draws the same tokens */
   float submit_budget_ms;  /**< the GPU time one submit may take (default 2 ms; 0: no bound): greedy decoding
                                 and sampling size their many-step submits by it, and the encoder goes in pieces of
                                 whole layers that fit it, timed by the previous encode (the first

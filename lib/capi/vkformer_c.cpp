@@ -52,17 +52,32 @@ std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options*
                           std::to_string(sizeof(vkf_generate_options)) + " (use vkf_generate_options_default())");
     return std::nullopt;
   }
+  // Zero-initialised fields work: where 0 is no valid value (beam, top_p) it means the
+  // default; where it means something (temperature 0: greedy, top_k 0: all tokens,
+  // max_new_tokens 0: as many as positions allow, submit_budget_ms 0: no bound,
+  // length_penalty 0: no length normalisation) it keeps that meaning. Errors name the C field.
+  auto bad = [&](const std::string& why) -> std::optional<vkf::GenerateOptions> {
+    invalid(function, "vkf_generate_options." + why);
+    return std::nullopt;
+  };
   if (o->max_new_tokens) g.max_new_tokens = o->max_new_tokens;
   g.beam = o->beam ? o->beam : 1;
+  if (g.beam > vkf::GenerateOptions::kMaxBeam)
+    return bad("beam must be from 1 to " + std::to_string(vkf::GenerateOptions::kMaxBeam) + " (0: 1, greedy), got " +
+               std::to_string(o->beam));
+  if (!(o->length_penalty >= -10 && o->length_penalty <= 10))
+    return bad("length_penalty must be from -10 to 10, got " + std::to_string(o->length_penalty));
   g.length_penalty = o->length_penalty;
+  if (!(o->temperature >= 0 && o->temperature <= vkf::GenerateOptions::kMaxTemperature))
+    return bad("temperature must be from 0 (greedy) to " + std::to_string(int(vkf::GenerateOptions::kMaxTemperature)) +
+               ", got " + std::to_string(o->temperature));
   g.temperature = o->temperature;
   g.top_k = o->top_k;
-  g.top_p = o->top_p;
+  if (!(o->top_p >= 0 && o->top_p <= 1))
+    return bad("top_p must be in (0, 1] (0: the default, 1), got " + std::to_string(o->top_p));
+  g.top_p = o->top_p == 0 ? 1.0f : o->top_p;
   g.seed = o->seed;
-  if (!(o->submit_budget_ms >= 0)) {
-    invalid(function, "submit_budget_ms must be >= 0 (0: no budget)");
-    return std::nullopt;
-  }
+  if (!(o->submit_budget_ms >= 0)) return bad("submit_budget_ms must be >= 0 (0: no budget)");
   g.submit_budget_ms = o->submit_budget_ms;
   return g;
 }

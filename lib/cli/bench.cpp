@@ -8,6 +8,7 @@
 
 #include "bench.hpp"
 #include "commands.hpp"
+#include "sample_models.hpp"
 #include "options.hpp"
 #include "vkformer/files.hpp"
 #include "vkformer/model.hpp"
@@ -39,16 +40,20 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
   return out;
 }
 
-int bench(Args& args, const std::string& what) {
+int bench(const Args& args) {
   const bool quick = args.flag("--quick");
-  const uint32_t max_size = args.count("--max-size", 0, 64, 16384);
+  const uint32_t max_size = args.count("--max-size", 0);
   auto json_path = args.value("--json-out");
   const bool json_stdout = args.flag("--json");
   auto svg_path = args.value("--svg");
   const DType dt = precision(args);
-  std::string model_dir = args.value("--model").value_or("samples/dates");
+  const auto model_arg = args.value("--model");
   ContextOptions options = context_options(args);
-  auto extra = args.rest();
+  // vkformer bench [ops|model|all] or bench chart REPORT.json...
+  std::vector<std::string> extra = args.rest();
+  const std::string what = extra.empty() ? "all" : extra.front();
+  if (!extra.empty()) extra.erase(extra.begin());
+  if (what != "chart" && !extra.empty()) throw Error("`vkformer bench " + what + "` takes no argument '" + extra.front() + "'");
 
   if (what == "chart") {  // vkformer bench chart a.json b.json --svg out.svg
     if (extra.empty() || !svg_path) throw Error("usage: vkformer bench chart REPORT.json... --svg OUT.svg");
@@ -75,6 +80,15 @@ int bench(Args& args, const std::string& what) {
     return 0;
   }
   if (what != "ops" && what != "model" && what != "all") throw Error("unknown benchmark '" + what + "' (ops, model, all, chart)");
+  // The model benchmark's model: the one given, else the date sample beside this binary;
+  // a model that is not there is an error before any benchmark runs.
+  std::string model_dir;
+  if (what != "ops") {
+    model_dir = model_arg ? *model_arg : sample_model("dates");
+    if (!fs::exists(fs::path(model_dir) / "model.safetensors") &&
+        !fs::exists(fs::path(model_dir) / "model.safetensors.index.json"))
+      throw Error("no model at " + model_dir + " (model.safetensors): pass --model DIR for the model benchmark");
+  }
 
   // Every device unless one was chosen.
   auto devices = list_devices(options);
@@ -102,14 +116,9 @@ int bench(Args& args, const std::string& what) {
         {"settings", {{"precision", dt == DType::F16 ? "fp16" : "fp32"}, {"quick", quick}, {"benchmark", what}, {"time", stamp}}}};
     if (what == "ops" || what == "all") run["ops"] = bench_ops(ctx, dt, quick, print, max_size);
     if (what == "model" || what == "all") {
-      if (fs::exists(fs::path(model_dir) / "model.safetensors") ||
-          fs::exists(fs::path(model_dir) / "model.safetensors.index.json")) {
-        if (print) std::printf("\nmodel %s\n", model_dir.c_str());
-        run["model"] = bench_model(ctx, model_dir, dt, quick, print);
-        run["settings"]["model"] = model_dir;
-      } else if (print) {
-        std::printf("\n(no model at %s: pass --model DIR for the model benchmark)\n", model_dir.c_str());
-      }
+      if (print) std::printf("\nmodel %s\n", model_dir.c_str());
+      run["model"] = bench_model(ctx, model_dir, dt, quick, print);
+      run["settings"]["model"] = model_dir;
     }
     report["runs"].push_back(run);
   }

@@ -7,12 +7,12 @@
 namespace vkf::cli {
 
 int model_info(const std::string& dir, bool json, const ContextOptions& options);  // info --model
-int info(Args& args);
-int selftest(Args& args);
-int bench(Args& args, const std::string& what);
-int generate(Args& args);
-int score(Args& args);
-int translate(Args& args);
-int forecast(Args& args);
+int info(const Args& args);
+int selftest(const Args& args);
+int bench(const Args& args);
+int generate(const Args& args);
+int score(const Args& args);
+int translate(const Args& args);
+int forecast(const Args& args);
 
 }  // namespace vkf::cli

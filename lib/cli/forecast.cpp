@@ -13,13 +13,12 @@
 
 namespace vkf::cli {
 
-int forecast(Args& args) {
+int forecast(const Args& args) {
   const std::string dir = model_dir(args, "torch-patch-forecaster");
   const std::string series_path = args.value("--series").value_or((std::filesystem::path(dir) / "test_series.txt").string());
   const DType dtype = precision(args);
   const bool json = args.flag("--json");
   ContextOptions co = context_options(args);
-  args.rest();
   require_regular_file(series_path, "series");
   std::ifstream f(series_path);
   if (!f) throw Error("cannot read the series " + series_path + " (one number per line)");
@@ -61,8 +60,14 @@ int forecast(Args& args) {
   if (scored) {
     std::printf("forecasting %u days from %u-day windows (%u patches of %u, stride %u) on %s\n", c.horizon, c.window,
                 c.patches(), c.patch_len, c.stride, ctx.capabilities().name.c_str());
-    std::printf("  mean absolute error over %zu windows: model %.3f, naive last value %.3f (%.1fx better)\n", scored,
-                mae / n, naive / n, naive / mae);
+    // Which is better, said the right way round (a model worse than the naive forecast is news).
+    char verdict[64] = "model and naive equal";
+    if (mae < naive && mae > 0) std::snprintf(verdict, sizeof verdict, "model %.1fx better", naive / mae);
+    else if (mae < naive) std::snprintf(verdict, sizeof verdict, "model exact");
+    else if (mae > naive && naive > 0) std::snprintf(verdict, sizeof verdict, "model %.1fx worse", mae / naive);
+    else if (mae > naive) std::snprintf(verdict, sizeof verdict, "model worse; naive exact");
+    std::printf("  mean absolute error over %zu windows: model %.3f, naive last value %.3f (%s)\n", scored, mae / n,
+                naive / n, verdict);
   }
   std::printf("  next %u values after the series:", c.horizon);
   for (float v : next) std::printf(" %.2f", v);

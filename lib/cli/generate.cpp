@@ -31,7 +31,7 @@ struct ModelArgs {
   bool profile = false;
 };
 
-ModelArgs model_args(Args& args) {
+ModelArgs model_args(const Args& args) {
   ModelArgs m;
   m.dir = model_dir(args, "torch-seq2seq");
   m.precision = precision(args);
@@ -58,28 +58,27 @@ uint64_t fresh_seed() {
 
 }  // namespace
 
-int generate(Args& args) {
+// Sampling options without --temperature, or sampling with a beam, would be silently
+// ignored: they are errors that say what to use instead.
+void check_decoding_options(const Args& args, const GenerateOptions& o) {
+  if (o.temperature == 0)
+    for (const char* sampling : {"--top-k", "--top-p", "--seed"})
+      if (args.given(sampling))
+        throw Error(std::string(sampling) + " is a sampling option: give --temperature T (> 0) to sample, or drop it for greedy or beam search");
+  if (o.temperature > 0 && o.beam > 1)
+    throw Error("--temperature samples and --beam " + std::to_string(o.beam) +
+                " searches: vkformer does not sample within a beam; give one or the other");
+  if (args.given("--length-penalty") && o.beam == 1)
+    throw Error("--length-penalty scores beams: give --beam K (K > 1) with it");
+}
+
+int generate(const Args& args) {
   ModelArgs ma = model_args(args);
   const bool json = args.flag("--json");
   const bool warmup = args.flag("--warmup");
   auto src = args.value("--src-ids");
   if (!src) throw Error("--src-ids 5,17,9 is required (several sources: separate them with ';')");
-  GenerateOptions o;
-  const auto max_new = args.value("--max-new-tokens");
-  o.max_new_tokens = max_new ? uint32_t(parse_integer(*max_new, "--max-new-tokens", 0, 1u << 16)) : 64;
-  o.beam = args.count("--beam", 1, 1, GenerateOptions::kMaxBeam);
-  o.length_penalty = args.number("--length-penalty", 1.0f, -10, 10);
-  o.temperature = args.number("--temperature", 0.0f, 0, GenerateOptions::kMaxTemperature);
-  o.top_k = args.count("--top-k", 0, 0, 1u << 24);
-  o.top_p = args.number("--top-p", 1.0f, 1e-9, 1);
-  // No --seed: a fresh one each run (as llama.cpp does), reported so the run can be repeated.
-  const auto seed = args.value("--seed");
-  const bool seeded = seed.has_value();
-  o.seed = seeded ? parse_integer(*seed, "--seed", 0, UINT64_MAX) : fresh_seed();
-  o.submit_budget_ms = args.number("--submit-budget-ms", o.submit_budget_ms, 0, 1e6);
-  o.max_steps_per_submit = args.count("--max-steps-per-submit", 64, 1, 4096);
   ContextOptions co = context_options(args);
-  args.rest();
   if (src->empty()) throw Error("--src-ids is empty");
   std::vector<std::vector<uint32_t>> sources;
   std::stringstream ss(*src);
@@ -89,7 +88,26 @@ int generate(Args& args) {
   Context ctx(co);
   auto t0 = std::chrono::steady_clock::now();
   auto model = Model::load(ctx, ma.dir, ma.precision);
-  if (!max_new) o.max_new_tokens = std::min(o.max_new_tokens, model->config().max_position);
+  const ModelConfig& config = model->config();
+  // The model's own defaults (a Hugging Face generation_config.json), as translate takes
+  // them; vkformer's own models: greedy, 64 tokens at most. Options override them.
+  GenerateOptions o = GenerateOptions::defaults(config);
+  if (!config.hugging_face) o.max_new_tokens = std::min<uint32_t>(64, config.max_position);
+  o.max_new_tokens = args.count("--max-new-tokens", o.max_new_tokens);
+  o.beam = args.count("--beam", o.beam);
+  o.length_penalty = args.number("--length-penalty", o.length_penalty);
+  o.temperature = args.number("--temperature", 0.0f);
+  o.top_k = args.count("--top-k", 0);
+  o.top_p = args.number("--top-p", 1.0f);
+  // No --seed: a fresh one each run (as llama.cpp does), reported so the run can be repeated.
+  const bool seeded = args.given("--seed");
+  o.seed = seeded ? args.count64("--seed", 0) : fresh_seed();
+  o.submit_budget_ms = args.number("--submit-budget-ms", o.submit_budget_ms);
+  o.max_steps_per_submit = args.count("--max-steps-per-submit", 64);
+  check_decoding_options(args, o);
+  if (o.max_new_tokens > config.max_position)
+    throw Error("--max-new-tokens " + std::to_string(o.max_new_tokens) + " is more than the model's max_position " +
+                std::to_string(config.max_position));
   auto t1 = std::chrono::steady_clock::now();
   Session session(model);
   session.set_profile(ma.profile);
@@ -148,13 +166,12 @@ int generate(Args& args) {
   return 0;
 }
 
-int score(Args& args) {
+int score(const Args& args) {
   ModelArgs ma = model_args(args);
   const bool json = args.flag("--json");
   auto src = args.value("--src-ids"), tgt = args.value("--tgt-ids"), out = args.value("--logits-out");
   if (!src || !tgt || !out) throw Error("score needs --src-ids, --tgt-ids and --logits-out FILE.npy");
   ContextOptions co = context_options(args);
-  args.rest();
   auto s = parse_ids(*src, "--src-ids"), t = parse_ids(*tgt, "--tgt-ids");
   Context ctx(co);
   auto model = Model::load(ctx, ma.dir, ma.precision);

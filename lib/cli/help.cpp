@@ -1,127 +1,188 @@
-// Every subcommand's --help, in one place so that the overview and the details agree.
-#include "help.hpp"
+// Every command and its options: the one table the parser (args.cpp) and --help read.
+#include <cmath>
+#include <cstdio>
 
-#include <cstring>
-
+#include "args.hpp"
 #include "vkformer/context.hpp"
+#include "vkformer/model.hpp"
 
 namespace vkf::cli {
 
 namespace {
 
-constexpr const char* kCommon =
-    "\ncommon options:\n"
-    "  --device N|NAME      device by index or name substring (also VKF_DEVICE)\n"
-    "  --validation         enable the Khronos validation layer (also VKF_VALIDATION=1)\n"
-    "  --no-cache           do not read or write the shader and pipeline caches\n"
-    "  --help, -h           this text\n";
+using K = OptionKind;
 
-struct Help {
-  const char* name;
-  const char* summary;  // one line for the overview
-  const char* details;
-};
-
-constexpr Help kHelp[] = {
-    {"info", "every Vulkan device, its capabilities and what vkformer uses",
-     "usage: vkformer info [--model DIR] [--json]\n\n"
-     "Lists every Vulkan device with its limits, memory, the optional features vkformer\n"
-     "uses there and any driver quirk; the default device is marked with '*'.\n\n"
-     "  --model DIR          instead: what vkformer reads from a model directory (architecture,\n"
-     "                       sizes, tokenizer, generation defaults)\n"
-     "  --json               one JSON object (schema: docs/cli.md)\n"},
-    {"selftest", "compile a shader, run it on the chosen device, check the answer",
-     "usage: vkformer selftest [--json]\n\n"
-     "Compiles a small kernel, runs it on the chosen device and checks every element\n"
-     "against the CPU. Exit status 0 only when it matches and the validation layer (when\n"
-     "on) reported nothing.\n\n"
-     "  --json               one JSON object (schema: docs/cli.md)\n"},
-    {"generate", "target token ids from source token ids (greedy, beam or sampling)",
-     "usage: vkformer generate --model DIR --src-ids 5,17,9[;4,2...] [options]\n\n"
-     "Prints the generated target ids after BOS, one line per source (EOS included when\n"
-     "produced); a warning on stderr names any source cut at --max-new-tokens.\n\n"
-     "  --model DIR          a model directory: torch-seq2seq, or Hugging Face marian (with source.spm,\n"
-     "                       target.spm, vocab.json) as save_pretrained writes it\n"
-     "  --src-ids IDS        comma-separated ids; several sources separated by ';'\n"
-     "  --max-new-tokens N   at most N tokens per source (default: 64, at most max_position)\n"
-     "  --beam K             beam search of width K, 1 to 128 (default 1: greedy)\n"
-     "  --length-penalty A   beam: score / length^A (default 1)\n"
-     "  --temperature T      > 0: sample at temperature T (0 to 100; default 0: greedy)\n"
-     "  --top-k K            sampling: keep the K most likely tokens (0: all)\n"
-     "  --top-p P            sampling: keep the smallest set with probability P (0 < P <= 1)\n"
-     "  --seed S             sampling seed, 0 to 2^64-1 (default: a fresh one each run, printed on\n"
-     "                       stderr and in --json as \"seed\"); one seed always draws the same tokens\n"
-     "  --precision fp32|fp16  storage precision of weights and activations (default fp32)\n"
-     "  --submit-budget-ms MS  GPU time per submit (default 2; 0: no budget)\n"
-     "  --max-steps-per-submit N  greedy steps recorded into one submit (default 64)\n"
-     "  --warmup             generate once untimed first (pipelines compiled, caches warm)\n"
-     "  --profile            per-dispatch GPU times and counters on stderr\n"
-     "  --json               one JSON object: ids, times, counters (schema: docs/cli.md)\n"},
-    {"score", "teacher-forced logits of a target given a source, as .npy",
-     "usage: vkformer score --model DIR --src-ids 5,17,9 --tgt-ids 1,7,8 --logits-out FILE.npy [options]\n\n"
-     "Writes the logits [len(tgt), tgt_vocab] as a float32 .npy file (written whole or\n"
-     "not at all: a temporary file renamed after a flushed write).\n\n"
-     "  --precision fp32|fp16  storage precision (default fp32)\n"
-     "  --profile            per-dispatch GPU times on stderr\n"
-     "  --json               one JSON object describing what was written (schema: docs/cli.md)\n"},
-    {"translate", "text in, text out with the model's tokenizer",
-     "usage: vkformer translate --model DIR [\"text\" ...] [options]\n\n"
-     "Translates each argument, or each line of standard input as it arrives when no text\n"
-     "is given (lines already waiting are batched together), so it works as a filter. An\n"
-     "empty line gives an empty line. Input longer than the model's max_position is an\n"
-     "error unless --truncate is given; an output cut at --max-new-tokens is warned about.\n\n"
-     "  --beam K             beam search of width K, 1 to 128 (default: the model's num_beams, else 1: greedy)\n"
-     "  --batch N            at most N inputs per batch, 1 to 4096 (default 64)\n"
-     "  --max-new-tokens N   at most N tokens per output (default: the model's max_length - 1, else 32)\n"
-     "  --truncate           cut inputs longer than the model allows, with a warning\n"
-     "  --precision fp32|fp16  storage precision (default fp32)\n"
-     "  --profile            per-dispatch GPU times of the last batch on stderr\n"
-     "  --json               one JSON object per input, one per line (schema: docs/cli.md)\n"},
-    {"forecast", "forecasts from a series with a patch forecaster",
-     "usage: vkformer forecast --model DIR [--series FILE] [options]\n\n"
-     "Reads a series (one number per line; default DIR/test_series.txt), forecasts every\n"
-     "window whose future the series holds and scores it against a naive last-value\n"
-     "forecast, then forecasts past the series' end.\n\n"
-     "  --precision fp32|fp16  storage precision (default fp32)\n"
-     "  --json               one JSON object (schema: docs/cli.md)\n"},
-    {"bench", "kernels and model decoding beside baselines measured in the same run",
-     "usage: vkformer bench [ops|model|all] [options]\n"
-     "       vkformer bench chart REPORT.json... --svg OUT.svg\n\n"
-     "Kernels beside OpenBLAS and the unfused attention path, and model decoding speed, on\n"
-     "every device (or --device); `chart` draws one chart from several reports. GEMM runs\n"
-     "squares from 64 and the shapes a Transformer-base runs (M = 1, 24, 32, 256 rows);\n"
-     "tools/bench_gemm_torch.py times torch.matmul at the same sizes from the --json-out report.\n\n"
-     "  --json               the report on stdout instead of the table (docs/bench.schema.json)\n"
-     "  --json-out FILE      the report to FILE as well\n"
-     "  --svg FILE           a chart of the run\n"
-     "  --precision fp32|fp16  (default fp32)\n"
-     "  --quick              smaller sizes (CI)\n"
-     "  --max-size N         the largest square GEMM (default 4096; 2048 on CPU drivers)\n"
-     "  --model DIR          the model for the decoding benchmark (default samples/dates)\n"},
-};
+// Options several commands share, spelled once so that their ranges agree.
+const OptionSpec kJson{"--json", nullptr, K::Switch, "one JSON object (schema: docs/cli.md)"};
+const OptionSpec kPrecision{"--precision", "fp32|fp16", K::Text, "storage precision of weights and activations (default fp32)"};
+const OptionSpec kProfile{"--profile", nullptr, K::Switch, "per-dispatch GPU times and counters on stderr"};
+const OptionSpec kMaxNewTokens{"--max-new-tokens", "N", K::Integer, "at most N tokens per output", 1, 1 << 16};
+const OptionSpec kBeam{"--beam", "K", K::Integer, "beam search of width K (1: greedy)", 1, GenerateOptions::kMaxBeam};
+const OptionSpec kSeq2SeqModel{"--model", "DIR", K::Text,
+                               "an encoder-decoder model directory: torch-seq2seq, or Hugging Face\n"
+                               "marian or bart as save_pretrained writes it"};
 
 }  // namespace
+
+const std::vector<OptionSpec>& common_options() {
+  static const std::vector<OptionSpec> options = {
+      {"--device", "N|NAME", K::Text, "device by index or name substring (also VKF_DEVICE)"},
+      {"--validation", nullptr, K::Switch, "enable the Khronos validation layer (also VKF_VALIDATION=1)"},
+      {"--no-cache", nullptr, K::Switch, "do not read or write the shader and pipeline caches"},
+      {"--help", nullptr, K::Switch, "this text (also -h)"},
+  };
+  return options;
+}
+
+const std::vector<CommandSpec>& commands() {
+  static const std::vector<CommandSpec> table = {
+      {"info", "every Vulkan device, its capabilities and what vkformer uses", "usage: vkformer info [--model DIR] [--json]",
+       "Lists every Vulkan device with its limits, memory, the optional features vkformer\n"
+       "uses there and any driver quirk; the default device is marked with '*'.",
+       {{"--model", "DIR", K::Text,
+         "instead: what vkformer reads from a model directory (architecture,\n"
+         "sizes, tokenizer, generation defaults)"},
+        kJson}},
+      {"selftest", "compile a shader, run it on the chosen device, check the answer", "usage: vkformer selftest [--json]",
+       "Compiles a small kernel, runs it on the chosen device and checks every element\n"
+       "against the CPU. Exit status 0 only when it matches and the validation layer (when\n"
+       "on) reported nothing.",
+       {kJson}},
+      {"generate", "target token ids from source token ids (greedy, beam or sampling)",
+       "usage: vkformer generate --model DIR --src-ids 5,17,9[;4,2...] [options]",
+       "Prints the generated target ids after BOS, one line per source (EOS included when\n"
+       "produced); a warning on stderr names any source cut at --max-new-tokens. A Hugging\n"
+       "Face model's generation_config.json gives the defaults, as `translate` takes them;\n"
+       "options override them. Sampling options need --temperature, which does not combine\n"
+       "with --beam above 1.",
+       {kSeq2SeqModel,
+        {"--src-ids", "IDS", K::Text, "comma-separated ids; several sources separated by ';' (required)"},
+        kMaxNewTokens,
+        kBeam,
+        {"--length-penalty", "A", K::Number, "beam: score / length^A (default 1)", -10, 10},
+        {"--temperature", "T", K::Number, "> 0: sample at temperature T (default 0: greedy or beam)", 0,
+         GenerateOptions::kMaxTemperature},
+        {"--top-k", "K", K::Integer, "sampling: keep the K most likely tokens (0: all)", 0, 1 << 24},
+        {"--top-p", "P", K::Number, "sampling: keep the smallest set with probability P", 1e-9, 1},
+        {"--seed", "S", K::Integer,
+         "sampling seed (default: a fresh one each run, printed on stderr and in\n"
+         "--json as \"seed\"); one seed always draws the same tokens",
+         0, 18446744073709551615.0},
+        kPrecision,
+        {"--submit-budget-ms", "MS", K::Number, "GPU time per submit (default 2; 0: no budget)", 0, 1e6},
+        {"--max-steps-per-submit", "N", K::Integer, "decoding steps recorded into one submit (default 64)", 1, 4096},
+        {"--warmup", nullptr, K::Switch, "generate once untimed first (pipelines compiled, caches warm)"},
+        kProfile,
+        {"--json", nullptr, K::Switch, "one JSON object: ids, times, counters (schema: docs/cli.md)"}}},
+      {"score", "teacher-forced logits of a target given a source, as .npy",
+       "usage: vkformer score --model DIR --src-ids 5,17,9 --tgt-ids 1,7,8 --logits-out FILE.npy [options]",
+       "Writes the logits [len(tgt), tgt_vocab] as a float32 .npy file (written whole or\n"
+       "not at all: a temporary file renamed after a flushed write; README: files vkformer writes).",
+       {kSeq2SeqModel,
+        {"--src-ids", "IDS", K::Text, "the source's comma-separated ids (required)"},
+        {"--tgt-ids", "IDS", K::Text, "the target's comma-separated ids, starting with BOS (required)"},
+        {"--logits-out", "FILE", K::Text, "where the .npy goes (required)"},
+        kPrecision, kProfile,
+        {"--json", nullptr, K::Switch, "one JSON object describing what was written (schema: docs/cli.md)"}}},
+      {"translate", "text in, text out with the model's tokenizer",
+       "usage: vkformer translate --model DIR [options] [--] [\"text\" ...]",
+       "Translates each argument, or each line of standard input as it arrives when no text\n"
+       "is given (lines already waiting are batched together), so it works as a filter. An\n"
+       "empty line gives an empty line; a line that cannot be read (not UTF-8, too long) is\n"
+       "reported on stderr with its number, the others are answered in order, and the exit\n"
+       "status is 1 at the end. Input longer than the model's max_position is an error unless\n"
+       "--truncate is given; an output cut at --max-new-tokens is warned about. Text that\n"
+       "begins with '-' goes after --.",
+       {kSeq2SeqModel,
+        {"--beam", "K", K::Integer, "beam search of width K (default: the model's num_beams, else 1: greedy)", 1,
+         GenerateOptions::kMaxBeam},
+        {"--batch", "N", K::Integer, "at most N inputs per batch (default 64)", 1, 4096},
+        {"--max-new-tokens", "N", K::Integer, "at most N tokens per output (default: the model's max_length - 1, else 32)",
+         1, 1 << 16},
+        {"--truncate", nullptr, K::Switch, "cut inputs longer than the model allows, with a warning"},
+        kPrecision,
+        {"--profile", nullptr, K::Switch, "per-dispatch GPU times of the last batch on stderr"},
+        {"--json", nullptr, K::Switch, "one JSON object per input, one per line (schema: docs/cli.md)"}},
+       "TEXT"},
+      {"forecast", "forecasts from a series with a patch forecaster",
+       "usage: vkformer forecast --model DIR [--series FILE] [options]",
+       "Reads a series (one number per line; default DIR/test_series.txt), forecasts every\n"
+       "window whose future the series holds and scores it against a naive last-value\n"
+       "forecast, then forecasts past the series' end.",
+       {{"--model", "DIR", K::Text, "a patch forecaster's directory (required)"},
+        {"--series", "FILE", K::Text, "the series, one number per line (default DIR/test_series.txt)"},
+        kPrecision, kJson}},
+      {"bench", "kernels and model decoding beside baselines measured in the same run",
+       "usage: vkformer bench [ops|model|all] [options]\n"
+       "       vkformer bench chart REPORT.json... --svg OUT.svg",
+       "Kernels beside OpenBLAS and the unfused attention path, and model decoding speed, on\n"
+       "every device (or --device); `chart` draws one chart from several reports. GEMM runs\n"
+       "squares from 64 and the shapes a Transformer-base runs (M = 1, 24, 32, 256 rows);\n"
+       "tools/bench_gemm_torch.py times torch.matmul at the same sizes from the --json-out report.",
+       {{"--json", nullptr, K::Switch, "the report on stdout instead of the table (docs/bench.schema.json)"},
+        {"--json-out", "FILE", K::Text, "the report to FILE as well"},
+        {"--svg", "FILE", K::Text, "a chart of the run"},
+        kPrecision,
+        {"--quick", nullptr, K::Switch, "smaller sizes (CI)"},
+        {"--max-size", "N", K::Integer, "the largest square GEMM (default 4096; 2048 on CPU drivers)", 64, 16384},
+        {"--model", "DIR", K::Text,
+         "the model for the decoding benchmark (default: the date sample installed\n"
+         "with vkformer, share/vkformer/samples/dates, or the source tree's)"}},
+       "WHAT"},
+  };
+  return table;
+}
+
+const CommandSpec* find_command(const std::string& name) {
+  for (const CommandSpec& c : commands())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+namespace {
+
+std::string range(const OptionSpec& o) {
+  if (o.kind != K::Integer && o.kind != K::Number) return "";
+  char text[64];
+  if (o.max >= 1.8e19)
+    std::snprintf(text, sizeof text, " (%g to 2^64-1)", o.min);
+  else if (o.kind == K::Integer)
+    std::snprintf(text, sizeof text, " (%.0f to %.0f)", o.min, o.max);
+  else
+    std::snprintf(text, sizeof text, " (%g to %g)", o.min, o.max);
+  return text;
+}
+
+std::string describe(const std::vector<OptionSpec>& options) {
+  std::string s;
+  for (const OptionSpec& o : options) {
+    std::string head = std::string("  ") + o.name + (o.value ? std::string(" ") + o.value : "");
+    head.resize(std::max<size_t>(head.size() + 2, 23), ' ');
+    std::string help = std::string(o.help) + range(o);
+    for (size_t at = 0, nl; (nl = help.find('\n', at)) != std::string::npos; at = nl + 24)
+      help.replace(nl, 1, "\n" + std::string(23, ' '));
+    s += head + help + "\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string command_help(const CommandSpec& c) {
+  return std::string(c.usage) + "\n\n" + c.about + "\n\n" + describe(c.options) + "\ncommon options:\n" +
+         describe(common_options());
+}
 
 std::string overview() {
   std::string s = std::string("vkformer ") + version() +
                   ": transformer inference on any Vulkan GPU\n\nusage: vkformer <command> [options]\n"
                   "       vkformer <command> --help\n\ncommands:\n";
-  for (const Help& h : kHelp) {
-    std::string name = h.name;
+  for (const CommandSpec& c : commands()) {
+    std::string name = c.name;
     name.resize(12, ' ');
-    s += "  " + name + h.summary + "\n";
+    s += "  " + name + c.summary + "\n";
   }
-  return s + kCommon;
-}
-
-const char* command_help(const std::string& command) {
-  static std::string texts[sizeof kHelp / sizeof kHelp[0]];
-  for (size_t i = 0; i < sizeof kHelp / sizeof kHelp[0]; ++i)
-    if (command == kHelp[i].name) {
-      if (texts[i].empty()) texts[i] = std::string(kHelp[i].details) + kCommon;
-      return texts[i].c_str();
-    }
-  return nullptr;
+  return s + "\ncommon options:\n" + describe(common_options());
 }
 
 }  // namespace vkf::cli

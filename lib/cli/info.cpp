@@ -89,11 +89,10 @@ std::string mib(uint64_t b) { return std::to_string(b >> 20) + " MiB"; }
 
 }  // namespace
 
-int info(Args& args) {
+int info(const Args& args) {
   const bool json = args.flag("--json");
   ContextOptions options = context_options(args);
   const auto model = args.value("--model");
-  args.rest();
   if (model) {
     model_architecture(*model);  // a clear error for a missing directory, a file, no config.json
     return model_info(*model, json, options);
@@ -141,7 +140,5 @@ int info(Args& args) {
   std::printf("\n* default device (choose with --device N|NAME or VKF_DEVICE)\n");
   return 0;
 }
-
-int selftest(Args& args);
 
 }  // namespace vkf::cli

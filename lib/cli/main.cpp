@@ -5,7 +5,7 @@
 #include <string>
 
 #include "commands.hpp"
-#include "help.hpp"
+#include "args.hpp"
 #include "vkformer/context.hpp"
 #include "vkformer/error.hpp"
 
@@ -21,14 +21,10 @@ int finish_stdout(int status, const std::string& command) {
   return status;
 }
 
-int run(const std::string& command, int argc, char** argv) {
-  if (command == "bench") {
-    // vkformer bench [ops|model|all|chart] [options]
-    const bool named = argc > 2 && argv[2][0] != '-';
-    vkf::cli::Args args(argc, argv, named ? 3 : 2);
-    return vkf::cli::bench(args, named ? argv[2] : "all");
-  }
-  vkf::cli::Args args(argc, argv, 2);
+int run(const vkf::cli::CommandSpec& spec, int argc, char** argv) {
+  const vkf::cli::Args args(spec, argc, argv, 2);  // the whole line checked against the command's table
+  const std::string command = spec.name;
+  if (command == "bench") return vkf::cli::bench(args);
   if (command == "info") return vkf::cli::info(args);
   if (command == "selftest") return vkf::cli::selftest(args);
   if (command == "generate") return vkf::cli::generate(args);
@@ -49,18 +45,18 @@ int main(int argc, char** argv) {
     return finish_stdout(0, "--version");
   }
   const std::string command = argv[1];
-  const char* help = vkf::cli::command_help(command);
-  if (!help) {
+  const vkf::cli::CommandSpec* spec = vkf::cli::find_command(command);
+  if (!spec) {
     std::fprintf(stderr, "vkformer: unknown command '%s'\n\n%s", command.c_str(), vkf::cli::overview().c_str());
     return 2;
   }
-  for (int i = 2; i < argc; ++i)
+  for (int i = 2; i < argc && std::strcmp(argv[i], "--"); ++i)
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::fputs(help, stdout);
+      std::fputs(vkf::cli::command_help(*spec).c_str(), stdout);
       return finish_stdout(0, command);
     }
   try {
-    return finish_stdout(run(command, argc, argv), command);
+    return finish_stdout(run(*spec, argc, argv), command);
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "vkformer %s: error: %s\n", command.c_str(), e.what());

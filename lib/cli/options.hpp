@@ -8,7 +8,7 @@
 namespace vkf::cli {
 
 // Context options every subcommand understands: --device, --validation, --no-cache.
-inline ContextOptions context_options(Args& args) {
+inline ContextOptions context_options(const Args& args) {
   ContextOptions o;
   if (auto d = args.value("--device")) o.device = *d;
   if (args.flag("--validation")) o.validation = true;
@@ -17,13 +17,13 @@ inline ContextOptions context_options(Args& args) {
 }
 
 // --precision fp32|fp16 (default fp32).
-inline DType precision(Args& args) {
+inline DType precision(const Args& args) {
   return args.choice("--precision", "fp32", {"fp32", "fp16"}) == "fp16" ? DType::F16 : DType::F32;
 }
 
 // --model DIR, required, holding a model of `architecture`; a model of another kind
 // names the command that runs it.
-inline std::string model_dir(Args& args, const std::string& architecture) {
+inline std::string model_dir(const Args& args, const std::string& architecture) {
   auto dir = args.value("--model");
   if (!dir) throw Error("--model DIR is required (see --help)");
   std::string found = model_architecture(*dir);

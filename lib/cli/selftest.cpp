@@ -7,10 +7,9 @@
 
 namespace vkf::cli {
 
-int selftest(Args& args) {
+int selftest(const Args& args) {
   const bool json = args.flag("--json");
   ContextOptions options = context_options(args);
-  args.rest();
   Context ctx(options);
   auto r = self_test(ctx);
   const bool ok = r.passed && ctx.validation_messages() == 0;

@@ -14,23 +14,23 @@
 
 namespace vkf::cli {
 
-int translate(Args& args) {
+int translate(const Args& args) {
   const std::string dir = model_dir(args, "torch-seq2seq");
   const DType dtype = precision(args);
   // 0: not given, the model's default (a Hugging Face model's generation_config.json;
   // 32 tokens and greedy for vkformer's own models).
-  const uint32_t max_new_tokens = args.count("--max-new-tokens", 0, 1, 1u << 16);
-  const uint32_t beam = args.count("--beam", 0, 1, GenerateOptions::kMaxBeam);
-  const uint32_t batch = args.count("--batch", 64, 1, 4096);
+  const uint32_t max_new_tokens = args.count("--max-new-tokens", 0);
+  const uint32_t beam = args.count("--beam", 0);
+  const uint32_t batch = args.count("--batch", 64);
   const bool truncate = args.flag("--truncate"), json = args.flag("--json"), profile = args.flag("--profile");
   ContextOptions co = context_options(args);
   const std::vector<std::string> texts = args.rest();
   const bool from_stdin = texts.empty();
 
   Context ctx(co);
+  auto model = Model::load(ctx, dir, dtype);  // first: it names an unsupported model_type as every command does
   const auto tokenizer_ptr = Tokenizer::for_model(dir);
   const Tokenizer& tokenizer = *tokenizer_ptr;
-  auto model = Model::load(ctx, dir, dtype);
   const ModelConfig& c = model->config();
   if (tokenizer.size() != c.src_vocab_size)
     throw Error("vocab.json has " + std::to_string(tokenizer.size()) + " tokens but the model's source vocabulary has " +
@@ -46,17 +46,26 @@ int translate(Args& args) {
   session.set_profile(profile);
   const char* what = from_stdin ? "line" : "input";
 
+  size_t failed = 0;  // inputs reported as errors; the exit status is 1 when any was
   // Translates one batch; `first` numbers its inputs (from 1) in messages.
   auto answer = [&](const std::vector<std::string>& inputs, size_t first) {
     std::vector<std::vector<uint32_t>> sources;
     std::vector<bool> truncated(inputs.size(), false), empty(inputs.size(), false);
+    std::vector<std::string> problem(inputs.size());  // an input that cannot be read: reported, not answered
     for (size_t k = 0; k < inputs.size(); ++k) {
-      auto ids = tokenizer.encode(inputs[k]);
+      std::vector<uint32_t> ids;
+      try {
+        ids = tokenizer.encode(inputs[k]);
+      } catch (const Error& e) {
+        problem[k] = e.what();
+        continue;
+      }
       if (ids.size() > c.max_position) {
-        if (!truncate)
-          throw Error(std::string(what) + " " + std::to_string(first + k) + " has " + std::to_string(ids.size()) +
-                      " tokens; the model takes at most " + std::to_string(c.max_position) +
-                      " (max_position). --truncate cuts longer inputs, with a warning");
+        if (!truncate) {
+          problem[k] = "it has " + std::to_string(ids.size()) + " tokens; the model takes at most " +
+                       std::to_string(c.max_position) + " (max_position). --truncate cuts longer inputs, with a warning";
+          continue;
+        }
         std::fprintf(stderr, "vkformer translate: warning: %s %zu cut from %zu to %u tokens (--truncate)\n", what,
                      first + k, ids.size(), c.max_position);
         ids.resize(c.max_position);
@@ -68,6 +77,14 @@ int translate(Args& args) {
     std::vector<std::vector<uint32_t>> outs;
     if (!sources.empty()) outs = session.generate(sources, o);
     for (size_t k = 0, s = 0; k < inputs.size(); ++k) {
+      if (!problem[k].empty()) {
+        // Named on stderr with its number; on stdout an empty line keeps a filter's lines
+        // aligned with its input (--json prints nothing: each object names its input).
+        std::fprintf(stderr, "vkformer translate: error: %s %zu: %s\n", what, first + k, problem[k].c_str());
+        ++failed;
+        if (!json) std::printf("%s\n", from_stdin ? "" : (inputs[k] + " -> (error)").c_str());
+        continue;
+      }
       const std::vector<uint32_t> ids = empty[k] ? std::vector<uint32_t>{} : outs[s++];
       const bool finished = empty[k] || (!ids.empty() && ids.back() == c.eos_id);
       if (!finished)
@@ -114,6 +131,10 @@ int translate(Args& args) {
   if (done > 8 && !terminal)
     std::fprintf(stderr, "vkformer translate: %zu %ss in %.2f s on %s\n", done, what, s, ctx.capabilities().name.c_str());
   if (profile) std::fprintf(stderr, "%s", session.profile_report().c_str());
+  if (failed) {
+    std::fprintf(stderr, "vkformer translate: %zu of %zu %ss could not be translated (named above)\n", failed, done, what);
+    return 1;
+  }
   return 0;
 }
 

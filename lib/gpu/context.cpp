@@ -4,9 +4,14 @@
 
 namespace vkf {
 
+// A switch from the environment: unset, empty, 0 or off is off; 1 or on is on; anything
+// else is an error naming the variable (checked like an option, never guessed).
 static bool env_flag(const char* name) {
   const char* v = std::getenv(name);
-  return v && *v && std::string(v) != "0" && std::string(v) != "off";
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "0" || s == "off") return false;
+  if (s == "1" || s == "on") return true;
+  throw Error(std::string(name) + " must be 1 (on) or 0 (off), not '" + s + "'");
 }
 
 Context::Impl::Impl(const ContextOptions& opts) : options(opts), log(opts.log) {

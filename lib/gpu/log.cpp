@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "vkformer/error.hpp"
+
 namespace vkf::gpu {
 
 static LogLevel level_from_env() {
@@ -12,7 +14,9 @@ static LogLevel level_from_env() {
   if (s == "debug") return LogLevel::Debug;
   if (s == "info") return LogLevel::Info;
   if (s == "error") return LogLevel::Error;
-  return LogLevel::Warning;
+  if (s.empty() || s == "warning") return LogLevel::Warning;
+  // Checked like an option: a misspelt level is an error, not the default in silence.
+  throw Error("VKF_LOG must be debug, info, warning or error, not '" + s + "'");
 }
 
 Log::Log(LogSink sink) : sink_(std::move(sink)), threshold_(level_from_env()) {}

@@ -164,7 +164,7 @@ std::shared_ptr<Allocation> Allocator::allocate(uint64_t bytes, std::string_view
   if (limit_ && stats_.allocated + reserved > limit_)
     throw Error("buffer '" + std::string(name) + "' (" + std::to_string(bytes) + " bytes) would take vkformer's device " +
                 "memory past its limit of " + std::to_string(limit_) + " bytes (" + std::to_string(stats_.allocated) +
-                " bytes in use; ContextOptions::memory_limit)");
+                " bytes in use; the context's memory limit: memory_limit of vkf_context_options in C, of ContextOptions in C++)");
   if (Device::fire(device_.faults.device_allocation))  // every buffer request is a point a driver could refuse
     throw Error("out of device memory allocating '" + std::string(name) + "' (" + mib(bytes) +
                 "): VK_ERROR_OUT_OF_DEVICE_MEMORY (injected fault)");

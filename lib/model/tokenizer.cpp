@@ -36,6 +36,10 @@ std::unique_ptr<Tokenizer> Tokenizer::for_model(const std::string& directory) {
     return std::make_unique<model::MarianTokenizer>(directory, vocab);
   }
   if (architecture == "bart") return std::make_unique<model::BartTokenizer>(directory, config.count("vocab_size", 1));
+  if (architecture != "torch-seq2seq")  // the loader's words, so every command says the same
+    config.fail(config.has("model_type")
+                    ? "model_type '" + architecture + "' is not supported (vkformer runs Hugging Face model_type marian and bart)"
+                    : "unknown architecture '" + architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian and bart)");
   const uint32_t vocab = std::max(config.count("src_vocab_size", 1), config.count("tgt_vocab_size", 1));
   return std::make_unique<CharTokenizer>(CharTokenizer::from_file((fs::path(directory) / "vocab.json").string(), vocab));
 }

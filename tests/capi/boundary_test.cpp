@@ -236,3 +236,44 @@ TEST(CBoundary, OtherEntryPointsReportWhatTheCxxLayerThrows) {
 }
 
 }  // namespace
+
+namespace {
+
+// Zero-initialised options work: 0 where no value is valid (top_p, beam) means the
+// default, and errors name the C field once, not the C++ layer's words after it.
+TEST(CBoundary, ZeroInitialisedOptionsMeanTheDefaults) {
+  Opened h(kDates);
+  ASSERT_NE(h.session, nullptr);
+  vkf_generate_options o = {sizeof o};
+  o.temperature = 0.8f;
+  o.max_new_tokens = 8;
+  const uint32_t ids[] = {23, 33, 47, 4, 12, 5, 4, 10, 18, 18, 17};
+  uint32_t tokens[64];
+  size_t count = 0;
+  EXPECT_EQ(vkf_generate(h.session, ids, 11, &o, tokens, 64, &count), VKF_OK) << vkf_last_error();
+  vkf_generate_options g = {sizeof g};
+  EXPECT_EQ(vkf_generate(h.session, ids, 11, &g, tokens, 64, &count), VKF_OK) << vkf_last_error();  // greedy
+  o.top_p = 1.5f;
+  EXPECT_EQ(vkf_generate(h.session, ids, 11, &o, tokens, 64, &count), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("vkf_generate: vkf_generate_options.top_p must be in (0, 1]")) << vkf_last_error();
+  o.top_p = 0;
+  o.temperature = -1;
+  EXPECT_EQ(vkf_generate(h.session, ids, 11, &o, tokens, 64, &count), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("vkf_generate_options.temperature must be from 0")) << vkf_last_error();
+  EXPECT_FALSE(error_mentions("generate: generate:")) << vkf_last_error();
+  o.temperature = 0;
+  o.beam = 100000;
+  EXPECT_EQ(vkf_generate(h.session, ids, 11, &o, tokens, 64, &count), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("vkf_generate_options.beam must be from 1 to")) << vkf_last_error();
+  // The memory limit's message names the C field too.
+  vkf_context_options co = vkf_context_options_default();
+  co.memory_limit = 1 << 20;
+  vkf_context* small = nullptr;
+  ASSERT_EQ(vkf_context_create(&co, &small), VKF_OK) << vkf_last_error();
+  vkf_model* m = nullptr;
+  EXPECT_EQ(vkf_model_load(small, kDates.c_str(), VKF_PRECISION_FP32, &m), VKF_ERROR_FAILED);
+  EXPECT_TRUE(error_mentions("memory_limit of vkf_context_options")) << vkf_last_error();
+  vkf_context_free(small);
+}
+
+}  // namespace

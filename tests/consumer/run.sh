@@ -18,6 +18,19 @@ want="1998-03-03"
 cmake -S "$src/tests/consumer" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
       -DSAMPLE="$src/samples/c_translate/translate.c" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
 cmake --build "$work/cmake" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+out=$("$work/cmake/readme_cpp_shared" "$model")
+echo "$out"
+grep -q -- "-> $want" <<<"$out" || { echo "FAIL: the README's C++ example (shared library) did not print $want"; exit 1; }
+# A C-only project (no C++ compiler enabled) with the static library.
+cmake -S "$src/tests/consumer/c_only" -B "$work/c_only" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+      -DSAMPLE="$src/samples/c_translate/translate.c" >"$work/c_only.log" 2>&1 || { cat "$work/c_only.log"; exit 1; }
+cmake --build "$work/c_only" >"$work/c_only-build.log" 2>&1 || { cat "$work/c_only-build.log"; exit 1; }
+out=$("$work/c_only/translate_c_static" "$model" "3/3/98")
+echo "$out"
+grep -q -- "-> $want" <<<"$out" || { echo "FAIL: the C-only static build did not print $want"; exit 1; }
+# The installed command finds its installed samples, wherever it is run from.
+out=$(cd "$work" && "$prefix/bin/vkformer" bench model --quick --json)
+grep -q "share/vkformer/samples/dates" <<<"$out" || { echo "FAIL: the installed bench model did not find share/vkformer/samples/dates"; exit 1; }
 for app in translate_shared translate_static; do
   out=$("$work/cmake/$app" "$model" "3/3/98")
   echo "$out"
@@ -28,18 +41,20 @@ done
 libs=$(ldd "$work/cmake/translate_shared")
 grep -q "libvkformer.so.0" <<<"$libs" || { echo "FAIL: not linked to libvkformer.so.0"; exit 1; }
 
+# pkg-config as the README gives it for a prefix outside the loader's path: the rpath
+# from libdir, no LD_LIBRARY_PATH.
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 cc -std=c99 -Wall -Wextra -pedantic "$src/samples/c_translate/translate.c" $(pkg-config --cflags --libs vkformer) \
-   -o "$work/translate_pc"
-out=$("$work/translate_pc" "$model" "March 3, 1998")
+   -Wl,-rpath,"$(pkg-config --variable=libdir vkformer)" -o "$work/translate_pc"
+out=$(env -u LD_LIBRARY_PATH "$work/translate_pc" "$model" "March 3, 1998")
 echo "$out"
 grep -q -- "-> $want" <<<"$out" || { echo "FAIL: the pkg-config build did not print $want"; exit 1; }
 
 # As a subproject: add_subdirectory builds the library alone (no CLI, no tests).
-cmake -S "$src/tests/consumer/subproject" -B "$work/sub" -G Ninja -DVKFORMER_SOURCE="$src" \
+cmake -S "$src/tests/consumer/subproject" -B "$work/sub" -G "Unix Makefiles" -DVKFORMER_SOURCE="$src" \
       -DSAMPLE="$src/samples/c_translate/translate.c" >"$work/sub.log" 2>&1 || { cat "$work/sub.log"; exit 1; }
-cmake --build "$work/sub" >"$work/sub-build.log" 2>&1 || { cat "$work/sub-build.log"; exit 1; }
+cmake --build "$work/sub" -j2 >"$work/sub-build.log" 2>&1 || { cat "$work/sub-build.log"; exit 1; }
 out=$("$work/sub/translate" "$model" "25.12.1969")
 echo "$out"
 grep -q -- "-> 1969-12-25" <<<"$out" || { echo "FAIL: the subproject build did not translate"; exit 1; }
-echo "consumers: find_package (shared, static beside the loader), pkg-config and add_subdirectory all translate"
+echo "consumers: find_package (C and C++ shared, static beside the loader, C-only static), pkg-config with an rpath and add_subdirectory of a C-only app under Makefiles all translate"

@@ -1,0 +1,188 @@
+// The command line refuses instead of guessing: unknown options name the nearest known
+// one, `--` ends options, inert or conflicting flags are errors, one range per option in
+// every command, --help from the same table as the parser, one message for an
+// unsupported model whatever the command, a filter that answers every good line, and
+// environment values checked like options.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/run_cli.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace vkf::test {
+namespace {
+
+const std::string kSource = VKF_SOURCE_DIR;
+const std::string kDates = kSource + "/samples/dates";
+const std::string kMarian = kSource + "/tests/hf/marian";
+
+struct Dir {
+  std::string path;
+  Dir() {
+    char t[] = "/tmp/vkf-cmd-XXXXXX";
+    path = ::mkdtemp(t);
+  }
+  ~Dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+void spit(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+CliRun expect_error(const std::vector<std::string>& args, const std::string& message, const CliOptions& o = {}) {
+  const CliRun r = run_cli(args, o);
+  std::string cmd;
+  for (auto& a : args) cmd += " " + a;
+  EXPECT_EQ(r.status, 1) << "vkformer" << cmd << "\nstdout: " << r.out << "\nstderr: " << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << "vkformer" << cmd << "\nstderr should name: " << message
+                                                     << "\nstderr: " << r.err;
+  return r;
+}
+
+TEST(CommandLine, UnknownOptionsNameTheNearestAndDashDashEndsOptions) {
+  expect_error({"translate", "--modle", kDates, "x"}, "unknown option --modle for `vkformer translate` (did you mean --model?)");
+  expect_error({"generate", "--model", kDates, "--src-ids", "5", "--bem", "2"}, "(did you mean --beam?)");
+  // A short option is not text to translate.
+  const CliRun b = expect_error({"translate", "--model", kDates, "-b", "4", "3/3/98"}, "unknown option -b");
+  EXPECT_EQ(b.out, "");
+  expect_error({"info", "stray"}, "`vkformer info` takes no argument 'stray'");
+  expect_error({"translate", "--model", kDates, "--beam", "2", "--beam", "3", "x"}, "option --beam is given twice");
+  expect_error({"translate", "--model", kDates, "--truncate=yes", "x"}, "option --truncate takes no value");
+  // After --, text may begin with '-'.
+  const CliRun dash = run_cli({"translate", "--model", kDates, "--", "-3/3/98", "--beam"});
+  EXPECT_EQ(dash.status, 0) << dash.err;
+  EXPECT_NE(dash.out.find("-3/3/98 -> "), std::string::npos) << dash.out;
+  EXPECT_NE(dash.out.find("--beam -> "), std::string::npos) << dash.out;
+}
+
+TEST(CommandLine, InertOrConflictingFlagsAreErrors) {
+  const std::vector<std::string> gen = {"generate", "--model", kDates, "--src-ids", "5,17,9"};
+  auto with = [&](std::vector<std::string> more) {
+    auto a = gen;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  expect_error(with({"--top-k", "5"}), "--top-k is a sampling option: give --temperature");
+  expect_error(with({"--top-p", "0.5"}), "--top-p is a sampling option");
+  expect_error(with({"--seed", "3"}), "--seed is a sampling option");
+  expect_error(with({"--beam", "4", "--temperature", "0.8"}), "--temperature samples and --beam 4 searches");
+  expect_error(with({"--length-penalty", "0.5"}), "--length-penalty scores beams: give --beam K");
+  EXPECT_EQ(run_cli(with({"--temperature", "0.8", "--top-k", "5", "--top-p", "0.9", "--seed", "1"})).status, 0);
+}
+
+TEST(CommandLine, OneRangePerOptionInEveryCommand) {
+  for (const char* command : {"generate", "translate"}) {
+    std::vector<std::string> a = {command, "--model", kDates, "--max-new-tokens", "0"};
+    if (std::string(command) == "generate") a.insert(a.end(), {"--src-ids", "5"});
+    else a.push_back("3/3/98");
+    expect_error(a, "--max-new-tokens must be an integer from 1 to 65536, got '0'");
+  }
+}
+
+// --help comes from the parser's table: every option the command takes is described.
+TEST(CommandLine, HelpDescribesEveryOption) {
+  const std::map<std::string, std::vector<std::string>> want = {
+      {"score", {"--model DIR", "--src-ids IDS", "--tgt-ids IDS", "--logits-out FILE", "--precision", "--json"}},
+      {"translate", {"--model DIR", "--beam K", "--batch N", "--max-new-tokens N", "--truncate", "[--] [\"text\" ...]"}},
+      {"forecast", {"--model DIR", "--series FILE"}},
+      {"generate", {"--model DIR", "bart", "--src-ids IDS", "--temperature T", "--top-k K", "--seed S", "(1 to 128)"}},
+      {"bench", {"--model DIR", "--max-size N", "(64 to 16384)"}},
+      {"info", {"--model DIR", "--device N|NAME", "--no-cache"}},
+  };
+  for (const auto& [command, parts] : want) {
+    const CliRun r = run_cli({command, "--help"});
+    EXPECT_EQ(r.status, 0);
+    for (const auto& p : parts) EXPECT_NE(r.out.find(p), std::string::npos) << command << " --help lacks " << p << "\n" << r.out;
+  }
+}
+
+TEST(CommandLine, AnUnsupportedModelGetsOneMessageFromEveryCommand) {
+  Dir d;
+  fs::copy(kMarian, d.path, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  json c = json::parse(std::ifstream(d / "config.json"));
+  c["model_type"] = "t5";
+  spit(d / "config.json", c.dump());
+  const std::string message = "model_type 't5' is not supported (vkformer runs Hugging Face model_type marian and bart)";
+  expect_error({"translate", "--model", d.path, "hello"}, message);
+  expect_error({"generate", "--model", d.path, "--src-ids", "5"}, message);
+  expect_error({"info", "--model", d.path}, message);
+}
+
+// A Hugging Face model's generation_config.json gives generate its defaults, as it gives
+// translate's: the forced EOS (id 0) ends the output, and the ids are translate's.
+TEST(CommandLine, GenerateTakesAHuggingFaceModelsDefaults) {
+  const CliRun t = run_cli({"translate", "--model", kMarian, "--json", "the cat"});
+  ASSERT_EQ(t.status, 0) << t.err;
+  const json translated = json::parse(t.out);
+  // The source ids as translate's tokenizer makes them, through `info`-independent means:
+  // generate on the same ids must give the same output.
+  const CliRun tok = run_cli({"generate", "--model", kMarian, "--src-ids", "5,17,9,0", "--json"});
+  ASSERT_EQ(tok.status, 0) << tok.err;
+  const json g = json::parse(tok.out);
+  const auto& ids = g["ids"][0];
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids.back(), 0) << "no forced EOS: generation_config.json was ignored: " << ids.dump();
+  EXPECT_TRUE(g["finished"][0].get<bool>());
+  const CliRun beam = run_cli({"generate", "--model", kMarian, "--src-ids", "5,17,9,0", "--beam", "4",
+                               "--max-new-tokens", "23", "--json"});
+  ASSERT_EQ(beam.status, 0) << beam.err;
+  const json b = json::parse(beam.out);
+  EXPECT_EQ(b["ids"][0].back(), 0) << b.dump();
+  EXPECT_LE(b["ids"][0].size(), 23u);
+  EXPECT_TRUE(translated["finished"].get<bool>());
+}
+
+// A filter answers every good line in order, names each bad one with its number, and
+// fails at the end.
+TEST(CommandLine, AFilterAnswersGoodLinesAndNamesBadOnes) {
+  Dir d;
+  spit(d / "in.txt", "1 May 2001\n3/3/98\n25.12\xff.1969\nDecember 9, 1999\nbad" + std::string(1, '\0') + "line\n");
+  const CliRun r = run_cli({"translate", "--model", kDates}, {.stdin_path = d / "in.txt"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.out, "2001-05-01\n1998-03-03\n\n1999-12-09\n\n") << r.out;
+  EXPECT_NE(r.err.find("line 3: tokenizer: the text is not valid UTF-8 (byte 5)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("line 5: tokenizer: the text holds a NUL byte (byte 3)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("2 of 5 lines could not be translated"), std::string::npos) << r.err;
+  // Arguments too: the good ones are answered.
+  const CliRun a = run_cli({"translate", "--model", kDates, "3/3/98", "x\xff", "1 May 2001"});
+  EXPECT_EQ(a.status, 1);
+  EXPECT_NE(a.out.find("3/3/98 -> 1998-03-03"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("1 May 2001 -> 2001-05-01"), std::string::npos) << a.out;
+  EXPECT_NE(a.err.find("input 2: tokenizer: the text is not valid UTF-8"), std::string::npos) << a.err;
+}
+
+TEST(CommandLine, AForecastWorseThanNaiveSaysSo) {
+  Dir d;
+  std::string series;
+  for (int i = 0; i < 60; ++i) series += "4\n";  // constant: the naive forecast is exact
+  spit(d / "flat.txt", series);
+  const CliRun r = run_cli({"forecast", "--model", kSource + "/samples/forecast", "--series", d / "flat.txt"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(model worse; naive exact)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("better"), std::string::npos) << r.out;
+}
+
+TEST(CommandLine, EnvironmentValuesAreCheckedLikeOptions) {
+  setenv("VKF_LOG", "verbose", 1);
+  expect_error({"translate", "--model", kDates, "3/3/98"}, "VKF_LOG must be debug, info, warning or error, not 'verbose'");
+  unsetenv("VKF_LOG");
+  setenv("VKF_VALIDATION", "yes", 1);
+  expect_error({"translate", "--model", kDates, "3/3/98"}, "VKF_VALIDATION must be 1 (on) or 0 (off), not 'yes'");
+  setenv("VKF_VALIDATION", "1", 1);  // as CTest runs every test
+}
+
+TEST(CommandLine, BenchModelNeedsAModel) {
+  expect_error({"bench", "model", "--model", "/nonexistent/model"}, "no model at /nonexistent/model");
+}
+
+}  // namespace
+}  // namespace vkf::test
