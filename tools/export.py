@@ -48,7 +48,26 @@ def read_safetensors(path):
     return out
 
 
-def export(model, directory, dtype="F32"):
+def write_vocab(directory, tokens, pad_id=0, bos_id=1, eos_id=2, unk_id=3):
+    """vocab.json of a character vocabulary, which `vkformer translate` and vkf_translate use:
+    {"type": "characters", "tokens": [...], "pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3}.
+    A token is one UTF-8 character, except the special tokens, which are tokens of their own
+    ("<pad>", "<bos>", "<eos>", "<unk>"); id i is tokens[i], and the list is no longer than
+    the model's vocabulary."""
+    tokens = list(tokens)
+    if len(set(tokens)) != len(tokens):
+        raise ValueError("a token is listed twice")
+    for key, i in (("pad_id", pad_id), ("bos_id", bos_id), ("eos_id", eos_id), ("unk_id", unk_id)):
+        if not 0 <= i < len(tokens) or len(tokens[i]) == 1:
+            raise ValueError(f"{key} {i} must name a special token of its own, such as <unk>")
+    with open(os.path.join(directory, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump({"type": "characters", "tokens": tokens, "pad_id": pad_id, "bos_id": bos_id,
+                   "eos_id": eos_id, "unk_id": unk_id}, f, ensure_ascii=False, indent=1)
+
+
+def export(model, directory, dtype="F32", tokens=None):
+    """config.json and model.safetensors (dtype "F32" or "F16"); with tokens, vocab.json too
+    (write_vocab), so that `vkformer translate` can take text."""
     os.makedirs(directory, exist_ok=True)
     config = dict(model.config)
     config["architecture"] = "torch-seq2seq"
@@ -56,3 +75,7 @@ def export(model, directory, dtype="F32"):
         json.dump(config, f, indent=2)
     tensors = {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
     write_safetensors(os.path.join(directory, "model.safetensors"), tensors, dtype, {"format": "pt"})
+    if tokens is not None:
+        if len(tokens) > min(config["src_vocab_size"], config["tgt_vocab_size"]):
+            raise ValueError("more tokens than the model's vocabulary")
+        write_vocab(directory, tokens)

@@ -9,9 +9,27 @@ import numpy as np
 import torch
 from torch import nn
 
-CONFIG_KEYS = ["architecture", "d_model", "nhead", "num_encoder_layers", "num_decoder_layers",
-               "dim_feedforward", "activation", "norm_first", "layer_norm_eps", "src_vocab_size",
-               "tgt_vocab_size", "max_position", "scale_embedding", "pad_id", "bos_id", "eos_id"]
+# Every config.json field of a torch-seq2seq model: its type and what vkformer accepts
+# (lib/model/config.cpp checks each, and an error names the field and its range).
+CONFIG = {
+    "architecture": ("str", '"torch-seq2seq"'),
+    "d_model": ("int", "1 to 2^31; divisible by nhead, d_model / nhead at most the attention kernel's head size"),
+    "nhead": ("int", "1 to 2^31"),
+    "num_encoder_layers": ("int", "0 or more, as many as the checkpoint holds"),
+    "num_decoder_layers": ("int", "0 or more, as many as the checkpoint holds"),
+    "dim_feedforward": ("int", "1 or more"),
+    "activation": ("str", '"relu" or "gelu"'),
+    "norm_first": ("bool", "false: post-norm (nn.Transformer's default), true: pre-norm"),
+    "layer_norm_eps": ("float", "0 to 0.1 (1e-5 is nn.LayerNorm's default)"),
+    "src_vocab_size": ("int", "1 or more"),
+    "tgt_vocab_size": ("int", "1 or more"),
+    "max_position": ("int", "1 to 65536, and max_position x d_model at most 2^26: the longest source or output"),
+    "scale_embedding": ("bool", "true: embeddings times sqrt(d_model) before the positions are added"),
+    "pad_id": ("int", "a source id: padding, masked out of attention"),
+    "bos_id": ("int", "a target id: the first token fed to the decoder"),
+    "eos_id": ("int", "a target id: ends a generated sequence"),
+}
+CONFIG_KEYS = list(CONFIG)
 
 
 def sinusoidal_positions(positions, d_model):
@@ -24,15 +42,21 @@ def sinusoidal_positions(positions, d_model):
 
 
 class Seq2Seq(nn.Module):
-    def __init__(self, config):
+    """config: a dict with every CONFIG key. dropout applies in training only (model.train());
+    exported weights, and vkformer, run the model in eval mode, where dropout does nothing."""
+
+    def __init__(self, config, dropout=0.0):
         super().__init__()
-        self.config = dict(config)
+        missing = [k for k in CONFIG if k != "architecture" and k not in config]
+        if missing:
+            raise ValueError(f"config lacks {missing}: see CONFIG in tools/seq2seq.py")
+        self.config = {k: v for k, v in config.items() if k in CONFIG}
         c = self.config
         self.src_embed = nn.Embedding(c["src_vocab_size"], c["d_model"])
         self.tgt_embed = nn.Embedding(c["tgt_vocab_size"], c["d_model"])
         self.transformer = nn.Transformer(
             c["d_model"], c["nhead"], c["num_encoder_layers"], c["num_decoder_layers"],
-            c["dim_feedforward"], 0.0, c["activation"], batch_first=True,
+            c["dim_feedforward"], dropout, c["activation"], batch_first=True,
             norm_first=c["norm_first"], layer_norm_eps=c["layer_norm_eps"])
         self.generator = nn.Linear(c["d_model"], c["tgt_vocab_size"])
         self.register_buffer("pe", sinusoidal_positions(c["max_position"], c["d_model"]), persistent=False)

@@ -41,6 +41,11 @@ std::unique_ptr<Tokenizer> Tokenizer::for_model(const std::string& directory) {
                     ? "model_type '" + architecture + "' is not supported (vkformer runs Hugging Face model_type marian and bart)"
                     : "unknown architecture '" + architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian and bart)");
   const uint32_t vocab = std::max(config.count("src_vocab_size", 1), config.count("tgt_vocab_size", 1));
+  std::error_code ec;
+  if (!fs::exists(fs::path(directory) / "vocab.json", ec))
+    throw Error("model " + directory + " has no vocab.json, the character vocabulary that text needs (its format: "
+                "README, \"Bring your own PyTorch model\"; tools/export.py writes it given tokens=[...]); "
+                "without one, `vkformer generate --src-ids` takes token ids");
   return std::make_unique<CharTokenizer>(CharTokenizer::from_file((fs::path(directory) / "vocab.json").string(), vocab));
 }
 
