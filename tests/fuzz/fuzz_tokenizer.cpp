@@ -1,7 +1,7 @@
 // libFuzzer target: the tokenizers. The first byte picks what the rest is:
 //   0  a vocab.json for the character tokenizer
 //   2  text and ids for BART's byte-level BPE (tests/hf/bart's files): any bytes, invalid
-//      UTF-8 included; valid text without special tokens must come back unchanged
+//      UTF-8 and NUL included (both refused); valid text without special tokens must come back unchanged
 //   3  a merges.txt for BART's tokenizer
 //   else  text (any bytes) to encode with the date sample's vocabulary, and ids to decode.
 #include <cstring>
@@ -35,22 +35,29 @@ std::string bart_directory(const char* name, const uint8_t* merges, size_t size)
   return d.string();
 }
 
+constexpr uint32_t kBartVocab = 561;  // tests/hf/bart/config.json's vocab_size
+
+// What every tokenizer refuses: text that is not UTF-8 or holds a NUL byte.
+bool refusable(std::string_view text) {
+  return vkf::model::invalid_utf8_at(text) != std::string_view::npos || text.find('\0') != std::string_view::npos;
+}
+
 int fuzz_bart(uint8_t what, const uint8_t* data, size_t size) {
   if (what == 3) {
     try {
-      const vkf::model::BartTokenizer t(bart_directory("bart_merges", data, size));
+      const vkf::model::BartTokenizer t(bart_directory("bart_merges", data, size), kBartVocab);
       (void)t.decode(t.encode("Hello world, 12 \xe6\x97\xa5!"));
     } catch (const vkf::Error&) {
     }
     return 0;
   }
-  static const auto bart = std::make_unique<vkf::model::BartTokenizer>(bart_directory("bart", nullptr, 0));
+  static const auto bart = std::make_unique<vkf::model::BartTokenizer>(bart_directory("bart", nullptr, 0), kBartVocab);
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   std::vector<uint32_t> ids;
   try {
     ids = bart->encode(text);
   } catch (const vkf::Error&) {
-    if (vkf::model::invalid_utf8_at(text) == std::string_view::npos) std::abort();  // only bad UTF-8 is refused
+    if (!refusable(text)) std::abort();  // only bad UTF-8 and NUL bytes are refused
     return 0;
   }
   for (uint32_t id : ids)
@@ -87,7 +94,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (data[0] == 2 || data[0] == 3) return fuzz_bart(data[0], data + 1, size - 1);
   static const vkf::CharTokenizer dates = vkf::CharTokenizer::from_file(VKF_SOURCE_DIR "/samples/dates/vocab.json");
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
-  for (uint32_t id : dates.encode(text))
+  std::vector<uint32_t> encoded;
+  try {
+    encoded = dates.encode(text);
+  } catch (const vkf::Error&) {
+    if (!refusable(text)) std::abort();  // the same rule as every tokenizer's
+  }
+  if (refusable(text) && !encoded.empty()) std::abort();
+  for (uint32_t id : encoded)
     if (id >= dates.size()) std::abort();  // every id is in the vocabulary
   std::vector<uint32_t> ids;
   for (size_t i = 1; i + 4 <= size; i += 4) {
