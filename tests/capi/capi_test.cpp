@@ -361,6 +361,7 @@ TEST(CApi, BudgetsMemoryWarmupAndSubmitTime) {
   vkf_model* m = nullptr;
   EXPECT_EQ(vkf_model_load(small, kDates.c_str(), VKF_PRECISION_FP32, &m), VKF_ERROR_FAILED);
   EXPECT_TRUE(error_mentions("limit of 1048576 bytes")) << vkf_last_error();
+  EXPECT_TRUE(error_mentions("memory_limit of vkf_context_options")) << vkf_last_error();  // the C field, for C callers
   vkf_context_free(small);
 }
 

@@ -23,18 +23,7 @@ const std::string kSource = VKF_SOURCE_DIR;
 const std::string kDates = kSource + "/samples/dates";
 const std::string kMarian = kSource + "/tests/hf/marian";
 
-struct Dir {
-  std::string path;
-  Dir() {
-    char t[] = "/tmp/vkf-cmd-XXXXXX";
-    path = ::mkdtemp(t);
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
-};
+using Dir = TempDir;
 
 void spit(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 

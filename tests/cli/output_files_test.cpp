@@ -36,18 +36,7 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-struct Dir {
-  std::string path;
-  Dir() {
-    char t[] = "/tmp/vkf-out-XXXXXX";
-    path = ::mkdtemp(t);
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
-};
+using Dir = TempDir;
 
 std::vector<std::string> score_to(const std::string& out) {
   return {"score", "--model", kDates, "--src-ids", "5,6", "--tgt-ids", "1,7", "--logits-out", out};

@@ -1,5 +1,7 @@
 #include "run_cli.hpp"
 
+#include <filesystem>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -73,6 +75,16 @@ CliRun run_cli(const std::vector<std::string>& args, const CliOptions& o) {
   if (o.stdout_path.empty()) ::unlink(out_path.c_str());
   ::rmdir(dir.c_str());
   return r;
+}
+
+TempDir::TempDir() {
+  char t[] = "/tmp/vkf-test-XXXXXX";
+  path = ::mkdtemp(t);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
 }
 
 }  // namespace vkf::test

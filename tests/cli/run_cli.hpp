@@ -23,4 +23,14 @@ struct CliOptions {
 
 CliRun run_cli(const std::vector<std::string>& args, const CliOptions& options = {});
 
+// A scratch directory, removed with everything in it when it goes out of scope.
+struct TempDir {
+  std::string path;
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
 }  // namespace vkf::test
