@@ -318,7 +318,7 @@ TEST(BadInput, Tokenizers) {
   {
     Scratch s(kDates);
     fs::remove(s / "vocab.json");
-    check(translate(s), {1, "vocab.json: does not exist"});
+    check(translate(s), {1, "has no vocab.json, the character vocabulary that text needs"});
   }
   {
     Scratch s(kDates);
