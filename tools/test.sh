@@ -2,8 +2,8 @@
 # README command 2: install what is missing, build, run every test through CTest with
 # the Khronos validation layer on (any validation message fails a test), then the
 # sanitizer runs (ASan+UBSan over the whole suite, TSan over the threaded tests) and a
-# libFuzzer smoke run of every fuzz target, and the whole tree built once more with Unix
-# Makefiles. VKF_SANITIZERS=0 skips those three for a quick local run; CI runs everything.
+# libFuzzer smoke run of every fuzz target, and the library and command built once more
+# with Unix Makefiles. VKF_SANITIZERS=0 skips those three for a quick local run; CI runs everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
