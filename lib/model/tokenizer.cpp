@@ -1,29 +1,16 @@
 // Tokenizer::for_model: the tokenizer a model directory carries, picked by its
-// architecture and bounded by its config's vocabulary; Tokenizer::encode: the text rules
-// every tokenizer shares.
+// architecture and bounded by its config's vocabulary.
 #include <algorithm>
 #include <filesystem>
 
 #include "bart_tokenizer.hpp"
 #include "config_reader.hpp"
-#include "hf_text.hpp"
 #include "marian_tokenizer.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/model.hpp"
 #include "vkformer/tokenizer.hpp"
 
 namespace vkf {
-
-std::vector<uint32_t> Tokenizer::encode(std::string_view utf8) const {
-  // transformers takes a Python str, which cannot hold broken UTF-8 (SentencePiece would
-  // quietly read it as U+FFFD, a character vocabulary as unknown characters); a NUL
-  // would end the same text passed through the C API, so it is no text of a model's.
-  if (const size_t bad = model::invalid_utf8_at(utf8); bad != std::string_view::npos)
-    throw Error("tokenizer: the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
-  if (const size_t nul = utf8.find('\0'); nul != std::string_view::npos)
-    throw Error("tokenizer: the text holds a NUL byte (byte " + std::to_string(nul) + ")");
-  return encode_valid(utf8);
-}
 
 std::unique_ptr<Tokenizer> Tokenizer::for_model(const std::string& directory) {
   namespace fs = std::filesystem;
