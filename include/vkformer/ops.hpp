@@ -184,6 +184,9 @@ class Ops {
             const std::optional<BufferView>& bias = {}, const std::optional<BufferView>& residual = {},
             const std::optional<DecodeStep>& step = {}, const std::optional<BufferView>& split_out = {},
             const std::optional<NormWeights>& norm = {});
+  // Which kernel variant gemm() runs for `g` on this device ("small_m", or "tiled
+  // BMxBNxBK/TMxTN"): reports (bench ops) say what ran.
+  std::string gemm_variant(const Gemm& g) const;
   void softmax(CommandList& cl, const Softmax& s, const BufferView& x, const BufferView& y,
                const std::optional<BufferView>& mask = {});
   void layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, const BufferView& gamma,

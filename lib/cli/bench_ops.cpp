@@ -91,11 +91,12 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print, uint32_
            }) / 1e9;
 #endif
     const double gf = flops / s / 1e9, ratio = blas > 0 ? gf / blas : 0.0;
-    say("%-24s %12.2f %10.1f %14.2f %8.3f\n", name.c_str(), gf, s * 1e6, blas, ratio);
+    const std::string variant = ops.gemm_variant({.M = M, .N = N, .K = K, .trans_b = true});
+    say("%-24s %12.2f %10.1f %14.2f %8.3f  %s\n", name.c_str(), gf, s * 1e6, blas, ratio, variant.c_str());
     return nlohmann::json{{"m", M}, {"n", N}, {"k", K}, {"gflops", gf}, {"us", s * 1e6}, {"openblas_gflops", blas},
-                          {"ratio", ratio}};
+                          {"ratio", ratio}, {"variant", variant}};
   };
-  say("\n%-24s %12s %10s %14s %8s\n", "gemm (A B^T)", "GFLOP/s", "us", "OpenBLAS", "ratio");
+  say("\n%-24s %12s %10s %14s %8s  %s\n", "gemm (A B^T)", "GFLOP/s", "us", "OpenBLAS", "ratio", "variant");
   // Squares up to 4096 (2048 on CPU drivers, where 4096^3 takes minutes; --max-size).
   const uint32_t largest = max_size ? max_size : caps.type == DeviceType::Cpu ? 2048 : 4096;
   std::vector<uint32_t> sizes;

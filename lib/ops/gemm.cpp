@@ -11,7 +11,12 @@ namespace vkf {
 
 namespace ops {
 
-GemmTiles choose_gemm_tiles(const Capabilities& caps, uint64_t large_tiles_in_c) {
+std::string describe(const GemmTiles& t) {
+  return "tiled " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" + std::to_string(t.bk) + "/" +
+         std::to_string(t.tm) + "x" + std::to_string(t.tn);
+}
+
+GemmTiles choose_gemm_tiles(const Capabilities& caps, uint32_t rows, uint64_t large_tiles_in_c) {
   // VKF_GEMM_TILES=bm,bn,bk,tm,tn overrides the choice, for tuning on a new device.
   if (const char* env = std::getenv("VKF_GEMM_TILES")) {
     GemmTiles t{};
@@ -24,8 +29,15 @@ GemmTiles choose_gemm_tiles(const Capabilities& caps, uint64_t large_tiles_in_c)
   }
   GemmTiles large{128, 128, 16, 8, 8}, medium{64, 64, 16, 4, 4}, small{64, 32, 16, 4, 4};
   if (caps.type == DeviceType::Cpu) {
-    // lavapipe runs a workgroup on one core as SIMD chunks of invocations; a 128x64
-    // tile of 8x8 blocks measured best of those tried (VKF_GEMM_TILES, bench ops).
+    // lavapipe runs a workgroup on one core as SIMD chunks of invocations. By rows, the
+    // best of the tiles tried with VKF_GEMM_TILES in `bench ops` (Mesa 25.0.7, 2 cores,
+    // GFLOP/s on the Transformer-base shapes; the old single 128x64 tile in brackets):
+    //   M <= 32:  32x128, 4x16 per invocation: 8.3-13 (3.4-4.6; 32x64 4x8: 8-11;
+    //             64x128 4x16: 7.1 at M = 32)
+    //   M >  64: 128x64,  8x8: 16.5 at M = 256 (64x128 4x16: 13.9; 32x128 4x16: 13.3)
+    // Between them, 32x128 too: no empty rows at M = 64, where 128x64 would waste half
+    // of each tile (not measured there: bench ops has no such shape).
+    if (rows <= 64) return {32, 128, 16, 4, 16};
     return {128, 64, 16, 8, 8};
   }
   auto fits = [&](const GemmTiles& t) {
@@ -74,6 +86,12 @@ bool Ops::fold_norms_in_decode_steps() const {
     return v == "1";
   }
   return ctx_.capabilities().type != DeviceType::Cpu;  // the portable profile counts as a GPU
+}
+
+std::string Ops::gemm_variant(const Gemm& g) const {
+  if (g.M <= kSmallM) return "small_m";
+  const uint64_t large_tiles = uint64_t((g.M + 127) / 128) * ((g.N + 127) / 128) * g.batch * g.heads;
+  return ops::describe(ops::choose_gemm_tiles(ctx_.capabilities(), g.M, large_tiles));
 }
 
 void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b, const BufferView& c,
@@ -187,7 +205,7 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
     label = "gemm_small_m";
   } else {
     const uint64_t large_tiles = uint64_t((g.M + 127) / 128) * ((g.N + 127) / 128) * batches;
-    auto t = ops::choose_gemm_tiles(caps, large_tiles);
+    auto t = ops::choose_gemm_tiles(caps, g.M, large_tiles);
     // vec4 global loads when every row and batch of A and B starts 16-byte aligned.
     const bool vec4_nt = !g.trans_a && g.trans_b && g.K % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
                          push.stride_a[0] % 4 == 0 && push.stride_a[1] % 4 == 0 && push.stride_b[0] % 4 == 0 &&
@@ -196,7 +214,7 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
     if (vec4_nt) d.emplace_back("VEC4_NT", "1");
     k = kernel("gemm.comp", d, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     groups = {(g.N + t.bn - 1) / t.bn, (g.M + t.bm - 1) / t.bm, batches};
-    label = "gemm";
+    label = "gemm " + ops::describe(t) + ",";
   }
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
   // Absent operands are bound to A (or C) as placeholders; the kernel never touches them.

@@ -9,6 +9,8 @@
 #include "support/ops_test.hpp"
 #include "ops/reference.hpp"
 
+#include <set>
+
 namespace vkf::test {
 namespace {
 
@@ -60,6 +62,25 @@ TEST_P(GemmTest, AwkwardShapesAllTransposes) {
       Gemm g{.M = s[0], .N = s[1], .K = s[2], .trans_a = bool(t & 1), .trans_b = bool(t & 2)};
       check(g, false, false, rng);
     }
+}
+
+// Every row class of the default table (lib/ops/gemm.cpp: on CPU drivers 32x128 tiles
+// up to 64 rows, 128x64 above; on GPUs and the portable profile by tile count), at the
+// edges of each class, with the vec4 path (K a multiple of 4) and the scalar one, and
+// the epilogues, so no variant the table can pick goes untested on this device.
+TEST_P(GemmTest, EveryRowClassOfTheDefaultTable) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  std::set<std::string> variants;
+  for (uint32_t M : {5u, 17u, 24u, 31u, 32u, 33u, 63u, 64u, 65u, 129u})
+    for (auto [N, K] : {std::pair{3u, 17u}, std::pair{129u, 64u}, std::pair{257u, 255u}}) {
+      Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .act = M % 2 ? Activation::Gelu : Activation::None};
+      variants.insert(ops().gemm_variant(g));
+      check(g, true, M % 3 == 0, rng);
+    }
+  if (ctx().capabilities().type == DeviceType::Cpu)  // (GPU classes go by tile count: these small products take one)
+    EXPECT_GE(variants.size(), 2u) << "the row classes should reach more than one variant";
 }
 
 TEST_P(GemmTest, EpiloguesBiasActivationResidual) {
