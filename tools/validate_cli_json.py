@@ -23,7 +23,10 @@ def main():
         "score": ["score", "--model", seq2seq, "--src-ids", "3,4,5", "--tgt-ids", "1,2,3", "--logits-out", logits, "--json"],
         "translate": ["translate", "--model", os.path.join(source, "samples", "dates"), "--json", "3/3/98", "", "May 5 2020"],
         "forecast": ["forecast", "--model", forecaster, "--json"],
+        # a tuning file in a cache directory of the test's own, so no other run reads it
+        "tune": ["tune", "--budget-s", "3", "--json"],
     }
+    os.environ["VKF_CACHE_DIR"] = os.path.join(work, "cli_json_cache")
     for name, args in commands.items():
         run = subprocess.run([vkformer] + args, capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, f"{name}: exit {run.returncode}: {run.stderr}"

@@ -155,6 +155,7 @@ class Context {
   bool validation_enabled() const;
   uint64_t validation_messages() const;  // warnings and errors the layer reported so far
   std::string cache_dir() const;         // empty when the disk cache is off
+  void log(LogLevel level, std::string_view message) const;  // through the context's log sink
   void save_caches();                    // also done on destruction
   // Test-only: arms the faults (replacing any still pending). A lost device stays lost:
   // every later submit fails at once and the application makes a new Context.

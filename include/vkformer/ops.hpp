@@ -43,6 +43,17 @@ struct GemmSplit {
 // dispatch runs before the product.
 enum class NormOf { None, A, Residual };
 
+// The tiled GEMM kernel's parameters (shaders/gemm.comp's specialization constants):
+// a BM x BN block of C per workgroup through BK-deep shared-memory tiles, TM x TN
+// outputs per invocation.
+struct GemmTiles {
+  uint32_t bm = 0, bn = 0, bk = 0, tm = 0, tn = 0;
+  uint32_t invocations() const { return tm && tn ? (bm / tm) * (bn / tn) : 0; }
+  uint32_t shared_bytes() const { return bk * (bm + bn) * 4; }
+  std::string name() const;  // "tiled 32x128x16/4x16"
+  bool operator==(const GemmTiles&) const = default;
+};
+
 struct Gemm {
   uint32_t M = 1, N = 1, K = 1;
   bool trans_a = false, trans_b = false;
@@ -54,6 +65,10 @@ struct Gemm {
   GemmSplit split;
   NormOf norm_of = NormOf::None;
   float norm_eps = 1e-5f;
+  // The tiled kernel's tiles, instead of the tuned or default choice (the tuner's
+  // candidates); checked against the device's limits. Products of at most
+  // kMaxFoldedNormRows rows run the small-M kernel whatever this says.
+  std::optional<GemmTiles> tiles;
 };
 
 // A LayerNorm's weights, [cols] each.
@@ -187,6 +202,10 @@ class Ops {
   // Which kernel variant gemm() runs for `g` on this device ("small_m", or "tiled
   // BMxBNxBK/TMxTN"): reports (bench ops) say what ran.
   std::string gemm_variant(const Gemm& g) const;
+  // The tiles the tiled kernel runs for `g` (products of more than kMaxFoldedNormRows
+  // rows): Gemm::tiles, else the device's tuning file's, else the default table's.
+  GemmTiles gemm_tiles(const Gemm& g) const;
+  GemmTiles default_gemm_tiles(const Gemm& g) const;  // the default table's, tuned or not
   void softmax(CommandList& cl, const Softmax& s, const BufferView& x, const BufferView& y,
                const std::optional<BufferView>& mask = {});
   void layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, const BufferView& gamma,

@@ -14,5 +14,6 @@ int generate(const Args& args);
 int score(const Args& args);
 int translate(const Args& args);
 int forecast(const Args& args);
+int tune(const Args& args);
 
 }  // namespace vkf::cli

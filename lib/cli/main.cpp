@@ -30,6 +30,7 @@ int run(const vkf::cli::CommandSpec& spec, int argc, char** argv) {
   if (command == "generate") return vkf::cli::generate(args);
   if (command == "score") return vkf::cli::score(args);
   if (command == "translate") return vkf::cli::translate(args);
+  if (command == "tune") return vkf::cli::tune(args);
   return vkf::cli::forecast(args);
 }
 

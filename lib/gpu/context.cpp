@@ -137,6 +137,7 @@ bool Context::direct_host_access() const { return impl_->allocator->direct(); }
 bool Context::validation_enabled() const { return impl_->instance->validation(); }
 uint64_t Context::validation_messages() const { return impl_->instance->messages(); }
 std::string Context::cache_dir() const { return impl_->disk_cache->dir(); }
+void Context::log(LogLevel level, std::string_view message) const { impl_->log(level, message); }
 void Context::save_caches() { impl_->pipelines->save(); }
 
 uint64_t Buffer::size() const { return alloc_ ? alloc_->size : 0; }

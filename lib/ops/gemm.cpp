@@ -1,30 +1,27 @@
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "gemm_flags.h"  // shaders/: flag bits shared with the GLSL kernels
 #include "gemm_tiles.hpp"
+#include "vkformer/gemm_tuning.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf {
 
 namespace ops {
 
-std::string describe(const GemmTiles& t) {
-  return "tiled " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" + std::to_string(t.bk) + "/" +
-         std::to_string(t.tm) + "x" + std::to_string(t.tn);
-}
-
 GemmTiles choose_gemm_tiles(const Capabilities& caps, uint32_t rows, uint64_t large_tiles_in_c) {
   // VKF_GEMM_TILES=bm,bn,bk,tm,tn overrides the choice, for tuning on a new device.
   if (const char* env = std::getenv("VKF_GEMM_TILES")) {
     GemmTiles t{};
-    if (std::sscanf(env, "%u,%u,%u,%u,%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5 || !t.tm || !t.tn ||
-        t.bm % t.tm || t.bn % t.tn || !t.bk)
-      throw Error("VKF_GEMM_TILES must be bm,bn,bk,tm,tn with tm dividing bm and tn dividing bn");
-    if (t.invocations() > caps.max_workgroup_invocations || t.shared_bytes() > caps.max_shared_memory)
-      throw Error("VKF_GEMM_TILES " + std::string(env) + " exceeds this device's workgroup or shared memory limits");
+    if (std::sscanf(env, "%u,%u,%u,%u,%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5)
+      throw Error("VKF_GEMM_TILES must be bm,bn,bk,tm,tn");
+    if (const std::string problem = gemm_tiles_problem(caps, t); !problem.empty())
+      throw Error("VKF_GEMM_TILES " + std::string(env) + ": " + problem);
     return t;
   }
   GemmTiles large{128, 128, 16, 8, 8}, medium{64, 64, 16, 4, 4}, small{64, 32, 16, 4, 4};
@@ -88,10 +85,46 @@ bool Ops::fold_norms_in_decode_steps() const {
   return ctx_.capabilities().type != DeviceType::Cpu;  // the portable profile counts as a GPU
 }
 
+namespace {
+
+// The tuning file of each device and precision, read once per process (load_gemm_tuning
+// checks it as untrusted input; a bad one is ignored with a warning, once).
+std::optional<GemmTuning> tuning_for(const Context& ctx, DType precision) {
+  static std::mutex mutex;
+  static std::map<std::string, std::optional<GemmTuning>> loaded;  // path -> its tuning
+  const std::string path = gemm_tuning_path(ctx, precision);
+  if (path.empty()) return std::nullopt;
+  std::lock_guard lock(mutex);
+  auto it = loaded.find(path);
+  if (it == loaded.end()) it = loaded.emplace(path, load_gemm_tuning(ctx, precision)).first;
+  return it->second;
+}
+
+}  // namespace
+
+// The tiles gemm() runs: the caller's (the tuner's candidates), else the device's tuning
+// file's for the row class, else the default table's.
+GemmTiles Ops::gemm_tiles(const Gemm& g) const {
+  const Capabilities& caps = ctx_.capabilities();
+  if (g.tiles) {
+    if (const std::string problem = gemm_tiles_problem(caps, *g.tiles); !problem.empty())
+      throw Error("gemm: tiles " + g.tiles->name() + " cannot run on device '" + caps.name + "': " + problem);
+    return *g.tiles;
+  }
+  if (!std::getenv("VKF_GEMM_TILES"))
+    if (const auto tuned = tuning_for(ctx_, dtype_))
+      if (const auto& t = tuned->tiles[gemm_row_class(g.M)]) return *t;
+  return default_gemm_tiles(g);
+}
+
+GemmTiles Ops::default_gemm_tiles(const Gemm& g) const {
+  const uint64_t large_tiles = uint64_t((g.M + 127) / 128) * ((g.N + 127) / 128) * g.batch * g.heads;
+  return ops::choose_gemm_tiles(ctx_.capabilities(), g.M, large_tiles);
+}
+
 std::string Ops::gemm_variant(const Gemm& g) const {
   if (g.M <= kSmallM) return "small_m";
-  const uint64_t large_tiles = uint64_t((g.M + 127) / 128) * ((g.N + 127) / 128) * g.batch * g.heads;
-  return ops::describe(ops::choose_gemm_tiles(ctx_.capabilities(), g.M, large_tiles));
+  return gemm_tiles(g).name();
 }
 
 void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b, const BufferView& c,
@@ -204,8 +237,7 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
     }
     label = "gemm_small_m";
   } else {
-    const uint64_t large_tiles = uint64_t((g.M + 127) / 128) * ((g.N + 127) / 128) * batches;
-    auto t = ops::choose_gemm_tiles(caps, g.M, large_tiles);
+    const GemmTiles t = gemm_tiles(g);
     // vec4 global loads when every row and batch of A and B starts 16-byte aligned.
     const bool vec4_nt = !g.trans_a && g.trans_b && g.K % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
                          push.stride_a[0] % 4 == 0 && push.stride_a[1] % 4 == 0 && push.stride_b[0] % 4 == 0 &&
@@ -214,7 +246,7 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
     if (vec4_nt) d.emplace_back("VEC4_NT", "1");
     k = kernel("gemm.comp", d, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     groups = {(g.N + t.bn - 1) / t.bn, (g.M + t.bm - 1) / t.bm, batches};
-    label = "gemm " + ops::describe(t) + ",";
+    label = "gemm " + t.name() + ",";
   }
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
   // Absent operands are bound to A (or C) as placeholders; the kernel never touches them.

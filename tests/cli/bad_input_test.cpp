@@ -525,7 +525,7 @@ TEST(BadInput, BenchReports) {
 }
 
 TEST(BadInput, EveryCommandHasHelp) {
-  for (const char* c : {"info", "selftest", "generate", "score", "translate", "forecast", "bench"}) {
+  for (const char* c : {"info", "selftest", "generate", "score", "translate", "forecast", "tune", "bench"}) {
     const CliRun r = run_cli({c, "--help"});
     EXPECT_EQ(r.status, 0) << c << ": " << r.err;
     EXPECT_NE(r.out.find(std::string("usage: vkformer ") + c), std::string::npos) << c << ": " << r.out;

@@ -1,0 +1,64 @@
+#pragma once
+// GEMM kernel variants and their tuning on the user's own device (CLBlast's and Arm
+// Compute Library's answer to "no team owns every GPU"): the tiled kernel's tile
+// parameters as data, their validity computed from the device's limits, a per-device
+// tuning file that `vkformer tune` writes after verifying every candidate against a
+// double-precision reference and timing it, and that gemm() reads. Without a tuning file
+// gemm() uses the per-device-class default table (lib/ops/gemm.cpp).
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vkformer/context.hpp"
+#include "vkformer/ops.hpp"
+
+namespace vkf {
+
+// Row classes of the tiled kernel (products of more than Ops' small-M limit): at most
+// 64 rows, at most 256, more. Each gets its own tiles, default or tuned.
+constexpr std::array<uint32_t, 3> kGemmRowClassLimits = {64, 256, UINT32_MAX};
+uint32_t gemm_row_class(uint32_t rows);
+std::string gemm_row_class_name(uint32_t row_class);  // "M <= 64", "M <= 256", "M > 256"
+
+// "" when the tiled kernel can run these tiles on the device (BK a multiple of 4, TM
+// dividing BM and TN dividing BN, within the workgroup and shared-memory limits); else
+// what is wrong with them.
+std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& tiles);
+
+// The candidates the tuner tries, each valid on the device: designed per device class
+// (short wide tiles for CPU drivers; 64-128 blocks with 4x4 to 8x8 per invocation for
+// GPUs; small tiles within mobile limits), whatever the class, filtered by validity.
+std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps);
+
+// Tuned tiles per row class (none: the default table's).
+struct GemmTuning {
+  std::array<std::optional<GemmTiles>, 3> tiles;
+};
+
+// The tuning file of this device and precision: <cache dir>/gemm-tuning-<hash>.json,
+// named and headed by the device, its driver, the limits in force (so the portable
+// profile has its own), vkformer's version and the precision. Empty when the disk cache
+// is off.
+std::string gemm_tuning_path(const Context& ctx, DType precision);
+// Reads it as untrusted input: a missing file is no tuning; a file too large, not JSON,
+// for another device or version, with a bad checksum or with tiles invalid here is
+// ignored with a warning through the context's log.
+std::optional<GemmTuning> load_gemm_tuning(const Context& ctx, DType precision);
+void save_gemm_tuning(const Context& ctx, DType precision, const GemmTuning& tuning);  // throws vkf::Error
+
+// Runs `tiles` on random inputs of M x N x K (C = A B^T) and compares every output with
+// a double-precision reference on the host. The error is |c - ref| / (sum_k |a_k b_k|),
+// the largest over C, which fp32 accumulation keeps below ~K * 2^-24 and the tuner
+// requires below 1e-5 (fp16 storage: plus 2^-10 of |ref|, the stored result's rounding).
+// `tamper`, for tests, alters the candidate's output before the comparison.
+struct GemmCheck {
+  bool ok = false;
+  double error = 0;  // the largest error as above; for fp16, after the rounding allowance
+};
+GemmCheck check_gemm_tiles(Context& ctx, DType precision, uint32_t M, uint32_t N, uint32_t K, const GemmTiles& tiles,
+                           uint64_t seed, const std::function<void(std::vector<float>&)>& tamper = {});
+
+}  // namespace vkf

@@ -1,0 +1,144 @@
+// GEMM variants and their tuning (include/vkformer/gemm_tuning.hpp): every candidate the
+// tuner may pick on this device (as it is, and clamped to the portable profile) passes
+// the double reference at awkward shapes in both precisions; a wrong candidate is
+// rejected; invalid tiles are refused by name; the tuning file is untrusted input that a
+// mismatch of any kind leaves unused, and a good one is what gemm() runs.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/ops_test.hpp"
+#include "vkformer/gemm_tuning.hpp"
+
+namespace vkf::test {
+namespace {
+
+class GemmTuningTest : public OpsTest {};
+
+// The verifier's bound (1e-5 of sum |a b|) against fp32 accumulation's ~K * 2^-24: at
+// K = 260 the worst case is 1.5e-5 and the typical ~1e-7, so a correct kernel passes
+// with a wide margin, while a skipped k-tile or a wrong element misses by orders.
+TEST_P(GemmTuningTest, EveryCandidatePassesTheReferenceAtAwkwardShapes) {
+  const auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  const auto candidates = gemm_tile_candidates(ctx().capabilities());
+  ASSERT_FALSE(candidates.empty());
+  const uint32_t shapes[][3] = {{5, 3, 1}, {17, 129, 259}, {65, 1000, 4}, {255, 17, 260}};
+  uint64_t s = seed;
+  for (const GemmTiles& t : candidates)
+    for (const auto& shape : shapes) {
+      const GemmCheck c = check_gemm_tiles(ctx(), dtype(), shape[0], shape[1], shape[2], t, s++);
+      EXPECT_TRUE(c.ok) << t.name() << " at " << shape[0] << "x" << shape[1] << "x" << shape[2] << ": error " << c.error;
+    }
+}
+
+TEST_P(GemmTuningTest, AWrongCandidateIsRejected) {
+  const GemmTiles t = gemm_tile_candidates(ctx().capabilities()).front();
+  EXPECT_TRUE(check_gemm_tiles(ctx(), dtype(), 17, 33, 64, t, 7).ok);
+  // One output off by 1% of its size, or one left unwritten: the candidate fails.
+  const GemmCheck off = check_gemm_tiles(ctx(), dtype(), 17, 33, 64, t, 7, [](std::vector<float>& c) { c[40] += 0.1f; });
+  EXPECT_FALSE(off.ok);
+  EXPECT_GT(off.error, 1e-4);
+  const GemmCheck unwritten =
+      check_gemm_tiles(ctx(), dtype(), 17, 33, 64, t, 7, [](std::vector<float>& c) { c.back() = NAN; });
+  EXPECT_FALSE(unwritten.ok);
+}
+
+TEST_P(GemmTuningTest, InvalidTilesAreRefusedByName) {
+  const Capabilities& caps = ctx().capabilities();
+  EXPECT_NE(gemm_tiles_problem(caps, {32, 128, 6, 4, 16}).find("not a multiple of 4"), std::string::npos);
+  EXPECT_NE(gemm_tiles_problem(caps, {32, 128, 16, 5, 16}).find("TM must divide BM"), std::string::npos);
+  EXPECT_NE(gemm_tiles_problem(caps, {4096, 4096, 16, 4, 4}).find("invocations"), std::string::npos);
+  EXPECT_NE(gemm_tiles_problem(caps, {0, 128, 16, 4, 16}).find("0"), std::string::npos);
+  Buffer a = ctx().buffer(64 * 64 * 4), b = ctx().buffer(64 * 64 * 4), c = ctx().buffer(64 * 64 * 4);
+  auto cl = ctx().command_list();
+  try {
+    ops().gemm(cl, {.M = 64, .N = 64, .K = 64, .trans_b = true, .tiles = GemmTiles{32, 128, 6, 4, 16}}, a.view(),
+               b.view(), c.view());
+    ADD_FAILURE() << "invalid tiles ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tiles tiled 32x128x6/4x16 cannot run"), std::string::npos) << e.what();
+  }
+}
+
+VKF_FOR_EACH_DTYPE(GemmTuningTest);
+
+// The tuning file, as untrusted input, on a context of its own (its own cache directory).
+TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
+  MessageLog log;
+  ContextOptions o = test_options(log);
+  std::vector<std::string> warnings;
+  std::mutex mutex;
+  const LogSink inner = o.log;
+  o.log = [&](LogLevel level, std::string_view m) {
+    if (level == LogLevel::Warning) {
+      std::lock_guard lock(mutex);
+      warnings.emplace_back(m);
+    }
+    if (inner) inner(level, m);
+  };
+  const std::string dir = scratch_dir("gemm_tuning");
+  o.cache_dir = dir;
+  Context ctx(o);
+  const std::string path = gemm_tuning_path(ctx, DType::F32);
+  ASSERT_EQ(path.rfind(dir, 0), 0u) << path;
+  EXPECT_FALSE(load_gemm_tuning(ctx, DType::F32).has_value());  // none yet: the default table
+  const auto candidates = gemm_tile_candidates(ctx.capabilities());
+  GemmTuning tuned;
+  tuned.tiles[0] = candidates.back();
+  save_gemm_tuning(ctx, DType::F32, tuned);
+  const auto loaded = load_gemm_tuning(ctx, DType::F32);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->tiles[0], candidates.back());
+  EXPECT_FALSE(loaded->tiles[1].has_value());
+  EXPECT_FALSE(load_gemm_tuning(ctx, DType::F16).has_value());  // another precision, another file
+  // gemm() runs the tuned tiles for that row class, the default table's for the others.
+  Ops ops(ctx, DType::F32);
+  EXPECT_EQ(ops.gemm_variant({.M = 24, .N = 512, .K = 512, .trans_b = true}), candidates.back().name());
+  EXPECT_EQ(ops.gemm_variant({.M = 200, .N = 512, .K = 512, .trans_b = true}),
+            ops.default_gemm_tiles({.M = 200, .N = 512, .K = 512, .trans_b = true}).name());
+
+  const std::string good = [&] {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }();
+  auto with = [&](const std::function<void(nlohmann::json&)>& edit, const std::string& why) {
+    nlohmann::json j = nlohmann::json::parse(good);
+    edit(j);
+    std::ofstream(path) << j.dump();
+    warnings.clear();
+    EXPECT_FALSE(load_gemm_tuning(ctx, DType::F32).has_value()) << why;
+    ASSERT_EQ(warnings.size(), 1u) << why;
+    EXPECT_NE(warnings[0].find(why), std::string::npos) << warnings[0];
+  };
+  with([](auto& j) { j["classes"]["0"][0] = 64; }, "checksum does not match");
+  with([](auto& j) { j["identity"] = "vkformer 0.0.1; another GPU"; }, "made for another device");
+  with([](auto& j) { j["schema"] = "something else"; }, "not a tuning file");
+  with([&](auto& j) {  // tiles that cannot run here, with a checksum to match
+    j["classes"] = {{"0", {32, 128, 6, 4, 16}}};
+    std::string s = j["classes"].dump();
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    j["checksum"] = hex;
+  }, "not a multiple of 4");
+  std::ofstream(path) << "{not json";
+  warnings.clear();
+  EXPECT_FALSE(load_gemm_tuning(ctx, DType::F32).has_value());
+  EXPECT_EQ(warnings.size(), 1u);
+  std::ofstream(path) << std::string(100000, ' ');
+  warnings.clear();
+  EXPECT_FALSE(load_gemm_tuning(ctx, DType::F32).has_value());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("larger than 64 KiB"), std::string::npos);
+  std::filesystem::remove(path);
+  std::filesystem::create_directory(path);  // a directory in its place is not read
+  warnings.clear();
+  EXPECT_FALSE(load_gemm_tuning(ctx, DType::F32).has_value());
+  EXPECT_EQ(warnings.size(), 1u);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace vkf::test
