@@ -13,7 +13,7 @@ if [ ! -f build-fuzz/build.ninja ]; then
         -DVKF_MAIN_BUILD="$PWD/build" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
 fi
 cmake --build build-fuzz >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
-for target in safetensors config tokenizer cache; do
+for target in safetensors config tokenizer cache tuning; do
   mkdir -p "build-fuzz/corpus/$target"
   if ! (cd build-fuzz && ./fuzz_$target -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 \
           "corpus/$target" "../tests/fuzz/corpus/$target" >"fuzz_$target.log" 2>&1); then

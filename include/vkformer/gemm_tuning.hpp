@@ -38,6 +38,15 @@ struct GemmTuning {
   std::array<std::optional<GemmTiles>, 3> tiles;
 };
 
+// The tuning file's text: JSON naming its schema and `identity` (what it was made for),
+// the tiles per row class, and a checksum of them. parse_gemm_tuning takes it as
+// untrusted input: anything larger than 64 KiB, not JSON, made for another identity,
+// with a bad checksum or with tiles invalid on `caps` gives nullopt and the reason.
+std::string format_gemm_tuning(const std::string& identity, const GemmTuning& tuning);
+std::optional<GemmTuning> parse_gemm_tuning(const std::string& text, const std::string& identity,
+                                            const Capabilities& caps, std::string* why = nullptr);
+std::string gemm_tuning_file_id(const std::string& identity);  // the hash in the file's name
+
 // The tuning file of this device and precision: <cache dir>/gemm-tuning-<hash>.json,
 // named and headed by the device, its driver, the limits in force (so the portable
 // profile has its own), vkformer's version and the precision. Empty when the disk cache

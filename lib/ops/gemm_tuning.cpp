@@ -1,5 +1,5 @@
-// The tiled GEMM's variants as data, their validity, the tuning file and the check that
-// every candidate passes before the tuner may time it (include/vkformer/gemm_tuning.hpp).
+// The device's tuning file (where it lives, reading and writing it) and the check every
+// candidate passes before the tuner may time it (include/vkformer/gemm_tuning.hpp).
 #include "vkformer/gemm_tuning.hpp"
 
 #include <sys/stat.h>
@@ -7,9 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
 #include "vkformer/error.hpp"
 #include "vkformer/files.hpp"
@@ -18,63 +16,7 @@
 
 namespace vkf {
 
-std::string GemmTiles::name() const {
-  return "tiled " + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "/" +
-         std::to_string(tm) + "x" + std::to_string(tn);
-}
-
-uint32_t gemm_row_class(uint32_t rows) {
-  uint32_t c = 0;
-  while (rows > kGemmRowClassLimits[c]) ++c;
-  return c;
-}
-
-std::string gemm_row_class_name(uint32_t row_class) {
-  if (row_class + 1 < kGemmRowClassLimits.size()) return "M <= " + std::to_string(kGemmRowClassLimits[row_class]);
-  return "M > " + std::to_string(kGemmRowClassLimits[row_class - 1]);
-}
-
-std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t) {
-  if (!t.bm || !t.bn || !t.bk || !t.tm || !t.tn) return "a tile size is 0";
-  if (t.bk % 4) return "BK " + std::to_string(t.bk) + " is not a multiple of 4 (the kernel reads k in vec4s)";
-  if (t.bm % t.tm || t.bn % t.tn) return "TM must divide BM and TN divide BN";
-  if (t.tm * t.tn > 256) return "more than 256 accumulators per invocation";
-  if (t.invocations() > caps.max_workgroup_invocations || t.invocations() > caps.max_workgroup_size[0])
-    return std::to_string(t.invocations()) + " invocations, more than the device's workgroup allows";
-  if (t.shared_bytes() > caps.max_shared_memory)
-    return std::to_string(t.shared_bytes()) + " bytes of shared memory, more than the device's " +
-           std::to_string(caps.max_shared_memory);
-  return "";
-}
-
-std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps) {
-  // Short wide tiles (CPU drivers run a workgroup on one core, SIMD across invocations:
-  // empty rows cost as much as full ones); square 64-128 blocks with 4x4 to 8x8 per
-  // invocation (GPUs); small ones within 16 KiB and 128 invocations (mobile).
-  const GemmTiles all[] = {
-      {32, 64, 16, 4, 8},    {32, 128, 16, 4, 16},  {32, 128, 32, 4, 16}, {32, 256, 16, 4, 16}, {64, 64, 16, 4, 4},
-      {64, 64, 16, 4, 8},    {64, 128, 16, 4, 16},  {64, 128, 16, 8, 8},  {128, 64, 16, 8, 8},  {128, 128, 16, 8, 8},
-      {128, 128, 16, 8, 16}, {64, 32, 16, 4, 4},    {32, 32, 8, 4, 4},    {128, 64, 32, 8, 8},
-  };
-  std::vector<GemmTiles> valid;
-  for (const GemmTiles& t : all)
-    if (gemm_tiles_problem(caps, t).empty()) valid.push_back(t);
-  return valid;
-}
-
 namespace {
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
-std::string hex(uint64_t v) {
-  char b[17];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 // What a tuning file is for: a file made for anything else is not used.
 std::string identity(const Context& ctx, DType precision) {
@@ -85,19 +27,12 @@ std::string identity(const Context& ctx, DType precision) {
          std::to_string(c.max_workgroup_invocations) + "; " + to_string(precision);
 }
 
-nlohmann::json classes_json(const GemmTuning& t) {
-  nlohmann::json j = nlohmann::json::object();
-  for (uint32_t c = 0; c < t.tiles.size(); ++c)
-    if (const auto& x = t.tiles[c]) j[std::to_string(c)] = {x->bm, x->bn, x->bk, x->tm, x->tn};
-  return j;
-}
-
 }  // namespace
 
 std::string gemm_tuning_path(const Context& ctx, DType precision) {
   const std::string dir = ctx.cache_dir();
   if (dir.empty()) return "";
-  return dir + "/gemm-tuning-" + hex(fnv1a(identity(ctx, precision))) + ".json";
+  return dir + "/gemm-tuning-" + gemm_tuning_file_id(identity(ctx, precision)) + ".json";
 }
 
 std::optional<GemmTuning> load_gemm_tuning(const Context& ctx, DType precision) {
@@ -111,42 +46,18 @@ std::optional<GemmTuning> load_gemm_tuning(const Context& ctx, DType precision) 
   };
   if (!S_ISREG(st.st_mode)) return ignore("not a regular file");
   if (st.st_size > (64 << 10)) return ignore("larger than 64 KiB, which no tuning file is");
-  std::ifstream f(path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const std::exception&) {
-    return ignore("not valid JSON");
-  }
-  if (!j.is_object() || j.value("schema", nlohmann::json()) != "vkformer-gemm-tuning/1") return ignore("not a tuning file");
-  if (j.value("identity", nlohmann::json()) != identity(ctx, precision))
-    return ignore("made for another device, driver, vkformer or precision");
-  const nlohmann::json classes = j.value("classes", nlohmann::json());
-  if (!classes.is_object() || j.value("checksum", nlohmann::json()) != hex(fnv1a(classes.dump())))
-    return ignore("its checksum does not match");
-  GemmTuning t;
-  for (const auto& [key, value] : classes.items()) {
-    if (key.size() != 1 || key[0] < '0' || key[0] >= char('0' + t.tiles.size())) return ignore("an unknown row class");
-    if (!value.is_array() || value.size() != 5) return ignore("tiles must be [bm, bn, bk, tm, tn]");
-    for (const auto& v : value)
-      if (!v.is_number_unsigned() || v.get<uint64_t>() > 4096) return ignore("a tile size is not a small integer");
-    const GemmTiles tiles{value[0], value[1], value[2], value[3], value[4]};
-    if (const std::string problem = gemm_tiles_problem(ctx.capabilities(), tiles); !problem.empty())
-      return ignore(tiles.name() + ": " + problem);
-    t.tiles[key[0] - '0'] = tiles;
-  }
+  std::ifstream f(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string why;
+  auto t = parse_gemm_tuning(text, identity(ctx, precision), ctx.capabilities(), &why);
+  if (!t) return ignore(why);
   return t;
 }
 
 void save_gemm_tuning(const Context& ctx, DType precision, const GemmTuning& tuning) {
   const std::string path = gemm_tuning_path(ctx, precision);
   if (path.empty()) throw Error("the disk cache is off: there is nowhere to keep a tuning file");
-  const nlohmann::json classes = classes_json(tuning);
-  const nlohmann::json j = {{"schema", "vkformer-gemm-tuning/1"},
-                            {"identity", identity(ctx, precision)},
-                            {"classes", classes},
-                            {"checksum", hex(fnv1a(classes.dump()))}};
-  write_file_atomically(path, {j.dump(2), "\n"});
+  write_file_atomically(path, {format_gemm_tuning(identity(ctx, precision), tuning)});
 }
 
 GemmCheck check_gemm_tiles(Context& ctx, DType precision, uint32_t M, uint32_t N, uint32_t K, const GemmTiles& tiles,

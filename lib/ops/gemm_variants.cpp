@@ -1,0 +1,122 @@
+// The tiled GEMM's variants as data: names, row classes, validity from the device's
+// limits, the tuner's candidates, and the tuning file's text, parsed as untrusted input
+// (include/vkformer/gemm_tuning.hpp). No device is needed here, so the fuzz target
+// (tests/fuzz/fuzz_tuning.cpp) links this file alone.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "vkformer/gemm_tuning.hpp"
+
+namespace vkf {
+
+std::string GemmTiles::name() const {
+  return "tiled " + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "/" +
+         std::to_string(tm) + "x" + std::to_string(tn);
+}
+
+uint32_t gemm_row_class(uint32_t rows) {
+  uint32_t c = 0;
+  while (rows > kGemmRowClassLimits[c]) ++c;
+  return c;
+}
+
+std::string gemm_row_class_name(uint32_t row_class) {
+  if (row_class + 1 < kGemmRowClassLimits.size()) return "M <= " + std::to_string(kGemmRowClassLimits[row_class]);
+  return "M > " + std::to_string(kGemmRowClassLimits[row_class - 1]);
+}
+
+std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t) {
+  if (!t.bm || !t.bn || !t.bk || !t.tm || !t.tn) return "a tile size is 0";
+  if (t.bk % 4) return "BK " + std::to_string(t.bk) + " is not a multiple of 4 (the kernel reads k in vec4s)";
+  if (t.bm % t.tm || t.bn % t.tn) return "TM must divide BM and TN divide BN";
+  if (t.tm * t.tn > 256) return "more than 256 accumulators per invocation";
+  if (t.invocations() > caps.max_workgroup_invocations || t.invocations() > caps.max_workgroup_size[0])
+    return std::to_string(t.invocations()) + " invocations, more than the device's workgroup allows";
+  if (t.shared_bytes() > caps.max_shared_memory)
+    return std::to_string(t.shared_bytes()) + " bytes of shared memory, more than the device's " +
+           std::to_string(caps.max_shared_memory);
+  return "";
+}
+
+std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps) {
+  // Short wide tiles (CPU drivers run a workgroup on one core, SIMD across invocations:
+  // empty rows cost as much as full ones); square 64-128 blocks with 4x4 to 8x8 per
+  // invocation (GPUs); small ones within 16 KiB and 128 invocations (mobile).
+  const GemmTiles all[] = {
+      {32, 64, 16, 4, 8},    {32, 128, 16, 4, 16},  {32, 128, 32, 4, 16}, {32, 256, 16, 4, 16}, {64, 64, 16, 4, 4},
+      {64, 64, 16, 4, 8},    {64, 128, 16, 4, 16},  {64, 128, 16, 8, 8},  {128, 64, 16, 8, 8},  {128, 128, 16, 8, 8},
+      {128, 128, 16, 8, 16}, {64, 32, 16, 4, 4},    {32, 32, 8, 4, 4},    {128, 64, 32, 8, 8},
+  };
+  std::vector<GemmTiles> valid;
+  for (const GemmTiles& t : all)
+    if (gemm_tiles_problem(caps, t).empty()) valid.push_back(t);
+  return valid;
+}
+
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+nlohmann::json classes_json(const GemmTuning& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (uint32_t c = 0; c < t.tiles.size(); ++c)
+    if (const auto& x = t.tiles[c]) j[std::to_string(c)] = {x->bm, x->bn, x->bk, x->tm, x->tn};
+  return j;
+}
+
+}  // namespace
+
+std::string gemm_tuning_file_id(const std::string& identity) { return hex(fnv1a(identity)); }
+
+std::string format_gemm_tuning(const std::string& identity, const GemmTuning& tuning) {
+  const nlohmann::json classes = classes_json(tuning);
+  const nlohmann::json j = {{"schema", "vkformer-gemm-tuning/1"},
+                            {"identity", identity},
+                            {"classes", classes},
+                            {"checksum", hex(fnv1a(classes.dump()))}};
+  return j.dump(2) + "\n";
+}
+
+std::optional<GemmTuning> parse_gemm_tuning(const std::string& text, const std::string& identity,
+                                            const Capabilities& caps, std::string* why) {
+  auto fail = [&](const std::string& reason) -> std::optional<GemmTuning> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  if (text.size() > (64u << 10)) return fail("larger than 64 KiB, which no tuning file is");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception&) {
+    return fail("not valid JSON");
+  }
+  if (!j.is_object() || j.value("schema", nlohmann::json()) != "vkformer-gemm-tuning/1") return fail("not a tuning file");
+  if (j.value("identity", nlohmann::json()) != identity) return fail("made for another device, driver, vkformer or precision");
+  const nlohmann::json classes = j.value("classes", nlohmann::json());
+  if (!classes.is_object() || j.value("checksum", nlohmann::json()) != hex(fnv1a(classes.dump())))
+    return fail("its checksum does not match");
+  GemmTuning t;
+  for (const auto& [key, value] : classes.items()) {
+    if (key.size() != 1 || key[0] < '0' || key[0] >= char('0' + t.tiles.size())) return fail("an unknown row class");
+    if (!value.is_array() || value.size() != 5) return fail("tiles must be [bm, bn, bk, tm, tn]");
+    for (const auto& x : value)
+      if (!x.is_number_unsigned() || x.get<uint64_t>() > 4096) return fail("a tile size is not a small integer");
+    const GemmTiles tiles{value[0], value[1], value[2], value[3], value[4]};
+    if (const std::string problem = gemm_tiles_problem(caps, tiles); !problem.empty())
+      return fail(tiles.name() + ": " + problem);
+    t.tiles[key[0] - '0'] = tiles;
+  }
+  return t;
+}
+
+}  // namespace vkf
