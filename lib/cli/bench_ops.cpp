@@ -91,10 +91,26 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print, uint32_
            }) / 1e9;
 #endif
     const double gf = flops / s / 1e9, ratio = blas > 0 ? gf / blas : 0.0;
-    const std::string variant = ops.gemm_variant({.M = M, .N = N, .K = K, .trans_b = true});
-    say("%-24s %12.2f %10.1f %14.2f %8.3f  %s\n", name.c_str(), gf, s * 1e6, blas, ratio, variant.c_str());
-    return nlohmann::json{{"m", M}, {"n", N}, {"k", K}, {"gflops", gf}, {"us", s * 1e6}, {"openblas_gflops", blas},
-                          {"ratio", ratio}, {"variant", variant}};
+    const Gemm g{.M = M, .N = N, .K = K, .trans_b = true};
+    const std::string variant = ops.gemm_variant(g);
+    nlohmann::json row{{"m", M}, {"n", N}, {"k", K}, {"gflops", gf}, {"us", s * 1e6}, {"openblas_gflops", blas},
+                       {"ratio", ratio}, {"variant", variant}};
+    // A tuned variant (vkformer tune) is timed beside the default table's in the same run.
+    std::string tuned;
+    if (variant != "small_m" && ops.default_gemm_tiles(g).name() != variant) {
+      Gemm d = g;
+      d.tiles = ops.default_gemm_tiles(g);
+      const double sd = time_gpu(ctx, reps_for(flops, 5e9), [&](CommandList& cl) {
+        ops.gemm(cl, d, a.view(), b.view(), c.view());
+      });
+      row["default_variant"] = d.tiles->name();
+      row["tuned_speedup"] = sd / s;
+      char text[96];
+      std::snprintf(text, sizeof text, " (tuned: %.2fx the default %s)", sd / s, d.tiles->name().c_str());
+      tuned = text;
+    }
+    say("%-24s %12.2f %10.1f %14.2f %8.3f  %s%s\n", name.c_str(), gf, s * 1e6, blas, ratio, variant.c_str(), tuned.c_str());
+    return row;
   };
   say("\n%-24s %12s %10s %14s %8s  %s\n", "gemm (A B^T)", "GFLOP/s", "us", "OpenBLAS", "ratio", "variant");
   // Squares up to 4096 (2048 on CPU drivers, where 4096^3 takes minutes; --max-size).
