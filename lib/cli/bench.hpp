@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -6,6 +7,12 @@
 #include "vkformer/ops.hpp"
 
 namespace vkf::cli {
+
+// Median seconds per call of `run`, repeated until ~min_seconds have passed (at least 3,
+// at most 50), after one untimed warm-up call.
+double time_median(const std::function<void()>& run, double min_seconds = 0.3);
+// Records `reps` copies of one op into a list and times its submits: seconds per op.
+double time_gpu(Context& ctx, uint32_t reps, const std::function<void(CommandList&)>& record, double min_seconds = 0.3);
 
 // Kernel throughput beside same-run baselines (OpenBLAS sgemm, unfused attention).
 // max_size: the largest square GEMM (0: 4096, or 2048 on CPU drivers).

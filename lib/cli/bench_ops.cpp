@@ -23,8 +23,9 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// Median seconds per call of `run`, repeated until ~min_seconds have passed (at least 3).
-double time_median(const std::function<void()>& run, double min_seconds = 0.3) {
+}  // namespace
+
+double time_median(const std::function<void()>& run, double min_seconds) {
   run();  // warm-up: pipeline compile, caches
   std::vector<double> t;
   const auto start = clock_type::now();
@@ -37,12 +38,13 @@ double time_median(const std::function<void()>& run, double min_seconds = 0.3) {
   return t[t.size() / 2];
 }
 
-// Records `reps` copies of one op into a list and times a submit: per-op seconds.
-double time_gpu(Context& ctx, uint32_t reps, const std::function<void(CommandList&)>& record) {
+double time_gpu(Context& ctx, uint32_t reps, const std::function<void(CommandList&)>& record, double min_seconds) {
   CommandList cl = ctx.command_list();
   for (uint32_t r = 0; r < reps; ++r) record(cl);
-  return time_median([&] { cl.submit(); }) / reps;
+  return time_median([&] { cl.submit(); }, min_seconds) / reps;
 }
+
+namespace {
 
 uint32_t reps_for(double flops_or_bytes, double per_second_guess) {
   return uint32_t(std::clamp(0.05 * per_second_guess / flops_or_bytes, 1.0, 200.0));

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "bench.hpp"
 #include "commands.hpp"
 #include "options.hpp"
 #include "vkformer/gemm_tuning.hpp"
@@ -19,24 +20,11 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// Median seconds per product of `reps` products recorded into one list, over at least 3
-// submits and about `min_seconds`.
+// Seconds per product of `g` (many products per submit, so the submit's cost is shared).
 double time_tiles(Context& ctx, Ops& ops, const Gemm& g, const Buffer& a, const Buffer& b, const Buffer& c,
                   double min_seconds) {
-  CommandList cl = ctx.command_list();
-  const double flops = 2.0 * g.M * g.N * g.K;
-  const uint32_t reps = uint32_t(std::clamp(2e8 / flops, 1.0, 50.0));
-  for (uint32_t r = 0; r < reps; ++r) ops.gemm(cl, g, a.view(), b.view(), c.view());
-  cl.submit();  // warm-up: the pipeline compiles
-  std::vector<double> t;
-  const auto start = clock_type::now();
-  while (t.size() < 3 || (std::chrono::duration<double>(clock_type::now() - start).count() < min_seconds && t.size() < 20)) {
-    const auto t0 = clock_type::now();
-    cl.submit();
-    t.push_back(std::chrono::duration<double>(clock_type::now() - t0).count() / reps);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  const uint32_t reps = uint32_t(std::clamp(2e8 / (2.0 * g.M * g.N * g.K), 1.0, 50.0));
+  return time_gpu(ctx, reps, [&](CommandList& cl) { ops.gemm(cl, g, a.view(), b.view(), c.view()); }, min_seconds);
 }
 
 }  // namespace

@@ -10,20 +10,12 @@
 #include "shader_compiler.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/files.hpp"
+#include "vkformer/hash.hpp"
 #include "vk.hpp"
 
 namespace fs = std::filesystem;
 
 namespace vkf::gpu {
-
-uint64_t fnv1a64(const void* data, size_t n, uint64_t h) {
-  auto* p = static_cast<const uint8_t*>(data);
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 namespace {
 

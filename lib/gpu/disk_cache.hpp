@@ -9,6 +9,7 @@
 #include "log.hpp"
 #include "vkformer/capabilities.hpp"
 #include "vkformer/context.hpp"
+#include "vkformer/hash.hpp"
 
 namespace vkf::gpu {
 
@@ -47,6 +48,6 @@ class DiskCache {
 // Where the cache lives: option, $VKF_CACHE_DIR, $XDG_CACHE_HOME/vkformer, ~/.cache/vkformer.
 std::string resolve_cache_dir(const ContextOptions& options);
 
-uint64_t fnv1a64(const void* data, size_t n, uint64_t seed = 0xcbf29ce484222325ull);
+using vkf::fnv1a64;  // vkformer/hash.hpp
 
 }  // namespace vkf::gpu

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vkformer/gemm_tuning.hpp"
+#include "vkformer/hash.hpp"
 
 namespace vkf {
 
@@ -55,11 +56,7 @@ std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps) {
 
 namespace {
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
+uint64_t fnv1a(const std::string& s) { return fnv1a64(s.data(), s.size()); }
 
 std::string hex(uint64_t v) {
   char b[17];

@@ -9,6 +9,7 @@
 
 #include "support/ops_test.hpp"
 #include "vkformer/gemm_tuning.hpp"
+#include "vkformer/hash.hpp"
 
 namespace vkf::test {
 namespace {
@@ -116,9 +117,8 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
   with([](auto& j) { j["schema"] = "something else"; }, "not a tuning file");
   with([&](auto& j) {  // tiles that cannot run here, with a checksum to match
     j["classes"] = {{"0", {32, 128, 6, 4, 16}}};
-    std::string s = j["classes"].dump();
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+    const std::string s = j["classes"].dump();
+    const uint64_t h = fnv1a64(s.data(), s.size());
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
     j["checksum"] = hex;
