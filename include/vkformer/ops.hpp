@@ -43,14 +43,22 @@ struct GemmSplit {
 // dispatch runs before the product.
 enum class NormOf { None, A, Residual };
 
-// The tiled GEMM kernel's parameters (shaders/gemm.comp's specialization constants):
-// a BM x BN block of C per workgroup through BK-deep shared-memory tiles, TM x TN
-// outputs per invocation.
+// A GEMM variant: its strategy and parameters (its kernel's specialization constants).
+// How a GEMM variant computes C:
+//   Tiled (shaders/gemm.comp): BM x BN blocks of C through shared memory, BK of K at a
+//     time, TM x TN per invocation. GPUs.
+//   Direct (shaders/gemm_direct.comp): straight from global memory, no shared memory or
+//     barriers; a workgroup owns BM = TM rows, read as values uniform across it, and BN
+//     columns, TN per invocation; BK is 4. CPU drivers (lavapipe), where SIMD lanes
+//     gather every non-uniform load.
+enum class GemmStrategy : uint32_t { Tiled, Direct };
+
 struct GemmTiles {
   uint32_t bm = 0, bn = 0, bk = 0, tm = 0, tn = 0;
+  GemmStrategy strategy = GemmStrategy::Tiled;
   uint32_t invocations() const { return tm && tn ? (bm / tm) * (bn / tn) : 0; }
-  uint32_t shared_bytes() const { return bk * (bm + bn) * 4; }
-  std::string name() const;  // "tiled 32x128x16/4x16"
+  uint32_t shared_bytes() const { return strategy == GemmStrategy::Tiled ? bk * (bm + bn) * 4 : 0; }
+  std::string name() const;  // "tiled 32x128x16/4x16", "direct 16x64x4/16x1"
   bool operator==(const GemmTiles&) const = default;
 };
 

@@ -14,26 +14,38 @@ namespace vkf {
 
 namespace ops {
 
+bool direct_gemm_shuffles(const Capabilities& caps, const GemmTiles& t) {
+  const uint32_t sg = caps.subgroup_size;
+  return t.strategy == GemmStrategy::Direct && caps.subgroup_basic && caps.subgroup_shuffle &&
+         caps.min_subgroup_size == caps.max_subgroup_size && sg && t.tm % sg == 0 && t.invocations() % sg == 0;
+}
+
 GemmTiles choose_gemm_tiles(const Capabilities& caps, uint32_t rows, uint64_t large_tiles_in_c) {
   // VKF_GEMM_TILES=bm,bn,bk,tm,tn overrides the choice, for tuning on a new device.
   if (const char* env = std::getenv("VKF_GEMM_TILES")) {
     GemmTiles t{};
-    if (std::sscanf(env, "%u,%u,%u,%u,%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5)
-      throw Error("VKF_GEMM_TILES must be bm,bn,bk,tm,tn");
+    const char* at = env;
+    if (std::string(env).rfind("direct:", 0) == 0) t.strategy = GemmStrategy::Direct, at += 7;
+    if (std::sscanf(at, "%u,%u,%u,%u,%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5)
+      throw Error("VKF_GEMM_TILES must be bm,bn,bk,tm,tn, or direct:bm,bn,4,bm,tn for the direct kernel");
     if (const std::string problem = gemm_tiles_problem(caps, t); !problem.empty())
       throw Error("VKF_GEMM_TILES " + std::string(env) + ": " + problem);
     return t;
   }
   GemmTiles large{128, 128, 16, 8, 8}, medium{64, 64, 16, 4, 4}, small{64, 32, 16, 4, 4};
   if (caps.type == DeviceType::Cpu) {
-    // lavapipe runs a workgroup on one core as SIMD chunks of invocations. By rows, the
-    // best of the tiles tried with VKF_GEMM_TILES in `bench ops` (Mesa 25.0.7, 2 cores,
-    // GFLOP/s on the Transformer-base shapes; the old single 128x64 tile in brackets):
-    //   M <= 32:  32x128, 4x16 per invocation: 8.3-13 (3.4-4.6; 32x64 4x8: 8-11;
-    //             64x128 4x16: 7.1 at M = 32)
-    //   M >  64: 128x64,  8x8: 16.5 at M = 256 (64x128 4x16: 13.9; 32x128 4x16: 13.3)
-    // Between them, 32x128 too: no empty rows at M = 64, where 128x64 would waste half
-    // of each tile (not measured there: bench ops has no such shape).
+    // The direct kernel where its rows of A can be shuffled between lanes (every CPU
+    // driver we know of). lavapipe (Mesa 25.0.7, 2 cores, GFLOP/s, the tiled choice below
+    // in brackets): M <= 64, 8 rows by 64 columns, 4 per invocation: 27-30 at M = 24
+    // (8-13), 16x64 2 per invocation: 33-37 at M = 32 and 256 and at squares of 256 to
+    // 2048 (16.5-18.7). 8 rows keep a 24-row product free of empty rows.
+    const GemmTiles direct_few{8, 64, 4, 8, 4, GemmStrategy::Direct}, direct{16, 64, 4, 16, 2, GemmStrategy::Direct};
+    const GemmTiles& d = rows <= 64 ? direct_few : direct;
+    if (gemm_tiles_problem(caps, d).empty() && direct_gemm_shuffles(caps, d)) return d;
+    // Without shuffles, the best tiled tiles by rows (same machine; the old single
+    // 128x64 tile in brackets): M <= 32, 32x128 with 4x16 per invocation: 8.3-13
+    // (3.4-4.6; 32x64 4x8: 8-11); M > 64, 128x64 with 8x8: 16.5 at M = 256 (64x128 4x16:
+    // 13.9). 32x128 up to 64 rows, where 128x64 would leave half of each tile empty.
     if (rows <= 64) return {32, 128, 16, 4, 16};
     return {128, 64, 16, 8, 8};
   }
@@ -244,7 +256,15 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                          push.stride_b[1] % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0;
     Defines d;
     if (vec4_nt) d.emplace_back("VEC4_NT", "1");
-    k = kernel("gemm.comp", d, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
+    if (t.strategy == GemmStrategy::Direct) {
+      const bool shuffle = ops::direct_gemm_shuffles(caps, t);
+      if (shuffle) d.emplace_back("SHUFFLE_A", "1");
+      k = kernel("gemm_direct.comp", d, 7, sizeof push,
+                 shuffle ? std::vector<uint32_t>{t.invocations(), t.tm, t.tn, caps.subgroup_size}
+                         : std::vector<uint32_t>{t.invocations(), t.tm, t.tn});
+    }
+    else
+      k = kernel("gemm.comp", d, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     groups = {(g.N + t.bn - 1) / t.bn, (g.M + t.bm - 1) / t.bm, batches};
     label = "gemm " + t.name() + ",";
   }

@@ -13,4 +13,9 @@ namespace vkf::ops {
 // short, wide tiles so a tile's rows are not mostly empty). VKF_GEMM_TILES overrides it.
 GemmTiles choose_gemm_tiles(const Capabilities& caps, uint32_t rows, uint64_t large_tiles_in_c);
 
+// Whether the direct kernel with these tiles hands rows of A between lanes with
+// subgroupShuffle (a fixed subgroup size dividing TM and the workgroup, and shuffles
+// offered), which is what makes it fast on CPU drivers; it is correct either way.
+bool direct_gemm_shuffles(const Capabilities& caps, const GemmTiles& tiles);
+
 }  // namespace vkf::ops

@@ -11,7 +11,7 @@
 namespace vkf {
 
 std::string GemmTiles::name() const {
-  return "tiled " + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "/" +
+  return std::string(strategy == GemmStrategy::Direct ? "direct " : "tiled ") + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "/" +
          std::to_string(tm) + "x" + std::to_string(tn);
 }
 
@@ -30,6 +30,8 @@ std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t) {
   if (!t.bm || !t.bn || !t.bk || !t.tm || !t.tn) return "a tile size is 0";
   if (t.bk % 4) return "BK " + std::to_string(t.bk) + " is not a multiple of 4 (the kernel reads k in vec4s)";
   if (t.bm % t.tm || t.bn % t.tn) return "TM must divide BM and TN divide BN";
+  if (t.strategy == GemmStrategy::Direct && (t.tm != t.bm || t.bk != 4))
+    return "the direct kernel computes every row of its block in each invocation (TM = BM) and reads K in vec4s (BK = 4)";
   if (t.tm * t.tn > 256) return "more than 256 accumulators per invocation";
   if (t.invocations() > caps.max_workgroup_invocations || t.invocations() > caps.max_workgroup_size[0])
     return std::to_string(t.invocations()) + " invocations, more than the device's workgroup allows";
@@ -43,10 +45,15 @@ std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps) {
   // Short wide tiles (CPU drivers run a workgroup on one core, SIMD across invocations:
   // empty rows cost as much as full ones); square 64-128 blocks with 4x4 to 8x8 per
   // invocation (GPUs); small ones within 16 KiB and 128 invocations (mobile).
+  constexpr GemmStrategy D = GemmStrategy::Direct;
   const GemmTiles all[] = {
       {32, 64, 16, 4, 8},    {32, 128, 16, 4, 16},  {32, 128, 32, 4, 16}, {32, 256, 16, 4, 16}, {64, 64, 16, 4, 4},
       {64, 64, 16, 4, 8},    {64, 128, 16, 4, 16},  {64, 128, 16, 8, 8},  {128, 64, 16, 8, 8},  {128, 128, 16, 8, 8},
       {128, 128, 16, 8, 16}, {64, 32, 16, 4, 4},    {32, 32, 8, 4, 4},    {128, 64, 32, 8, 8},
+      // Direct from global memory, rows in multiples of a CPU driver's 8 lanes, at most
+      // 32 accumulators per invocation (what AVX-512's registers hold).
+      {8, 64, 4, 8, 4, D},   {8, 128, 4, 8, 4, D},  {16, 64, 4, 16, 2, D}, {16, 128, 4, 16, 2, D}, {32, 16, 4, 32, 1, D},
+      {8, 32, 4, 8, 2, D},
   };
   std::vector<GemmTiles> valid;
   for (const GemmTiles& t : all)
@@ -67,7 +74,11 @@ std::string hex(uint64_t v) {
 nlohmann::json classes_json(const GemmTuning& t) {
   nlohmann::json j = nlohmann::json::object();
   for (uint32_t c = 0; c < t.tiles.size(); ++c)
-    if (const auto& x = t.tiles[c]) j[std::to_string(c)] = {x->bm, x->bn, x->bk, x->tm, x->tn};
+    if (const auto& x = t.tiles[c]) {
+      nlohmann::json tiles = {x->bm, x->bn, x->bk, x->tm, x->tn};
+      if (x->strategy == GemmStrategy::Direct) tiles.push_back("direct");
+      j[std::to_string(c)] = tiles;
+    }
   return j;
 }
 
@@ -105,10 +116,15 @@ std::optional<GemmTuning> parse_gemm_tuning(const std::string& text, const std::
   GemmTuning t;
   for (const auto& [key, value] : classes.items()) {
     if (key.size() != 1 || key[0] < '0' || key[0] >= char('0' + t.tiles.size())) return fail("an unknown row class");
-    if (!value.is_array() || value.size() != 5) return fail("tiles must be [bm, bn, bk, tm, tn]");
-    for (const auto& x : value)
-      if (!x.is_number_unsigned() || x.get<uint64_t>() > 4096) return fail("a tile size is not a small integer");
-    const GemmTiles tiles{value[0], value[1], value[2], value[3], value[4]};
+    if (!value.is_array() || (value.size() != 5 && value.size() != 6))
+      return fail("tiles must be [bm, bn, bk, tm, tn] or [bm, bn, bk, tm, tn, \"direct\"]");
+    for (size_t i = 0; i < 5; ++i)
+      if (!value[i].is_number_unsigned() || value[i].get<uint64_t>() > 4096) return fail("a tile size is not a small integer");
+    GemmTiles tiles{value[0], value[1], value[2], value[3], value[4]};
+    if (value.size() == 6) {
+      if (value[5] != "direct") return fail("an unknown strategy (only \"direct\" is named; tiled is the default)");
+      tiles.strategy = GemmStrategy::Direct;
+    }
     if (const std::string problem = gemm_tiles_problem(caps, tiles); !problem.empty())
       return fail(tiles.name() + ": " + problem);
     t.tiles[key[0] - '0'] = tiles;

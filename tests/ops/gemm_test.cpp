@@ -8,6 +8,7 @@
 // fp16 storage rounds the stored result once more: 2^-11 = 4.9e-4 of |c|, so 1e-3.
 #include "support/ops_test.hpp"
 #include "ops/reference.hpp"
+#include "vkformer/gemm_tuning.hpp"
 
 #include <set>
 
@@ -64,8 +65,8 @@ TEST_P(GemmTest, AwkwardShapesAllTransposes) {
     }
 }
 
-// Every row class of the default table (lib/ops/gemm.cpp: on CPU drivers 32x128 tiles
-// up to 64 rows, 128x64 above; on GPUs and the portable profile by tile count), at the
+// Every row class of the default table (lib/ops/gemm.cpp: on CPU drivers the direct
+// kernel's 8 rows up to 64, 16 above; on GPUs and the portable profile by tile count), at the
 // edges of each class, with the vec4 path (K a multiple of 4) and the scalar one, and
 // the epilogues, so no variant the table can pick goes untested on this device.
 TEST_P(GemmTest, EveryRowClassOfTheDefaultTable) {
@@ -81,6 +82,32 @@ TEST_P(GemmTest, EveryRowClassOfTheDefaultTable) {
     }
   if (ctx().capabilities().type == DeviceType::Cpu)  // (GPU classes go by tile count: these small products take one)
     EXPECT_GE(variants.size(), 2u) << "the row classes should reach more than one variant";
+}
+
+// Every variant the tuner may pick on this device (include/vkformer/gemm_tuning.hpp:
+// tiled and direct, with and without shuffled rows), with every transpose, the vec4 and
+// scalar loads, each epilogue and batched head strides: a tuned table can only hold
+// variants that ran here.
+TEST_P(GemmTest, EveryTunerCandidateWithEveryTransposeEpilogueAndBatch) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  for (const GemmTiles& t : gemm_tile_candidates(ctx().capabilities())) {
+    SCOPED_TRACE(t.name());
+    for (int tr = 0; tr < 4; ++tr)
+      check({.M = 19, .N = 70, .K = 33, .trans_a = bool(tr & 1), .trans_b = bool(tr & 2), .act = Activation::Gelu,
+             .tiles = t},
+            true, tr % 2 == 1, rng);
+    check({.M = 24, .N = 67, .K = 64, .trans_b = true, .alpha = 0.5f, .act = Activation::Silu, .tiles = t}, true, true,
+          rng);
+    const uint32_t B = 2, H = 3, L = 17, S = 9, d = 12;
+    Gemm g{.M = L, .N = S, .K = d, .trans_b = true, .alpha = 0.35f, .lda = H * d, .ldb = H * d, .batch = B, .heads = H,
+           .tiles = t};
+    g.stride_a = {uint64_t(L) * H * d, d};
+    g.stride_b = {uint64_t(S) * H * d, d};
+    g.stride_c = {uint64_t(H) * L * S, uint64_t(L) * S};
+    check(g, false, false, rng);
+  }
 }
 
 TEST_P(GemmTest, EpiloguesBiasActivationResidual) {

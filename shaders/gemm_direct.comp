@@ -1,0 +1,115 @@
+#version 450
+// C = act(alpha * op(A) * op(B) + bias) + residual, row-major, batched: the "direct"
+// strategy, straight from global memory, for drivers that run invocations as SIMD lanes
+// of a CPU (lavapipe).
+//
+// A workgroup owns TM rows of C and WG * TN columns; every invocation computes all TM
+// rows of its TN columns (column n0 + lane + j * WG), straight from global memory: no
+// shared memory and no barriers. On lavapipe (Mesa 25.0) every load whose address
+// differs per lane, or is not provably constant, is a gather, and the tiled kernel
+// (gemm.comp) pays one per shared-memory store and load on top of its global loads and
+// a coroutine switch per SIMD chunk at each barrier. Here each lane gathers only what
+// it alone needs: its B columns (each element then feeds TM FMAs) and, with SHUFFLE_A,
+// one row of A per SG rows, which subgroupShuffle with a constant lane index hands to
+// every lane (a register broadcast on a CPU). Without it every lane loads every row.
+// Measured on lavapipe, 2 cores: 36 GFLOP/s at 256^3 where the best tiled tile gave 18.
+// GPUs keep the tiled kernel (B's loads here are a row of B apart across lanes, so they
+// do not coalesce); the tuner decides per device.
+//
+// Variants as in gemm.comp: VKF_FP16_STORAGE, and VEC4_NT when op(A) = A [M, K] and
+// op(B) = B^T [N, K] with K, the leading dimensions and the offsets multiples of 4.
+#extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
+#include "activations.glsl"
+
+#ifdef VEC4_NT
+layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
+#define GEMM_SKIP_AB
+#endif
+#include "gemm_common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TM = 8;  // rows of C per workgroup (and per invocation)
+layout(constant_id = 2) const uint TN = 1;  // columns per invocation
+#ifdef SHUFFLE_A
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+layout(constant_id = 3) const uint SG = 8;  // the subgroup size, which divides TM and WG
+#endif
+
+// acc + a . b as four FMAs (dot() and an add measured the same on lavapipe).
+float fma4(vec4 a, vec4 b, float acc) {
+  return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, acc))));
+}
+
+void main() {
+  const uint WG = gl_WorkGroupSize.x;
+  const uint lane = gl_LocalInvocationID.x;
+  const uint m0 = gl_WorkGroupID.y * TM, n0 = gl_WorkGroupID.x * WG * TN;
+  const uint z = gl_WorkGroupID.z;
+  const uint a_off = offset_a(z);
+  const uint b_off = offset_b(z);
+
+  // Rows and columns past the edge read the last row or column (in bounds, and
+  // uniform for the rows) and are not stored.
+  uint rows[TM], cols[TN];
+  for (uint i = 0; i < TM; ++i) rows[i] = min(m0 + i, pc.M - 1u);
+  for (uint j = 0; j < TN; ++j) cols[j] = min(n0 + lane + j * WG, pc.N - 1u);
+
+  float acc[TM * TN];
+  for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
+
+#ifdef VEC4_NT
+  const uint K4 = pc.K / 4u;
+  for (uint kq = 0; kq < K4; ++kq) {
+    vec4 b[TN];
+    for (uint j = 0; j < TN; ++j) b[j] = vec4(B4[(b_off + cols[j] * pc.ldb) / 4u + kq]);
+#ifdef SHUFFLE_A
+    // One load per lane brings SG rows' vec4s; each row is then shuffled to every lane
+    // (a register broadcast on a CPU) instead of loaded by every lane.
+    for (uint r = 0; r < TM / SG; ++r) {
+      const vec4 mine = vec4(A4[(a_off + rows[r * SG + gl_SubgroupInvocationID] * pc.lda) / 4u + kq]);
+      for (uint s = 0; s < SG; ++s) {
+        const vec4 a = subgroupShuffle(mine, s);
+        for (uint j = 0; j < TN; ++j) acc[(r * SG + s) * TN + j] = fma4(a, b[j], acc[(r * SG + s) * TN + j]);
+      }
+    }
+#else
+    for (uint i = 0; i < TM; ++i) {
+      const vec4 a = vec4(A4[(a_off + rows[i] * pc.lda) / 4u + kq]);
+      for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma4(a, b[j], acc[i * TN + j]);
+    }
+#endif
+  }
+#else
+  // Any shape and transpose: scalar loads.
+  for (uint k = 0; k < pc.K; ++k) {
+    float b[TN];
+    for (uint j = 0; j < TN; ++j) b[j] = b_at(b_off, k, cols[j]);
+#ifdef SHUFFLE_A
+    for (uint r = 0; r < TM / SG; ++r) {
+      const float mine = a_at(a_off, rows[r * SG + gl_SubgroupInvocationID], k);
+      for (uint s = 0; s < SG; ++s) {
+        const float a = subgroupShuffle(mine, s);
+        for (uint j = 0; j < TN; ++j) acc[(r * SG + s) * TN + j] = fma(a, b[j], acc[(r * SG + s) * TN + j]);
+      }
+    }
+#else
+    for (uint i = 0; i < TM; ++i) {
+      const float a = a_at(a_off, rows[i], k);
+      for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(a, b[j], acc[i * TN + j]);
+    }
+#endif
+  }
+#endif
+
+  for (uint i = 0; i < TM; ++i) {
+    const uint m = m0 + i;
+    if (m >= pc.M) break;
+    for (uint j = 0; j < TN; ++j) {
+      const uint n = n0 + lane + j * WG;
+      if (n < pc.N) store_c(z, m, n, acc[i * TN + j]);
+    }
+  }
+}
