@@ -60,7 +60,11 @@ struct Capabilities {
   bool subgroup_basic = false, subgroup_arithmetic = false, subgroup_shuffle = false;
   bool subgroup_size_control = false;
   bool portability_subset = false;  // MoltenVK and other layered implementations
-  bool cooperative_matrix_nv = false;  // recorded, unused: no cooperative-matrix GEMM yet
+  // VK_NV_cooperative_matrix as the cooperative-matrix GEMM (shaders/gemm_coopmat.comp)
+  // needs it: the cooperativeMatrix and vulkanMemoryModel features, fp16 arithmetic and
+  // storage, and a 16x16x16 fp16 x fp16 + fp32 subgroup-scope product among the
+  // driver's configurations.
+  bool cooperative_matrix_nv = false;
   bool memory_budget = false;  // VK_EXT_memory_budget: the driver reports each heap's budget and use
   bool compute_only_queue = false;  // a queue family with compute and no graphics
 

@@ -26,12 +26,14 @@ std::string gemm_row_class_name(uint32_t row_class);  // "M <= 64", "M <= 256", 
 // "" when the tiled kernel can run these tiles on the device (BK a multiple of 4, TM
 // dividing BM and TN dividing BN, within the workgroup and shared-memory limits); else
 // what is wrong with them.
-std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& tiles);
+// `precision` is the storage precision (the cooperative-matrix kernel runs fp16 only).
+std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& tiles, DType precision);
 
 // The candidates the tuner tries, each valid on the device: designed per device class
 // (short wide tiles for CPU drivers; 64-128 blocks with 4x4 to 8x8 per invocation for
 // GPUs; small tiles within mobile limits), whatever the class, filtered by validity.
-std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps);
+std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps, DType precision);
+std::vector<GemmTiles> gemm_tile_designs();  // every design, valid here or not
 
 // Tuned tiles per row class (none: the default table's).
 struct GemmTuning {
@@ -44,7 +46,7 @@ struct GemmTuning {
 // with a bad checksum or with tiles invalid on `caps` gives nullopt and the reason.
 std::string format_gemm_tuning(const std::string& identity, const GemmTuning& tuning);
 std::optional<GemmTuning> parse_gemm_tuning(const std::string& text, const std::string& identity,
-                                            const Capabilities& caps, std::string* why = nullptr);
+                                            const Capabilities& caps, DType precision, std::string* why = nullptr);
 std::string gemm_tuning_file_id(const std::string& identity);  // the hash in the file's name
 
 // The tuning file of this device and precision: <cache dir>/gemm-tuning-<hash>.json,

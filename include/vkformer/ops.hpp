@@ -51,14 +51,25 @@ enum class NormOf { None, A, Residual };
 //     barriers; a workgroup owns BM = TM rows, read as values uniform across it, and BN
 //     columns, TN per invocation; BK is 4. CPU drivers (lavapipe), where SIMD lanes
 //     gather every non-uniform load.
-enum class GemmStrategy : uint32_t { Tiled, Direct };
+//   CoopMatNV (shaders/gemm_coopmat.comp): NVIDIA's cooperative matrices, fp16 storage
+//     only: BM x BN blocks through shared memory, BK (a multiple of 16) at a time, each
+//     32-invocation subgroup a TM x TN tile of 16x16 fp32 accumulators.
+enum class GemmStrategy : uint32_t { Tiled, Direct, CoopMatNV };
 
 struct GemmTiles {
   uint32_t bm = 0, bn = 0, bk = 0, tm = 0, tn = 0;
   GemmStrategy strategy = GemmStrategy::Tiled;
-  uint32_t invocations() const { return tm && tn ? (bm / tm) * (bn / tn) : 0; }
-  uint32_t shared_bytes() const { return strategy == GemmStrategy::Tiled ? bk * (bm + bn) * 4 : 0; }
-  std::string name() const;  // "tiled 32x128x16/4x16", "direct 16x64x4/16x1"
+  static constexpr uint32_t kCoopMatSubgroup = 32;  // NVIDIA's subgroup size, which the kernel assumes
+  uint32_t invocations() const {
+    if (!tm || !tn) return 0;
+    return (bm / tm) * (bn / tn) * (strategy == GemmStrategy::CoopMatNV ? kCoopMatSubgroup : 1);
+  }
+  uint32_t shared_bytes() const {
+    if (strategy == GemmStrategy::Tiled) return bk * (bm + bn) * 4;
+    if (strategy == GemmStrategy::CoopMatNV) return bk * (bm + bn) * 2 + bm * bn * 4;  // fp16 tiles, fp32 block of C
+    return 0;
+  }
+  std::string name() const;  // "tiled 32x128x16/4x16", "direct 16x64x4/16x1", "coopmat_nv 64x64x32/32x32"
   bool operator==(const GemmTiles&) const = default;
 };
 

@@ -51,9 +51,23 @@ int tune(const Args& args) {
   const Gemm shapes[] = {{.M = 24, .N = 2048, .K = 512, .trans_b = true},
                          {.M = 256, .N = 2048, .K = 512, .trans_b = true},
                          {.M = 1024, .N = 512, .K = 512, .trans_b = true}};
-  const auto candidates = gemm_tile_candidates(caps);
+  const auto candidates = gemm_tile_candidates(caps, dt);
+  // Designs this device cannot run are named once, with the reason (a cooperative-matrix
+  // variant on a device without them, tiles beyond its limits).
+  nlohmann::json not_valid = nlohmann::json::array();
+  std::vector<std::pair<std::string, std::string>> refused;  // (reason, the designs it refuses), in order
+  for (const GemmTiles& t : gemm_tile_designs())
+    if (const std::string why = gemm_tiles_problem(caps, t, dt); !why.empty()) {
+      not_valid.push_back({{"variant", t.name()}, {"why", why}});
+      auto it = std::find_if(refused.begin(), refused.end(), [&](const auto& r) { return r.first == why; });
+      if (it == refused.end()) refused.emplace_back(why, t.name());
+      else it->second += ", " + t.name();
+    }
+  say("%zu of %zu designs are valid here\n", candidates.size(), gemm_tile_designs().size());
+  for (const auto& [why, names] : refused) say("  not valid here: %s\n    (%s)\n", names.c_str(), why.c_str());
   GemmTuning tuning;
-  nlohmann::json report = {{"device", caps.name}, {"precision", to_string(dt)}, {"classes", nlohmann::json::array()}};
+  nlohmann::json report = {{"device", caps.name}, {"precision", to_string(dt)}, {"classes", nlohmann::json::array()},
+                            {"not_valid", not_valid}};
   uint64_t seed = 1;
   for (const Gemm& shape : shapes) {
     const uint32_t row_class = gemm_row_class(shape.M);

@@ -59,8 +59,18 @@ Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(p
   }
   // fp16 stores round to nearest even (shaders declare RoundingModeRTE, types.glsl).
   if (c.rounding_rte_fp16 && api < VK_API_VERSION_1_2) enable_ext(VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
-  // Recorded for the cooperative-matrix GEMM to come; enabling it costs nothing.
-  if (c.cooperative_matrix_nv) enable_ext("VK_NV_cooperative_matrix");
+  // The cooperative-matrix GEMM: the extension, its feature and the Vulkan memory model
+  // its SPIR-V declares (capabilities.hpp says what else it needs).
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceVulkanMemoryModelFeatures vmm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  if (c.cooperative_matrix_nv) {
+    enable_ext(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    if (api < VK_API_VERSION_1_2) enable_ext(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+    coop.cooperativeMatrix = VK_TRUE;
+    vmm.vulkanMemoryModel = VK_TRUE;
+    chain(coop);
+    chain(vmm);
+  }
   // Heap budgets (the allocator stays within them, Context::memory_budget reports them).
   if (c.memory_budget) enable_ext(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
@@ -143,7 +153,13 @@ Device::Device(PhysicalDevice physical, const BorrowedVulkan& b) : physical_(std
   // Float controls are core in 1.2; below it the extension must have been enabled.
   c.rounding_rte_fp16 &= c.storage_16bit && (physical_.api_version >= VK_API_VERSION_1_2 ||
                                              has_ext(VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME));
-  c.cooperative_matrix_nv &= has_ext("VK_NV_cooperative_matrix");
+  const auto* coop = reinterpret_cast<const VkPhysicalDeviceCooperativeMatrixFeaturesNV*>(
+      feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV));
+  const auto* vmm = reinterpret_cast<const VkPhysicalDeviceVulkanMemoryModelFeatures*>(
+      feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES));
+  c.cooperative_matrix_nv &= has_ext(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && coop && coop->cooperativeMatrix &&
+                             ((v12 && v12->vulkanMemoryModel) || (vmm && vmm->vulkanMemoryModel)) &&
+                             c.float16_arithmetic && c.storage_16bit;
   c.memory_budget &= has_ext(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   c.quirks.emplace_back("borrowed device: optional features as the application enabled them");
 
@@ -172,6 +188,7 @@ void Device::clamp_to_portable_profile() {
   c.subgroup_arithmetic = c.subgroup_shuffle = false;  // shared-memory reductions: no subgroup size assumed
   c.max_push_constants_size = std::min<uint32_t>(c.max_push_constants_size, 128);  // the Vulkan minimum
   c.float16_arithmetic = false;                                                    // fp16 storage at most
+  c.cooperative_matrix_nv = false;                                                 // needs fp16 arithmetic
   c.max_storage_buffer_range = std::min<uint64_t>(c.max_storage_buffer_range, 128ull << 20);
   c.quirks.emplace_back(
       "portable profile: kernels chosen for 16 KiB shared memory, 128 invocations, 128 push-constant bytes, "

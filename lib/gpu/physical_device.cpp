@@ -59,6 +59,28 @@ bool is_unified_memory(DeviceType type, const std::vector<MemoryHeap>& heaps) {
 
 namespace vkf::gpu {
 
+namespace {
+
+// Whether the driver lists the product shaders/gemm_coopmat.comp runs: 16x16x16,
+// fp16 A and B, fp32 C and D, one subgroup.
+bool has_coopmat_16x16x16_fp16(VkPhysicalDevice handle) {
+  if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) return false;
+  uint32_t n = 0;
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(handle, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> all(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(handle, &n, all.data()) != VK_SUCCESS) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto& p = all[i];
+    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        p.DType == VK_COMPONENT_TYPE_FLOAT32_NV && p.scope == VK_SCOPE_SUBGROUP_NV)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instance_api) {
   PhysicalDevice pd;
   pd.handle = handle;
@@ -160,13 +182,20 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
   if (has_f16) chain(ftail, f16);
   if (has_s8) chain(ftail, s8);
   if (has_sizectl) chain(ftail, sizectl_f);
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceVulkanMemoryModelFeatures vmm_f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  const bool has_coop = pd.has_extension(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  const bool has_vmm = usable(VK_API_VERSION_1_2, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+  if (has_coop) chain(ftail, coop_f);
+  if (has_vmm) chain(ftail, vmm_f);
   vkGetPhysicalDeviceFeatures2(handle, &feats);
   c.storage_16bit = s16.storageBuffer16BitAccess;
   c.float16_arithmetic = has_f16 && f16.shaderFloat16;
   c.storage_8bit = has_s8 && s8.storageBuffer8BitAccess;
   c.subgroup_size_control = has_sizectl && sizectl_f.subgroupSizeControl && sizectl_f.computeFullSubgroups;
   c.portability_subset = pd.has_extension("VK_KHR_portability_subset");
-  c.cooperative_matrix_nv = pd.has_extension("VK_NV_cooperative_matrix");
+  c.cooperative_matrix_nv = has_coop && coop_f.cooperativeMatrix && has_vmm && vmm_f.vulkanMemoryModel &&
+                            c.float16_arithmetic && c.storage_16bit && has_coopmat_16x16x16_fp16(handle);
   c.memory_budget = pd.has_extension(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   c.rounding_rte_fp16 = c.storage_16bit && has_float_controls && float_controls.shaderRoundingModeRTEFloat16;
 

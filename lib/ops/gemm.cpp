@@ -20,15 +20,16 @@ bool direct_gemm_shuffles(const Capabilities& caps, const GemmTiles& t) {
          caps.min_subgroup_size == caps.max_subgroup_size && sg && t.tm % sg == 0 && t.invocations() % sg == 0;
 }
 
-GemmTiles choose_gemm_tiles(const Capabilities& caps, uint32_t rows, uint64_t large_tiles_in_c) {
+GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t rows, uint64_t large_tiles_in_c) {
   // VKF_GEMM_TILES=bm,bn,bk,tm,tn overrides the choice, for tuning on a new device.
   if (const char* env = std::getenv("VKF_GEMM_TILES")) {
     GemmTiles t{};
     const char* at = env;
     if (std::string(env).rfind("direct:", 0) == 0) t.strategy = GemmStrategy::Direct, at += 7;
+    else if (std::string(env).rfind("coopmat_nv:", 0) == 0) t.strategy = GemmStrategy::CoopMatNV, at += 11;
     if (std::sscanf(at, "%u,%u,%u,%u,%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5)
-      throw Error("VKF_GEMM_TILES must be bm,bn,bk,tm,tn, or direct:bm,bn,4,bm,tn for the direct kernel");
-    if (const std::string problem = gemm_tiles_problem(caps, t); !problem.empty())
+      throw Error("VKF_GEMM_TILES must be bm,bn,bk,tm,tn, optionally after direct: or coopmat_nv:");
+    if (const std::string problem = gemm_tiles_problem(caps, t, precision); !problem.empty())
       throw Error("VKF_GEMM_TILES " + std::string(env) + ": " + problem);
     return t;
   }
@@ -41,7 +42,7 @@ GemmTiles choose_gemm_tiles(const Capabilities& caps, uint32_t rows, uint64_t la
     // 2048 (16.5-18.7). 8 rows keep a 24-row product free of empty rows.
     const GemmTiles direct_few{8, 64, 4, 8, 4, GemmStrategy::Direct}, direct{16, 64, 4, 16, 2, GemmStrategy::Direct};
     const GemmTiles& d = rows <= 64 ? direct_few : direct;
-    if (gemm_tiles_problem(caps, d).empty() && direct_gemm_shuffles(caps, d)) return d;
+    if (gemm_tiles_problem(caps, d, precision).empty() && direct_gemm_shuffles(caps, d)) return d;
     // Without shuffles, the best tiled tiles by rows (same machine; the old single
     // 128x64 tile in brackets): M <= 32, 32x128 with 4x16 per invocation: 8.3-13
     // (3.4-4.6; 32x64 4x8: 8-11); M > 64, 128x64 with 8x8: 16.5 at M = 256 (64x128 4x16:
@@ -119,7 +120,7 @@ std::optional<GemmTuning> tuning_for(const Context& ctx, DType precision) {
 GemmTiles Ops::gemm_tiles(const Gemm& g) const {
   const Capabilities& caps = ctx_.capabilities();
   if (g.tiles) {
-    if (const std::string problem = gemm_tiles_problem(caps, *g.tiles); !problem.empty())
+    if (const std::string problem = gemm_tiles_problem(caps, *g.tiles, dtype_); !problem.empty())
       throw Error("gemm: tiles " + g.tiles->name() + " cannot run on device '" + caps.name + "': " + problem);
     return *g.tiles;
   }
@@ -131,7 +132,7 @@ GemmTiles Ops::gemm_tiles(const Gemm& g) const {
 
 GemmTiles Ops::default_gemm_tiles(const Gemm& g) const {
   const uint64_t large_tiles = uint64_t((g.M + 127) / 128) * ((g.N + 127) / 128) * g.batch * g.heads;
-  return ops::choose_gemm_tiles(ctx_.capabilities(), g.M, large_tiles);
+  return ops::choose_gemm_tiles(ctx_.capabilities(), dtype_, g.M, large_tiles);
 }
 
 std::string Ops::gemm_variant(const Gemm& g) const {
@@ -256,7 +257,9 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                          push.stride_b[1] % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0;
     Defines d;
     if (vec4_nt) d.emplace_back("VEC4_NT", "1");
-    if (t.strategy == GemmStrategy::Direct) {
+    if (t.strategy == GemmStrategy::CoopMatNV) {
+      k = kernel("gemm_coopmat.comp", {}, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
+    } else if (t.strategy == GemmStrategy::Direct) {
       const bool shuffle = ops::direct_gemm_shuffles(caps, t);
       if (shuffle) d.emplace_back("SHUFFLE_A", "1");
       k = kernel("gemm_direct.comp", d, 7, sizeof push,

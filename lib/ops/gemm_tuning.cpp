@@ -49,7 +49,7 @@ std::optional<GemmTuning> load_gemm_tuning(const Context& ctx, DType precision) 
   std::ifstream f(path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   std::string why;
-  auto t = parse_gemm_tuning(text, identity(ctx, precision), ctx.capabilities(), &why);
+  auto t = parse_gemm_tuning(text, identity(ctx, precision), ctx.capabilities(), precision, &why);
   if (!t) return ignore(why);
   return t;
 }

@@ -11,7 +11,10 @@
 namespace vkf {
 
 std::string GemmTiles::name() const {
-  return std::string(strategy == GemmStrategy::Direct ? "direct " : "tiled ") + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "/" +
+  const char* kind = strategy == GemmStrategy::Direct      ? "direct "
+                     : strategy == GemmStrategy::CoopMatNV ? "coopmat_nv "
+                                                           : "tiled ";
+  return std::string(kind) + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "/" +
          std::to_string(tm) + "x" + std::to_string(tn);
 }
 
@@ -26,13 +29,23 @@ std::string gemm_row_class_name(uint32_t row_class) {
   return "M > " + std::to_string(kGemmRowClassLimits[row_class - 1]);
 }
 
-std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t) {
+std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t, DType precision) {
   if (!t.bm || !t.bn || !t.bk || !t.tm || !t.tn) return "a tile size is 0";
   if (t.bk % 4) return "BK " + std::to_string(t.bk) + " is not a multiple of 4 (the kernel reads k in vec4s)";
   if (t.bm % t.tm || t.bn % t.tn) return "TM must divide BM and TN divide BN";
+  if (t.strategy == GemmStrategy::CoopMatNV) {
+    if (!caps.cooperative_matrix_nv)
+      return "the device offers no NV cooperative matrices with 16x16x16 fp16 products (VK_NV_cooperative_matrix, "
+             "its feature, the Vulkan memory model and fp16 arithmetic and storage)";
+    if (precision != DType::F16) return "the cooperative-matrix kernel multiplies fp16 inputs: fp16 storage only";
+    if (caps.min_subgroup_size != GemmTiles::kCoopMatSubgroup || caps.max_subgroup_size != GemmTiles::kCoopMatSubgroup)
+      return "the cooperative-matrix kernel assumes subgroups of exactly 32 invocations";
+    if (t.tm % 16 || t.tn % 16 || t.bk % 16) return "the cooperative-matrix kernel's TM, TN and BK are multiples of 16";
+    if ((t.tm / 16) * (t.tn / 16) > 16) return "more than 16 accumulator matrices per subgroup";
+  }
   if (t.strategy == GemmStrategy::Direct && (t.tm != t.bm || t.bk != 4))
     return "the direct kernel computes every row of its block in each invocation (TM = BM) and reads K in vec4s (BK = 4)";
-  if (t.tm * t.tn > 256) return "more than 256 accumulators per invocation";
+  if (t.strategy != GemmStrategy::CoopMatNV && t.tm * t.tn > 256) return "more than 256 accumulators per invocation";
   if (t.invocations() > caps.max_workgroup_invocations || t.invocations() > caps.max_workgroup_size[0])
     return std::to_string(t.invocations()) + " invocations, more than the device's workgroup allows";
   if (t.shared_bytes() > caps.max_shared_memory)
@@ -41,12 +54,12 @@ std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t) {
   return "";
 }
 
-std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps) {
+std::vector<GemmTiles> gemm_tile_designs() {
   // Short wide tiles (CPU drivers run a workgroup on one core, SIMD across invocations:
   // empty rows cost as much as full ones); square 64-128 blocks with 4x4 to 8x8 per
   // invocation (GPUs); small ones within 16 KiB and 128 invocations (mobile).
-  constexpr GemmStrategy D = GemmStrategy::Direct;
-  const GemmTiles all[] = {
+  constexpr GemmStrategy D = GemmStrategy::Direct, C = GemmStrategy::CoopMatNV;
+  return {
       {32, 64, 16, 4, 8},    {32, 128, 16, 4, 16},  {32, 128, 32, 4, 16}, {32, 256, 16, 4, 16}, {64, 64, 16, 4, 4},
       {64, 64, 16, 4, 8},    {64, 128, 16, 4, 16},  {64, 128, 16, 8, 8},  {128, 64, 16, 8, 8},  {128, 128, 16, 8, 8},
       {128, 128, 16, 8, 16}, {64, 32, 16, 4, 4},    {32, 32, 8, 4, 4},    {128, 64, 32, 8, 8},
@@ -54,10 +67,17 @@ std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps) {
       // 32 accumulators per invocation (what AVX-512's registers hold).
       {8, 64, 4, 8, 4, D},   {8, 128, 4, 8, 4, D},  {16, 64, 4, 16, 2, D}, {16, 128, 4, 16, 2, D}, {32, 16, 4, 32, 1, D},
       {8, 32, 4, 8, 2, D},
+      // NV cooperative matrices (fp16): 4 or 8 subgroups of 32, each 32x32 or 64x32 of
+      // 16x16 accumulators, within 48 KiB of shared memory with the epilogue's block.
+      {64, 64, 32, 32, 32, C}, {64, 64, 64, 32, 32, C}, {128, 64, 32, 64, 32, C}, {64, 128, 32, 32, 64, C},
+      {128, 64, 32, 32, 32, C},
   };
+}
+
+std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps, DType precision) {
   std::vector<GemmTiles> valid;
-  for (const GemmTiles& t : all)
-    if (gemm_tiles_problem(caps, t).empty()) valid.push_back(t);
+  for (const GemmTiles& t : gemm_tile_designs())
+    if (gemm_tiles_problem(caps, t, precision).empty()) valid.push_back(t);
   return valid;
 }
 
@@ -77,6 +97,7 @@ nlohmann::json classes_json(const GemmTuning& t) {
     if (const auto& x = t.tiles[c]) {
       nlohmann::json tiles = {x->bm, x->bn, x->bk, x->tm, x->tn};
       if (x->strategy == GemmStrategy::Direct) tiles.push_back("direct");
+      if (x->strategy == GemmStrategy::CoopMatNV) tiles.push_back("coopmat_nv");
       j[std::to_string(c)] = tiles;
     }
   return j;
@@ -96,7 +117,7 @@ std::string format_gemm_tuning(const std::string& identity, const GemmTuning& tu
 }
 
 std::optional<GemmTuning> parse_gemm_tuning(const std::string& text, const std::string& identity,
-                                            const Capabilities& caps, std::string* why) {
+                                            const Capabilities& caps, DType precision, std::string* why) {
   auto fail = [&](const std::string& reason) -> std::optional<GemmTuning> {
     if (why) *why = reason;
     return std::nullopt;
@@ -117,15 +138,16 @@ std::optional<GemmTuning> parse_gemm_tuning(const std::string& text, const std::
   for (const auto& [key, value] : classes.items()) {
     if (key.size() != 1 || key[0] < '0' || key[0] >= char('0' + t.tiles.size())) return fail("an unknown row class");
     if (!value.is_array() || (value.size() != 5 && value.size() != 6))
-      return fail("tiles must be [bm, bn, bk, tm, tn] or [bm, bn, bk, tm, tn, \"direct\"]");
+      return fail("tiles must be [bm, bn, bk, tm, tn] or [bm, bn, bk, tm, tn, strategy]");
     for (size_t i = 0; i < 5; ++i)
       if (!value[i].is_number_unsigned() || value[i].get<uint64_t>() > 4096) return fail("a tile size is not a small integer");
     GemmTiles tiles{value[0], value[1], value[2], value[3], value[4]};
     if (value.size() == 6) {
-      if (value[5] != "direct") return fail("an unknown strategy (only \"direct\" is named; tiled is the default)");
-      tiles.strategy = GemmStrategy::Direct;
+      if (value[5] == "direct") tiles.strategy = GemmStrategy::Direct;
+      else if (value[5] == "coopmat_nv") tiles.strategy = GemmStrategy::CoopMatNV;
+      else return fail("an unknown strategy (\"direct\" or \"coopmat_nv\"; tiled is the default)");
     }
-    if (const std::string problem = gemm_tiles_problem(caps, tiles); !problem.empty())
+    if (const std::string problem = gemm_tiles_problem(caps, tiles, precision); !problem.empty())
       return fail(tiles.name() + ": " + problem);
     t.tiles[key[0] - '0'] = tiles;
   }

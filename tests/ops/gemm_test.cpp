@@ -92,7 +92,7 @@ TEST_P(GemmTest, EveryTunerCandidateWithEveryTransposeEpilogueAndBatch) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
-  for (const GemmTiles& t : gemm_tile_candidates(ctx().capabilities())) {
+  for (const GemmTiles& t : gemm_tile_candidates(ctx().capabilities(), dtype())) {
     SCOPED_TRACE(t.name());
     for (int tr = 0; tr < 4; ++tr)
       check({.M = 19, .N = 70, .K = 33, .trans_a = bool(tr & 1), .trans_b = bool(tr & 2), .act = Activation::Gelu,

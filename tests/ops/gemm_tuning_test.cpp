@@ -22,7 +22,7 @@ class GemmTuningTest : public OpsTest {};
 TEST_P(GemmTuningTest, EveryCandidatePassesTheReferenceAtAwkwardShapes) {
   const auto seed = test_seed();
   VKF_SEED_TRACE(seed);
-  const auto candidates = gemm_tile_candidates(ctx().capabilities());
+  const auto candidates = gemm_tile_candidates(ctx().capabilities(), dtype());
   ASSERT_FALSE(candidates.empty());
   const uint32_t shapes[][3] = {{5, 3, 1}, {17, 129, 259}, {65, 1000, 4}, {255, 17, 260}};
   uint64_t s = seed;
@@ -34,7 +34,7 @@ TEST_P(GemmTuningTest, EveryCandidatePassesTheReferenceAtAwkwardShapes) {
 }
 
 TEST_P(GemmTuningTest, AWrongCandidateIsRejected) {
-  const GemmTiles t = gemm_tile_candidates(ctx().capabilities()).front();
+  const GemmTiles t = gemm_tile_candidates(ctx().capabilities(), dtype()).front();
   EXPECT_TRUE(check_gemm_tiles(ctx(), dtype(), 17, 33, 64, t, 7).ok);
   // One output off by 1% of its size, or one left unwritten: the candidate fails.
   const GemmCheck off = check_gemm_tiles(ctx(), dtype(), 17, 33, 64, t, 7, [](std::vector<float>& c) { c[40] += 0.1f; });
@@ -47,10 +47,10 @@ TEST_P(GemmTuningTest, AWrongCandidateIsRejected) {
 
 TEST_P(GemmTuningTest, InvalidTilesAreRefusedByName) {
   const Capabilities& caps = ctx().capabilities();
-  EXPECT_NE(gemm_tiles_problem(caps, {32, 128, 6, 4, 16}).find("not a multiple of 4"), std::string::npos);
-  EXPECT_NE(gemm_tiles_problem(caps, {32, 128, 16, 5, 16}).find("TM must divide BM"), std::string::npos);
-  EXPECT_NE(gemm_tiles_problem(caps, {4096, 4096, 16, 4, 4}).find("invocations"), std::string::npos);
-  EXPECT_NE(gemm_tiles_problem(caps, {0, 128, 16, 4, 16}).find("0"), std::string::npos);
+  EXPECT_NE(gemm_tiles_problem(caps, {32, 128, 6, 4, 16}, dtype()).find("not a multiple of 4"), std::string::npos);
+  EXPECT_NE(gemm_tiles_problem(caps, {32, 128, 16, 5, 16}, dtype()).find("TM must divide BM"), std::string::npos);
+  EXPECT_NE(gemm_tiles_problem(caps, {4096, 4096, 16, 4, 4}, dtype()).find("invocations"), std::string::npos);
+  EXPECT_NE(gemm_tiles_problem(caps, {0, 128, 16, 4, 16}, dtype()).find("0"), std::string::npos);
   Buffer a = ctx().buffer(64 * 64 * 4), b = ctx().buffer(64 * 64 * 4), c = ctx().buffer(64 * 64 * 4);
   auto cl = ctx().command_list();
   try {
@@ -84,7 +84,7 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
   const std::string path = gemm_tuning_path(ctx, DType::F32);
   ASSERT_EQ(path.rfind(dir, 0), 0u) << path;
   EXPECT_FALSE(load_gemm_tuning(ctx, DType::F32).has_value());  // none yet: the default table
-  const auto candidates = gemm_tile_candidates(ctx.capabilities());
+  const auto candidates = gemm_tile_candidates(ctx.capabilities(), DType::F32);
   GemmTuning tuned;
   tuned.tiles[0] = candidates.back();
   save_gemm_tuning(ctx, DType::F32, tuned);

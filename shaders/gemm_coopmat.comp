@@ -1,0 +1,82 @@
+#version 450
+// C = act(alpha * op(A) * op(B) + bias) + residual with NVIDIA's cooperative matrices
+// (GL_NV_cooperative_matrix, which glslang 12 compiles; the KHR form it does not): fp16
+// A and B, fp32 accumulation, the tensor cores' 16x16x16 products. fp16 storage only
+// (the host never picks it for fp32: fp16 inputs would cost fp32 products 11 bits).
+//
+// A workgroup computes a BM x BN block of C as (BM / TM) x (BN / TN) subgroups of 32
+// invocations, each a TM x TN tile of 16x16 accumulators. BK of K at a time, op(A)'s
+// and op(B)'s tiles are staged in shared memory k-contiguous ([row][BK], [column][BK]:
+// op(B)'s tile is then a column-major K x N matrix, which coopMatLoadNV reads with
+// colMajor), every transpose through the same scalar loads as gemm.comp's general path.
+// The epilogue goes through shared memory: the accumulators are stored there and every
+// invocation applies store_c (bias, activation, residual, split and step rows exactly
+// as the other kernels do) to its share of the block.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#ifndef VKF_FP16_STORAGE
+#define VKF_FP16_STORAGE  // the only storage this kernel runs (the host never asks for another)
+#endif
+#include "types.glsl"
+#include "activations.glsl"
+#include "gemm_common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint BM = 64;
+layout(constant_id = 2) const uint BN = 64;
+layout(constant_id = 3) const uint BK = 32;  // a multiple of 16
+layout(constant_id = 4) const uint TM = 32;  // a subgroup's rows, a multiple of 16
+layout(constant_id = 5) const uint TN = 32;  // and columns
+
+const uint MT = TM / 16, NT = TN / 16;  // 16x16 accumulators per subgroup, by rows and columns
+const uint SUBGROUPS_N = BN / TN;
+
+#define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+#define HALF fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+
+shared float16_t As[BM * BK];  // As[m * BK + k] = op(A)(m0 + m, k0 + k)
+shared float16_t Bs[BN * BK];  // Bs[n * BK + k] = op(B)(k0 + k, n0 + n)
+shared float Cs[BM * BN];      // the block of C before the epilogue
+
+void main() {
+  const uint WG = gl_WorkGroupSize.x;
+  const uint tid = gl_LocalInvocationID.x;
+  const uint sm = (gl_SubgroupID / SUBGROUPS_N) * TM, sn = (gl_SubgroupID % SUBGROUPS_N) * TN;
+  const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
+  const uint z = gl_WorkGroupID.z;
+  const uint a_off = offset_a(z);
+  const uint b_off = offset_b(z);
+
+  ACC acc[MT * NT];
+  for (uint i = 0; i < MT * NT; ++i) acc[i] = ACC(0.0);
+
+  for (uint k0 = 0; k0 < pc.K; k0 += BK) {
+    for (uint i = tid; i < BM * BK; i += WG) {
+      const uint gm = m0 + i / BK, gk = k0 + i % BK;
+      As[i] = float16_t(gm < pc.M && gk < pc.K ? a_at(a_off, gm, gk) : 0.0);
+    }
+    for (uint i = tid; i < BN * BK; i += WG) {
+      const uint gn = n0 + i / BK, gk = k0 + i % BK;
+      Bs[i] = float16_t(gn < pc.N && gk < pc.K ? b_at(b_off, gk, gn) : 0.0);
+    }
+    barrier();
+    for (uint kk = 0; kk < BK; kk += 16) {
+      HALF a[MT], b[NT];
+      for (uint i = 0; i < MT; ++i) coopMatLoadNV(a[i], As, (sm + 16 * i) * BK + kk, BK, false);
+      for (uint j = 0; j < NT; ++j) coopMatLoadNV(b[j], Bs, (sn + 16 * j) * BK + kk, BK, true);
+      for (uint i = 0; i < MT; ++i)
+        for (uint j = 0; j < NT; ++j) acc[i * NT + j] = coopMatMulAddNV(a[i], b[j], acc[i * NT + j]);
+    }
+    barrier();
+  }
+
+  for (uint i = 0; i < MT; ++i)
+    for (uint j = 0; j < NT; ++j) coopMatStoreNV(acc[i * NT + j], Cs, (sm + 16 * i) * BN + sn + 16 * j, BN, false);
+  barrier();
+  for (uint i = tid; i < BM * BN; i += WG) {
+    const uint m = m0 + i / BN, n = n0 + i % BN;
+    if (m < pc.M && n < pc.N) store_c(z, m, n, Cs[i]);
+  }
+}

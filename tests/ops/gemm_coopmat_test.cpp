@@ -1,0 +1,96 @@
+// The cooperative-matrix GEMM (shaders/gemm_coopmat.comp, GemmStrategy::CoopMatNV). Its
+// SPIR-V is compiled by the runtime's own compiler and validated for Vulkan 1.1 on every
+// machine, with the capabilities a device must offer to load it. It runs against the
+// double reference at awkward shapes here, and in gemm_test with every transpose,
+// epilogue and batch as every tuner candidate does, wherever the device offers NV
+// cooperative matrices (NVIDIA GPUs); elsewhere the run is skipped, saying why. Where
+// it cannot run, its tiles are refused by name.
+#include <algorithm>
+
+#include "ops/reference.hpp"
+#include "shader_compiler.hpp"  // lib/gpu: the runtime's GLSL compiler and SPIR-V check
+#include "support/ops_test.hpp"
+#include "vkformer/gemm_tuning.hpp"
+
+namespace vkf::test {
+namespace {
+
+bool declares_capability(const std::vector<uint32_t>& spirv, uint32_t capability) {
+  for (size_t i = 5; i < spirv.size();) {  // after the header: instructions, word count in the high half
+    const uint32_t words = spirv[i] >> 16, opcode = spirv[i] & 0xffff;
+    if (words == 0) return false;
+    if (opcode == 17 /* OpCapability */ && i + 1 < spirv.size() && spirv[i + 1] == capability) return true;
+    i += words;
+  }
+  return false;
+}
+
+TEST(GemmCoopMat, CompilesToValidSpirvThatAsksForCooperativeMatricesAndTheVulkanMemoryModel) {
+  const Defines variants[] = {{{"VKF_FP16_STORAGE", "1"}}, {{"VKF_FP16_STORAGE", "1"}, {"VKF_RTE_FP16", "1"}}};
+  for (const Defines& d : variants) {
+    const auto spirv = gpu::compile_glsl("gemm_coopmat.comp", gpu::embedded_source("gemm_coopmat.comp"), d);
+    ASSERT_FALSE(spirv.empty());
+    EXPECT_EQ(gpu::spirv_problem(spirv), "") << gpu::describe_variant(d);
+    EXPECT_TRUE(declares_capability(spirv, 5357)) << "CooperativeMatrixNV";
+    EXPECT_TRUE(declares_capability(spirv, 5345)) << "VulkanMemoryModel";
+  }
+}
+
+TEST(GemmCoopMat, RefusedByNameWhereItCannotRun) {
+  const GemmTiles t{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV};
+  Capabilities none;
+  none.max_shared_memory = 49152;
+  none.max_workgroup_invocations = 1024;
+  none.max_workgroup_size = {1024, 1024, 64};
+  none.subgroup_size = none.min_subgroup_size = none.max_subgroup_size = 32;
+  EXPECT_NE(gemm_tiles_problem(none, t, DType::F16).find("no NV cooperative matrices"), std::string::npos);
+  Capabilities nv = none;
+  nv.cooperative_matrix_nv = true;
+  EXPECT_EQ(gemm_tiles_problem(nv, t, DType::F16), "");
+  EXPECT_NE(gemm_tiles_problem(nv, t, DType::F32).find("fp16 storage only"), std::string::npos);
+  Capabilities wave64 = nv;
+  wave64.min_subgroup_size = wave64.max_subgroup_size = 64;
+  EXPECT_NE(gemm_tiles_problem(wave64, t, DType::F16).find("32 invocations"), std::string::npos);
+  EXPECT_NE(gemm_tiles_problem(nv, {64, 64, 24, 32, 32, GemmStrategy::CoopMatNV}, DType::F16).find("multiples of 16"),
+            std::string::npos);
+  EXPECT_NE(gemm_tiles_problem(nv, {128, 128, 32, 64, 64, GemmStrategy::CoopMatNV}, DType::F16).find("shared memory"),
+            std::string::npos);
+  // Every cooperative-matrix design is a candidate on such a device in fp16, none in fp32.
+  const auto designs = gemm_tile_designs();
+  const auto coop = std::count_if(designs.begin(), designs.end(),
+                                  [](const GemmTiles& d) { return d.strategy == GemmStrategy::CoopMatNV; });
+  ASSERT_GT(coop, 0);
+  auto count_coop = [](const std::vector<GemmTiles>& v) {
+    return std::count_if(v.begin(), v.end(), [](const GemmTiles& d) { return d.strategy == GemmStrategy::CoopMatNV; });
+  };
+  EXPECT_EQ(count_coop(gemm_tile_candidates(nv, DType::F16)), coop);
+  EXPECT_EQ(count_coop(gemm_tile_candidates(nv, DType::F32)), 0);
+  EXPECT_EQ(count_coop(gemm_tile_candidates(none, DType::F16)), 0);
+}
+
+class GemmCoopMatRun : public OpsTest {};
+
+// Tolerance: fp16 inputs (already fp16 in storage), exact fp16 x fp16 products and fp32
+// accumulation, as the other kernels; the stored fp16 result adds 2^-11 of |c|.
+TEST_P(GemmCoopMatRun, EveryVariantAtAwkwardShapesTransposesAndEpilogues) {
+  const Capabilities& caps = ctx().capabilities();
+  if (!caps.cooperative_matrix_nv)
+    GTEST_SKIP() << "device '" << caps.name
+                 << "' offers no NV cooperative matrices with 16x16x16 fp16 products (lavapipe has none): the kernel's "
+                    "SPIR-V is checked above, its run needs an NVIDIA GPU";
+  if (dtype() != DType::F16) GTEST_SKIP() << "the cooperative-matrix kernel runs fp16 storage only";
+  const auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  uint64_t s = seed;
+  for (const GemmTiles& t : gemm_tile_candidates(caps, dtype())) {
+    if (t.strategy != GemmStrategy::CoopMatNV) continue;
+    for (auto [M, N, K] : {std::tuple{1u, 1u, 1u}, {3u, 17u, 255u}, {17u, 3u, 1000u}, {255u, 129u, 64u},
+                           {1030u, 70u, 33u}})
+      EXPECT_TRUE(check_gemm_tiles(ctx(), dtype(), M, N, K, t, s++).ok) << t.name() << " at " << M << "x" << N << "x" << K;
+  }
+}
+
+VKF_FOR_EACH_DTYPE(GemmCoopMatRun);
+
+}  // namespace
+}  // namespace vkf::test
