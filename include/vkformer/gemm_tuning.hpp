@@ -72,4 +72,52 @@ struct GemmCheck {
 GemmCheck check_gemm_tiles(Context& ctx, DType precision, uint32_t M, uint32_t N, uint32_t K, const GemmTiles& tiles,
                            uint64_t seed, const std::function<void(std::vector<float>&)>& tamper = {});
 
+// The tuner. Per row class (one product each, GemmTuneOptions::shapes), every candidate
+// valid here is verified with check_gemm_tiles at awkward shapes of the class (one that
+// fails is rejected and reported, never used), then timed beside the default table's
+// choice (medians of whole submits of many products); the fastest, when it is faster by
+// min_speedup_ratio again in three alternating rounds, goes to the device's tuning file
+// (save), which gemm() reads from then on in every process. The budget is shared out
+// between the classes; candidates left when a class's share is spent are not tried
+// (Class::out_of_time). Classes of at most Ops::kMaxFoldedNormRows rows run the
+// small-M kernel and are not tuned. Throws vkf::Error when the disk cache is off.
+struct GemmTuneOptions {
+  DType precision = DType::F32;
+  double budget_s = 120;
+  std::vector<Gemm> shapes;              // empty: gemm_tuning_shapes(512, 2048) (Transformer-base)
+  double seconds_per_timing = 0.15;      // each timing's least duration
+  double min_speedup_ratio = 0.95;       // a winner takes at most this much of the default's time
+  bool save = true;                      // write the tuning file
+  uint64_t seed = 1;                     // the verification's random inputs
+  std::function<void(const std::string&)> progress;  // a line per class and candidate, as they finish
+  // For tests: alters a candidate's output before its verification (a deliberately wrong
+  // candidate, which the tuner must reject and never choose).
+  std::function<void(const GemmTiles&, std::vector<float>&)> tamper;
+};
+struct GemmTuneReport {
+  struct Candidate {
+    GemmTiles tiles;
+    bool verified = false;
+    double error = 0;    // as GemmCheck::error
+    double seconds = 0;  // per product, when verified
+  };
+  struct Class {
+    uint32_t row_class = 0;
+    Gemm shape;
+    GemmTiles fallback, chosen;  // the default table's and the one kept
+    double default_seconds = 0, speedup = 1;
+    bool out_of_time = false;
+    std::vector<Candidate> candidates;
+  };
+  std::vector<GemmTiles> candidates;                            // valid here
+  std::vector<std::pair<GemmTiles, std::string>> not_valid;     // designs that cannot run here, and why
+  std::vector<Class> classes;
+  std::string file;  // the tuning file written ("" without save)
+  double seconds = 0;
+};
+// A transformer's products, one per row class: 24 and 256 rows by the FFN's
+// [d_ffn, d_model] weight, 1024 rows by a [d_model, d_model] one.
+std::vector<Gemm> gemm_tuning_shapes(uint32_t d_model, uint32_t d_ffn);
+GemmTuneReport tune_gemm(Context& ctx, const GemmTuneOptions& options);
+
 }  // namespace vkf

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "vkformer/context.hpp"
+#include "vkformer/gemm_tuning.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf {
@@ -163,7 +164,17 @@ class Session {
   // short generation, so the first real request does not stall on them (a game calls
   // this at load time). The on-disk caches (ContextOptions::cache_dir) keep the result
   // for the next run.
+  struct WarmupOptions {
+    // > 0: first tune the GEMM variants on this model's products (tune_gemm, its budget
+    // this many seconds: a loading screen's) when the device has no tuning file for the
+    // model's precision yet; the file then serves every later run. 0: no tuning. Tuning
+    // needs the disk cache; without one it is skipped with a warning through the log.
+    double tune_budget_s = 0;
+  };
   void warmup();
+  void warmup(const WarmupOptions& options);
+  // What the last warmup's tune did (nullopt: it did not tune).
+  const std::optional<GemmTuneReport>& last_tune() const;
 
   void set_profile(bool on);
   std::string profile_report() const;  // per-dispatch GPU times of the last encoder and decoder steps

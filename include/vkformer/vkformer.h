@@ -178,6 +178,24 @@ VKF_API void vkf_session_free(vkf_session* session);
  *  does not stall a frame); the on-disk caches keep them for the next run. */
 VKF_API vkf_status vkf_session_warmup(vkf_session* session);
 
+/** How vkf_session_warmup_with warms a session up. */
+typedef struct vkf_warmup_options {
+  uint32_t struct_size;  /**< sizeof(vkf_warmup_options) */
+  double tune_budget_s;  /**< > 0: first tune the GEMM kernel variants on the model's products for at most about
+                              this many seconds (a loading screen's), when the device has no tuning file for the
+                              model's precision yet: each variant is checked against a double-precision
+                              reference before it is timed, and the winners go to a tuning file in the cache
+                              directory that every later run reads. Without a disk cache it is skipped with a
+                              warning. 0: no tuning (vkf_session_warmup) */
+} vkf_warmup_options;
+
+/** The defaults for vkf_warmup_options: no tuning, struct_size filled in. */
+VKF_API vkf_warmup_options vkf_warmup_options_default(void);
+/** vkf_session_warmup, with a tune of the GEMM variants first when @p options asks for one
+ *  (see vkf_warmup_options); @p options may be NULL (the defaults). The tune's time counts
+ *  against tune_budget_s, the pipelines' compilation after it does not. */
+VKF_API vkf_status vkf_session_warmup_with(vkf_session* session, const vkf_warmup_options* options);
+
 /** How to decode. */
 typedef struct vkf_generate_options {
   uint32_t struct_size;    /**< sizeof(vkf_generate_options) */

@@ -2,6 +2,7 @@
 // sessions and their generation. Every entry point catches everything: no exception
 // crosses into C, failures become a status and a message. Jobs (jobs_c.cpp) and the
 // forecaster (forecaster_c.cpp) live beside it.
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -276,6 +277,29 @@ vkf_status vkf_session_warmup(vkf_session* session) {
     const capi::SessionClaim claim(session);
     if (!claim.held()) return claim.refuse("vkf_session_warmup");
     session->session.warmup();
+    return VKF_OK;
+  });
+}
+
+vkf_warmup_options vkf_warmup_options_default(void) {
+  vkf_warmup_options o{};
+  o.struct_size = sizeof o;
+  return o;
+}
+
+vkf_status vkf_session_warmup_with(vkf_session* session, const vkf_warmup_options* options) {
+  const char* fn = "vkf_session_warmup_with";
+  if (!session) return invalid(fn, "session is NULL");
+  const vkf_warmup_options o = options ? *options : vkf_warmup_options_default();
+  if (o.struct_size != sizeof(vkf_warmup_options))
+    return invalid(fn, "vkf_warmup_options.struct_size is " + std::to_string(o.struct_size) + ", expected " +
+                           std::to_string(sizeof(vkf_warmup_options)) + " (use vkf_warmup_options_default())");
+  if (!(o.tune_budget_s >= 0) || !std::isfinite(o.tune_budget_s) || o.tune_budget_s > 3600)
+    return invalid(fn, "vkf_warmup_options.tune_budget_s must be between 0 and 3600 seconds");
+  return guarded(fn, [&] {
+    const capi::SessionClaim claim(session);
+    if (!claim.held()) return claim.refuse(fn);
+    session->session.warmup({.tune_budget_s = o.tune_budget_s});
     return VKF_OK;
   });
 }

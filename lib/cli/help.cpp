@@ -113,14 +113,16 @@ const std::vector<CommandSpec>& commands() {
         {"--series", "FILE", K::Text, "the series, one number per line (default DIR/test_series.txt)"},
         kPrecision, kJson}},
       {"tune", "verify and time GEMM kernel variants on this device; keep the fastest",
-       "usage: vkformer tune [--precision fp32|fp16] [--budget-s S] [--json]",
+       "usage: vkformer tune [--model DIR] [--precision fp32|fp16] [--budget-s S] [--json]",
        "Runs every GEMM tile configuration valid on the device against a double-precision\n"
        "reference on random inputs (one that errs by more than 1e-5 of sum |a b| is rejected\n"
        "and reported, never used), times the verified ones beside the default table's\n"
-       "choice on a Transformer-base product of each row class (M <= 64, <= 256, > 256), and\n"
+       "choice on one product of each row class (M <= 64, <= 256, > 256) of the model's shapes\n"
+       "(default Transformer-base's), and\n"
        "writes the winners that beat the default by 5% or more to this device's tuning file\n"
        "in the cache directory, which every later run reads (README: GEMM variants and tuning).",
-       {kPrecision,
+       {{"--model", "DIR", K::Text, "tune on this model's products (d_model and FFN width)"},
+        kPrecision,
         {"--budget-s", "S", K::Number, "seconds to spend in all (default 120); what is left untried is said", 1, 3600},
         {"--json", nullptr, K::Switch, "one JSON object: every candidate, verified or rejected, and its time"}}},
       {"bench", "kernels and model decoding beside baselines measured in the same run",

@@ -1,6 +1,7 @@
 // The public Session: checks what callers ask for, then runs the graph and a decoder.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "decoding.hpp"
 #include "hf_decoding.hpp"
@@ -12,6 +13,7 @@ struct Session::Impl {
   std::shared_ptr<const Model> model;  // keeps the weights the graph reads alive
   model::Seq2SeqGraph graph;
   GenerateStats stats;
+  std::optional<GemmTuneReport> tune;
 };
 
 GenerateOptions GenerateOptions::defaults(const ModelConfig& c) {
@@ -37,8 +39,27 @@ Session::Session(Session&&) noexcept = default;
 const GenerateStats& Session::last_stats() const { return impl_->stats; }
 const Model& Session::model() const { return *impl_->model; }
 
-void Session::warmup() {
+void Session::warmup() { warmup(WarmupOptions{}); }
+
+const std::optional<GemmTuneReport>& Session::last_tune() const { return impl_->tune; }
+
+void Session::warmup(const WarmupOptions& options) {
   const ModelConfig& c = impl_->model->config();
+  impl_->tune.reset();
+  if (!(options.tune_budget_s >= 0) || !std::isfinite(options.tune_budget_s))
+    throw Error("warmup: tune_budget_s must be a finite number of seconds, 0 or more");
+  if (options.tune_budget_s > 0) {
+    Context& ctx = impl_->model->impl().ctx;
+    const DType precision = impl_->model->precision();
+    if (ctx.cache_dir().empty())
+      ctx.log(LogLevel::Warning, "warmup: the disk cache is off, so the GEMM variants are not tuned (a tuning file "
+                                 "would have nowhere to go)");
+    else if (!load_gemm_tuning(ctx, precision))
+      impl_->tune = tune_gemm(ctx, {.precision = precision,
+                                    .budget_s = options.tune_budget_s,
+                                    .shapes = gemm_tuning_shapes(c.d_model, c.dim_feedforward),
+                                    .seconds_per_timing = 0.05});
+  }
   // A source long enough for the tiled GEMMs (more rows than the decode-step kernel
   // takes), of a token that is not padding; two greedy steps, then the host-stepped path.
   const uint32_t id = c.src_vocab_size > 1 ? (c.pad_id + 1) % c.src_vocab_size : 0;

@@ -98,22 +98,6 @@ bool Ops::fold_norms_in_decode_steps() const {
   return ctx_.capabilities().type != DeviceType::Cpu;  // the portable profile counts as a GPU
 }
 
-namespace {
-
-// The tuning file of each device and precision, read once per process (load_gemm_tuning
-// checks it as untrusted input; a bad one is ignored with a warning, once).
-std::optional<GemmTuning> tuning_for(const Context& ctx, DType precision) {
-  static std::mutex mutex;
-  static std::map<std::string, std::optional<GemmTuning>> loaded;  // path -> its tuning
-  const std::string path = gemm_tuning_path(ctx, precision);
-  if (path.empty()) return std::nullopt;
-  std::lock_guard lock(mutex);
-  auto it = loaded.find(path);
-  if (it == loaded.end()) it = loaded.emplace(path, load_gemm_tuning(ctx, precision)).first;
-  return it->second;
-}
-
-}  // namespace
 
 // The tiles gemm() runs: the caller's (the tuner's candidates), else the device's tuning
 // file's for the row class, else the default table's.
@@ -125,7 +109,7 @@ GemmTiles Ops::gemm_tiles(const Gemm& g) const {
     return *g.tiles;
   }
   if (!std::getenv("VKF_GEMM_TILES"))
-    if (const auto tuned = tuning_for(ctx_, dtype_))
+    if (const auto tuned = ops::cached_gemm_tuning(ctx_, dtype_))
       if (const auto& t = tuned->tiles[gemm_row_class(g.M)]) return *t;
   return default_gemm_tiles(g);
 }

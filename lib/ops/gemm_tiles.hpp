@@ -2,7 +2,10 @@
 #include <cstdint>
 #include <string>
 
+#include <optional>
+
 #include "vkformer/capabilities.hpp"
+#include "vkformer/gemm_tuning.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf::ops {
@@ -17,5 +20,10 @@ GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t 
 // subgroupShuffle (a fixed subgroup size dividing TM and the workgroup, and shuffles
 // offered), which is what makes it fast on CPU drivers; it is correct either way.
 bool direct_gemm_shuffles(const Capabilities& caps, const GemmTiles& tiles);
+
+// The device's tuning file for `precision`, read once per process (load_gemm_tuning: a
+// bad one is ignored with a warning, once); save_gemm_tuning replaces what it holds, so
+// a tune takes effect at once in the process that ran it.
+std::optional<GemmTuning> cached_gemm_tuning(const Context& ctx, DType precision);
 
 }  // namespace vkf::ops

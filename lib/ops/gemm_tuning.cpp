@@ -2,7 +2,12 @@
 // candidate passes before the tuner may time it (include/vkformer/gemm_tuning.hpp).
 #include "vkformer/gemm_tuning.hpp"
 
+#include "gemm_tiles.hpp"
+
 #include <sys/stat.h>
+
+#include <map>
+#include <mutex>
 
 #include <cmath>
 #include <cstdio>
@@ -54,10 +59,28 @@ std::optional<GemmTuning> load_gemm_tuning(const Context& ctx, DType precision) 
   return t;
 }
 
+namespace {
+
+std::mutex cache_mutex;
+std::map<std::string, std::optional<GemmTuning>> cache;  // tuning file path -> its tuning
+
+}  // namespace
+
+std::optional<GemmTuning> ops::cached_gemm_tuning(const Context& ctx, DType precision) {
+  const std::string path = gemm_tuning_path(ctx, precision);
+  if (path.empty()) return std::nullopt;
+  std::lock_guard lock(cache_mutex);
+  auto it = cache.find(path);
+  if (it == cache.end()) it = cache.emplace(path, load_gemm_tuning(ctx, precision)).first;
+  return it->second;
+}
+
 void save_gemm_tuning(const Context& ctx, DType precision, const GemmTuning& tuning) {
   const std::string path = gemm_tuning_path(ctx, precision);
   if (path.empty()) throw Error("the disk cache is off: there is nowhere to keep a tuning file");
   write_file_atomically(path, {format_gemm_tuning(identity(ctx, precision), tuning)});
+  std::lock_guard lock(cache_mutex);
+  cache[path] = tuning;
 }
 
 GemmCheck check_gemm_tiles(Context& ctx, DType precision, uint32_t M, uint32_t N, uint32_t K, const GemmTiles& tiles,

@@ -365,6 +365,89 @@ TEST(CApi, BudgetsMemoryWarmupAndSubmitTime) {
   vkf_context_free(small);
 }
 
+// A loading screen's warm-up that tunes the GEMM variants once per device, within a
+// budget: the tuning file appears in the cache directory and a second warm-up leaves
+// it alone; bad options are refused by name; without a disk cache it warns and warms up.
+TEST(CApi, WarmupTunesTheGemmVariantsOnceWithinItsBudget) {
+  const fs::path dir = fs::temp_directory_path() / ("vkf_capi_tune_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  struct Messages {
+    std::mutex mutex;
+    std::vector<std::string> text;
+  } messages;
+  vkf_context_options co = vkf_context_options_default();
+  co.validation = 1;
+  const std::string dir_text = dir.string();
+  co.cache_dir = dir_text.c_str();
+  co.log = [](void* user, vkf_log_level level, const char* message) {
+    auto* m = static_cast<Messages*>(user);
+    std::lock_guard lock(m->mutex);
+    m->text.push_back(std::to_string(int(level)) + " " + message);
+  };
+  co.log_user = &messages;
+  auto tuning_files = [&] {
+    std::vector<fs::path> found;
+    for (auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string().rfind("gemm-tuning-", 0) == 0) found.push_back(e.path());
+    return found;
+  };
+  {
+    Handles h;
+    ASSERT_EQ(vkf_context_create(&co, &h.context), VKF_OK) << vkf_last_error();
+    ASSERT_EQ(vkf_model_load(h.context, kDates.c_str(), VKF_PRECISION_FP32, &h.model), VKF_OK) << vkf_last_error();
+    ASSERT_EQ(vkf_session_create(h.model, &h.session), VKF_OK) << vkf_last_error();
+    vkf_warmup_options w = vkf_warmup_options_default();
+    EXPECT_EQ(w.struct_size, sizeof w);
+    EXPECT_EQ(w.tune_budget_s, 0.0);
+    w.tune_budget_s = 3;
+    ASSERT_EQ(vkf_session_warmup_with(h.session, &w), VKF_OK) << vkf_last_error();
+    const auto files = tuning_files();
+    ASSERT_EQ(files.size(), 1u) << "no tuning file in " << dir;
+    const auto written = fs::last_write_time(files[0]);
+    ASSERT_EQ(vkf_session_warmup_with(h.session, &w), VKF_OK) << vkf_last_error();  // tuned already: no second tune
+    EXPECT_EQ(fs::last_write_time(files[0]), written);
+    EXPECT_EQ(vkf_session_warmup_with(h.session, nullptr), VKF_OK) << vkf_last_error();  // the defaults
+    char out[64];
+    ASSERT_EQ(vkf_translate(h.session, "3/3/98", nullptr, out, sizeof out, nullptr), VKF_OK) << vkf_last_error();
+    EXPECT_STREQ(out, "1998-03-03");
+
+    EXPECT_EQ(vkf_session_warmup_with(nullptr, &w), VKF_ERROR_INVALID_ARGUMENT);
+    vkf_warmup_options bad = w;
+    bad.struct_size = 4;
+    EXPECT_EQ(vkf_session_warmup_with(h.session, &bad), VKF_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(error_mentions("struct_size")) << vkf_last_error();
+    for (double budget : {-1.0, std::nan(""), 1e9}) {
+      bad = w;
+      bad.tune_budget_s = budget;
+      EXPECT_EQ(vkf_session_warmup_with(h.session, &bad), VKF_ERROR_INVALID_ARGUMENT) << budget;
+      EXPECT_TRUE(error_mentions("tune_budget_s")) << vkf_last_error();
+    }
+  }
+  {
+    std::lock_guard lock(messages.mutex);
+    for (auto& m : messages.text) EXPECT_LT(m[0], '2') << "a warning or error: " << m;
+    messages.text.clear();
+  }
+  // No disk cache: warmed up, not tuned, and the app is told why.
+  co.cache_dir = "off";
+  {
+    Handles h;
+    ASSERT_EQ(vkf_context_create(&co, &h.context), VKF_OK) << vkf_last_error();
+    ASSERT_EQ(vkf_model_load(h.context, kDates.c_str(), VKF_PRECISION_FP32, &h.model), VKF_OK) << vkf_last_error();
+    ASSERT_EQ(vkf_session_create(h.model, &h.session), VKF_OK) << vkf_last_error();
+    vkf_warmup_options w = vkf_warmup_options_default();
+    w.tune_budget_s = 3;
+    ASSERT_EQ(vkf_session_warmup_with(h.session, &w), VKF_OK) << vkf_last_error();
+  }
+  {
+    std::lock_guard lock(messages.mutex);
+    bool said = false;
+    for (auto& m : messages.text) said |= m.find("not tuned") != std::string::npos;
+    EXPECT_TRUE(said) << "no warning that the variants were not tuned";
+  }
+  fs::remove_all(dir);
+}
+
 // The device heap's budget (VK_EXT_memory_budget on lavapipe), a shippable cache
 // directory filled by warm-up, and vkformer's messages through the app's callback.
 TEST(CApi, HeapBudgetCacheDirectoryAndLogCallback) {

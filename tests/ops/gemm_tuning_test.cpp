@@ -140,5 +140,71 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
   std::filesystem::remove_all(dir);
 }
 
+// The tuner itself (tune_gemm), on a context and cache directory of its own: a
+// deliberately wrong candidate is rejected and never chosen, every other valid one is
+// verified and timed, and what it keeps is in the tuning file and what gemm() runs.
+TEST(GemmTuner, RejectsAWrongCandidateAndKeepsWhatItChoseForGemm) {
+  MessageLog log;
+  ContextOptions o = test_options(log);
+  const std::string dir = scratch_dir("gemm_tuner");
+  o.cache_dir = dir;
+  Context ctx(o);
+  const Gemm shape{.M = 24, .N = 64, .K = 64, .trans_b = true};
+  const auto candidates = gemm_tile_candidates(ctx.capabilities(), DType::F32);
+  ASSERT_GE(candidates.size(), 2u);
+  const GemmTiles wrong = candidates.front();
+  GemmTuneOptions t{.precision = DType::F32, .budget_s = 600, .shapes = {shape}, .seconds_per_timing = 0.01};
+  t.min_speedup_ratio = 2.0;  // keep the fastest verified candidate whatever its margin, to see it used
+  t.tamper = [&](const GemmTiles& tiles, std::vector<float>& c) {
+    if (tiles == wrong) c[c.size() / 2] += 1.0f;  // one output off by far more than the bound
+  };
+  std::vector<std::string> lines;
+  t.progress = [&](const std::string& line) { lines.push_back(line); };
+  const GemmTuneReport r = tune_gemm(ctx, t);
+  ASSERT_EQ(r.classes.size(), 1u);
+  const auto& cls = r.classes[0];
+  EXPECT_FALSE(cls.out_of_time);
+  ASSERT_EQ(cls.candidates.size(), candidates.size());
+  for (const auto& c : cls.candidates) {
+    if (c.tiles == wrong) {
+      EXPECT_FALSE(c.verified) << c.tiles.name();
+      EXPECT_GT(c.error, 1e-4);
+    } else {
+      EXPECT_TRUE(c.verified) << c.tiles.name() << ": error " << c.error;
+      EXPECT_GT(c.seconds, 0.0);
+    }
+  }
+  EXPECT_NE(cls.chosen, wrong);
+  bool reported = false;
+  for (const auto& line : lines) reported |= line.find("REJECTED") != std::string::npos && line.find(wrong.name()) != std::string::npos;
+  EXPECT_TRUE(reported) << "the rejection is reported";
+  // What it chose is in the file and is what gemm() runs from now on, in this process too.
+  ASSERT_FALSE(r.file.empty());
+  EXPECT_TRUE(std::filesystem::exists(r.file));
+  const auto saved = load_gemm_tuning(ctx, DType::F32);
+  ASSERT_TRUE(saved.has_value());
+  const uint32_t row_class = gemm_row_class(shape.M);
+  if (cls.chosen == cls.fallback) EXPECT_FALSE(saved->tiles[row_class].has_value());
+  else EXPECT_EQ(saved->tiles[row_class], cls.chosen);
+  EXPECT_EQ(Ops(ctx, DType::F32).gemm_variant(shape), cls.chosen.name());
+  // A budget too small for every candidate says so; a bad budget or no disk cache is refused.
+  t.budget_s = 1e-3;
+  t.tamper = {};
+  EXPECT_TRUE(tune_gemm(ctx, t).classes.at(0).out_of_time);
+  t.budget_s = 0;
+  EXPECT_THROW(tune_gemm(ctx, t), Error);
+  std::filesystem::remove_all(dir);
+  ContextOptions off = test_options(log);
+  off.disk_cache = false;
+  Context no_cache(off);
+  t.budget_s = 1;
+  try {
+    tune_gemm(no_cache, t);
+    ADD_FAILURE() << "tuned with no disk cache";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("disk cache is off"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace vkf::test

@@ -1,0 +1,181 @@
+// The GEMM tuner (include/vkformer/gemm_tuning.hpp: tune_gemm): every variant valid on
+// the device, verified against a double-precision reference and timed beside the
+// default table's choice on one product per row class; the winners go to the device's
+// tuning file, which gemm() reads from then on. `vkformer tune` prints it; a session's
+// warmup runs it within a game's loading-screen budget.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <span>
+#include <vector>
+
+#include "gemm_tiles.hpp"
+#include "vkformer/gemm_tuning.hpp"
+#include "vkformer/tensor_io.hpp"
+
+namespace vkf {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+// Seconds per product of `g`: one command list of many products (so a submit's cost is
+// shared), submitted until `min_seconds` have passed and at least three times, the
+// median. Submits wait by blocking, never spinning, which would starve a CPU driver.
+double time_product(Context& ctx, Ops& ops, const Gemm& g, const Buffer& a, const Buffer& b, const Buffer& c,
+                    double min_seconds) {
+  const uint32_t reps = uint32_t(std::clamp(2e8 / (2.0 * g.M * g.N * g.K), 1.0, 50.0));
+  CommandList cl = ctx.command_list();
+  for (uint32_t r = 0; r < reps; ++r) ops.gemm(cl, g, a.view(), b.view(), c.view());
+  cl.submit();  // warm: pipelines compiled, caches filled
+  std::vector<double> t;
+  const auto start = clock_type::now();
+  while (t.size() < 3 || (since(start) < min_seconds && t.size() < 50)) {
+    const auto t0 = clock_type::now();
+    cl.submit();
+    t.push_back(since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2] / reps;
+}
+
+}  // namespace
+
+std::vector<Gemm> gemm_tuning_shapes(uint32_t d_model, uint32_t d_ffn) {
+  // One product per row class as a transformer runs them: a short source by the FFN's
+  // up-projection, a long batch by it, and many rows by a square projection.
+  return {{.M = 24, .N = d_ffn, .K = d_model, .trans_b = true},
+          {.M = 256, .N = d_ffn, .K = d_model, .trans_b = true},
+          {.M = 1024, .N = d_model, .K = d_model, .trans_b = true}};
+}
+
+GemmTuneReport tune_gemm(Context& ctx, const GemmTuneOptions& o) {
+  const Capabilities& caps = ctx.capabilities();
+  if (!(o.budget_s > 0)) throw Error("tune: the budget must be a positive number of seconds");
+  if (ctx.cache_dir().empty()) throw Error("the disk cache is off: a tuning file has nowhere to go");
+  const std::vector<Gemm> shapes = o.shapes.empty() ? gemm_tuning_shapes(512, 2048) : o.shapes;
+  for (const Gemm& s : shapes)
+    if (!s.M || !s.N || !s.K || uint64_t(s.M) * s.K > (64u << 20) || uint64_t(s.N) * s.K > (64u << 20))
+      throw Error("tune: a shape is empty or larger than 2^26 elements per operand");
+  const auto started = clock_type::now();
+  auto left = [&] { return o.budget_s - since(started); };
+  auto event = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  Ops ops(ctx, o.precision);
+  GemmTuneReport report;
+  report.candidates = gemm_tile_candidates(caps, o.precision);
+  for (const GemmTiles& t : gemm_tile_designs())
+    if (std::string why = gemm_tiles_problem(caps, t, o.precision); !why.empty())
+      report.not_valid.emplace_back(t, std::move(why));
+
+  // Each class's tuning starts from the existing file's, so a quick tune of one class
+  // keeps what an earlier, longer one found for the others.
+  GemmTuning tuning = load_gemm_tuning(ctx, o.precision).value_or(GemmTuning{});
+  uint64_t seed = o.seed;
+  for (size_t si = 0; si < shapes.size(); ++si) {
+    const Gemm& shape = shapes[si];
+    const uint32_t row_class = gemm_row_class(shape.M);
+    if (row_class >= tuning.tiles.size() || shape.M <= Ops::kMaxFoldedNormRows) continue;  // the small-M kernel
+    const double share = std::max(0.0, left() / double(shapes.size() - si));  // this class's time
+    const auto class_started = clock_type::now();
+    auto class_left = [&] { return share - since(class_started); };
+    GemmTuneReport::Class cls;
+    cls.row_class = row_class;
+    cls.shape = shape;
+    std::vector<float> fill(uint64_t(std::max(shape.M, shape.N)) * shape.K);
+    for (size_t i = 0; i < fill.size(); ++i) fill[i] = float((i * 7919) % 1000) / 1000.0f - 0.5f;
+    Buffer a = upload_floats(ctx, std::span<const float>(fill).first(uint64_t(shape.M) * shape.K), o.precision, "A");
+    Buffer b = upload_floats(ctx, std::span<const float>(fill).first(uint64_t(shape.N) * shape.K), o.precision, "B");
+    Buffer c = ctx.buffer(uint64_t(shape.M) * shape.N * dtype_bytes(o.precision), "C");
+    cls.fallback = ops.default_gemm_tiles(shape);
+    Gemm g = shape;
+    g.tiles = cls.fallback;
+    double base = time_product(ctx, ops, g, a, b, c, o.seconds_per_timing);
+    cls.default_seconds = base;
+    if (o.progress) {
+      char line[160];
+      std::snprintf(line, sizeof line, "\n%s (timed at %ux%ux%u): default %s, %.1f us", gemm_row_class_name(row_class).c_str(),
+                    shape.M, shape.N, shape.K, cls.fallback.name().c_str(), base * 1e6);
+      event(line);
+    }
+    GemmTiles best = cls.fallback;
+    double best_time = base;
+    for (const GemmTiles& t : report.candidates) {
+      if (class_left() <= 0) {
+        cls.out_of_time = true;
+        break;
+      }
+      GemmTuneReport::Candidate cand{.tiles = t};
+      // Verified first, on awkward shapes of the class (K a multiple of 4 and not, for the
+      // vec4 and scalar loads), against the double reference.
+      const uint32_t m = std::max<uint32_t>(shape.M - 1, Ops::kMaxFoldedNormRows + 1);
+      std::function<void(std::vector<float>&)> tamper;
+      if (o.tamper) tamper = [&](std::vector<float>& out) { o.tamper(t, out); };
+      const GemmCheck v4 = check_gemm_tiles(ctx, o.precision, m, 131, 260, t, seed++, tamper);
+      const GemmCheck v1 = v4.ok ? check_gemm_tiles(ctx, o.precision, m, 131, 259, t, seed++, tamper) : v4;
+      cand.verified = v4.ok && v1.ok;
+      cand.error = std::max(v4.error, v1.error);
+      if (cand.verified) {
+        g.tiles = t;
+        cand.seconds = time_product(ctx, ops, g, a, b, c, o.seconds_per_timing);
+        if (cand.seconds < best_time) best = t, best_time = cand.seconds;
+      }
+      cls.candidates.push_back(cand);
+      if (o.progress) {
+        char line[160];
+        if (cand.verified)
+          std::snprintf(line, sizeof line, "  %-28s verified (error %.2g), %10.1f us  %5.2fx", t.name().c_str(),
+                        cand.error, cand.seconds * 1e6, base / cand.seconds);
+        else
+          std::snprintf(line, sizeof line, "  %-28s REJECTED: error %.3g of sum |a b| (the bound is 1e-5)",
+                        t.name().c_str(), cand.error);
+        event(line);
+      }
+    }
+    // A winner must beat the default clearly, and again when the two are timed in turn
+    // (three rounds, medians): one lucky timing on a busy machine is not a reason to change.
+    if (!(best == cls.fallback) && best_time < o.min_speedup_ratio * base) {
+      std::vector<double> mine, theirs;
+      for (int round = 0; round < 3; ++round) {
+        g.tiles = cls.fallback;
+        theirs.push_back(time_product(ctx, ops, g, a, b, c, o.seconds_per_timing));
+        g.tiles = best;
+        mine.push_back(time_product(ctx, ops, g, a, b, c, o.seconds_per_timing));
+      }
+      std::sort(mine.begin(), mine.end());
+      std::sort(theirs.begin(), theirs.end());
+      base = theirs[1], best_time = mine[1];
+    }
+    if (!(best == cls.fallback) && best_time < o.min_speedup_ratio * base) {
+      tuning.tiles[row_class] = best;
+      cls.chosen = best;
+      cls.speedup = base / best_time;
+    } else {
+      tuning.tiles[row_class] = std::nullopt;  // the default table's choice stands
+      cls.chosen = cls.fallback;
+      cls.speedup = 1.0;
+    }
+    if (o.progress) {
+      char line[160];
+      if (cls.speedup > 1.0)
+        std::snprintf(line, sizeof line, "  -> %s, %.2fx the default (confirmed in three alternating rounds)",
+                      cls.chosen.name().c_str(), cls.speedup);
+      else
+        std::snprintf(line, sizeof line, "  -> the default table's %s stands (nothing beat it by %.0f%%)",
+                      cls.chosen.name().c_str(), (1 / o.min_speedup_ratio - 1) * 100);
+      event(line);
+    }
+    report.classes.push_back(std::move(cls));
+  }
+  if (o.save) {
+    save_gemm_tuning(ctx, o.precision, tuning);
+    report.file = gemm_tuning_path(ctx, o.precision);
+  }
+  report.seconds = since(started);
+  return report;
+}
+
+}  // namespace vkf
