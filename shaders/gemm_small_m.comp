@@ -31,6 +31,14 @@ layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm
 #include "gemm_common.glsl"
 
 #define MAX_M GEMM_SMALL_M_MAX_M  // gemm_flags.h, shared with the host
+// ROWS (host: the product's M, 1 to MAX_M): the loops below run exactly M rows, so a
+// batch-1 decode step neither loads nor multiplies the three rows it does not have
+// (on lavapipe the loads are gathers even when masked off).
+#ifdef ROWS
+#define ROW_USED(m) ((m) < ROWS)
+#else
+#define ROW_USED(m) ((m) < pc.M)
+#endif
 #ifndef WG_SIZE
 #define WG_SIZE 256
 #endif
@@ -170,34 +178,37 @@ void main() {
   const uint K4 = pc.K / 4, lda4 = pc.lda / 4, ldb4 = pc.ldb / 4;
   for (uint k = lane; k < K4; k += gl_SubgroupSize) {
     vec4 a[MAX_M];
-    for (uint m = 0; m < MAX_M; ++m) a[m] = m < pc.M ? vec4(A4[a_off / 4 + m * lda4 + k]) : vec4(0.0);
+    for (uint m = 0; m < MAX_M; ++m) a[m] = ROW_USED(m) ? vec4(A4[a_off / 4 + m * lda4 + k]) : vec4(0.0);
 #ifdef NORM_FOLDED
     if (flag(FLAG_NORM_A)) {
       const vec4 g = vec4(norm_gamma4[k]), be = vec4(norm_beta4[k]);
       for (uint m = 0; m < MAX_M; ++m)
-        if (m < pc.M) a[m] = (a[m] - norm_mean[m]) * norm_rstd[m] * g + be;
+        if (ROW_USED(m)) a[m] = (a[m] - norm_mean[m]) * norm_rstd[m] * g + be;
     }
 #endif
     for (uint c = 0; c < COLS; ++c) {
       vec4 b = vec4(B4[b_off / 4 + cols[c] * ldb4 + k]);
-      for (uint m = 0; m < MAX_M; ++m) acc[m * COLS + c] += dot(a[m], b);
+      for (uint m = 0; m < MAX_M; ++m)
+        if (ROW_USED(m)) acc[m * COLS + c] += dot(a[m], b);
     }
   }
 #else
   for (uint k = lane; k < pc.K; k += gl_SubgroupSize) {
     float a[MAX_M];
-    for (uint m = 0; m < MAX_M; ++m) a[m] = m < pc.M ? a_read(a_off, m, k) : 0.0;
+    for (uint m = 0; m < MAX_M; ++m) a[m] = ROW_USED(m) ? a_read(a_off, m, k) : 0.0;
     for (uint c = 0; c < COLS; ++c) {
       float b = float(B[b_off + cols[c] * pc.ldb + k]);
-      for (uint m = 0; m < MAX_M; ++m) acc[m * COLS + c] = fma(a[m], b, acc[m * COLS + c]);
+      for (uint m = 0; m < MAX_M; ++m)
+        if (ROW_USED(m)) acc[m * COLS + c] = fma(a[m], b, acc[m * COLS + c]);
     }
   }
 #endif
   for (uint m = 0; m < MAX_M; ++m)
-    for (uint c = 0; c < COLS; ++c) {
-      float s = subgroupAdd(acc[m * COLS + c]);
-      if (lane == 0 && m < pc.M && n0 + c < pc.N) store_c(z, m, n0 + c, s);
-    }
+    if (ROW_USED(m))  // uniform: every lane reduces, or none
+      for (uint c = 0; c < COLS; ++c) {
+        float s = subgroupAdd(acc[m * COLS + c]);
+        if (lane == 0 && n0 + c < pc.N) store_c(z, m, n0 + c, s);
+      }
 }
 
 #else
