@@ -15,12 +15,36 @@
 #include "types.glsl"
 #include "activations.glsl"
 
+// NORM_FOLDED (host: a product with Gemm::norm_of): a LayerNorm of A's rows
+// (FLAG_NORM_A, applied as the tiles are loaded) or of the residual's (FLAG_NORM_R)
+// folded in, its weights at bindings 7 and 8, NORM_ROWS = BM rows' statistics per
+// workgroup (gemm_norm_rows.glsl).
+#ifdef NORM_FOLDED
+#define GEMM_NORM
+#endif
 #ifdef VEC4_NT
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
+#ifdef NORM_FOLDED
+layout(std430, set = 0, binding = 7) readonly buffer NormGamma4 { store_vec4 norm_gamma4[]; };
+layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm_beta4[]; };
+#endif
 #define GEMM_SKIP_AB
 #endif
 #include "gemm_common.glsl"
+
+#ifdef NORM_FOLDED
+float norm_source(uint z, uint m, uint i) {
+  if (flag(FLAG_NORM_R)) return float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + i]);
+#ifdef VEC4_NT
+  const uint at = offset_a(z) + m * pc.lda + i;
+  return float(A4[at / 4u][at % 4u]);
+#else
+  return a_at(offset_a(z), m, i);
+#endif
+}
+#include "gemm_norm_rows.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint BM = 64;
@@ -44,6 +68,10 @@ void main() {
   const uint z = gl_WorkGroupID.z;
   const uint a_off = offset_a(z);
   const uint b_off = offset_b(z);
+#ifdef NORM_FOLDED
+  if (flag(FLAG_NORM_A | FLAG_NORM_R)) norm_row_statistics(z, m0);  // uniform: the whole workgroup or none
+  const bool norm_a = flag(FLAG_NORM_A);
+#endif
 
   float acc[TM * TN];
   for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
@@ -52,7 +80,12 @@ void main() {
 #ifdef VEC4_NT
     for (uint i = tid; i < BM * BK4; i += WG) {
       uint m = i / BK4, kq = i % BK4, gm = m0 + m, gk = k0 + 4 * kq;
-      As[i] = (gm < pc.M && gk < pc.K) ? vec4(A4[(a_off + gm * pc.lda + gk) / 4]) : vec4(0.0);
+      vec4 v = (gm < pc.M && gk < pc.K) ? vec4(A4[(a_off + gm * pc.lda + gk) / 4]) : vec4(0.0);
+#ifdef NORM_FOLDED
+      if (norm_a && gm < pc.M && gk < pc.K)
+        v = (v - norm_mean[m]) * norm_rstd[m] * vec4(norm_gamma4[gk / 4]) + vec4(norm_beta4[gk / 4]);
+#endif
+      As[i] = v;
     }
     for (uint i = tid; i < BN * BK4; i += WG) {
       uint n = i / BK4, kq = i % BK4, gn = n0 + n, gk = k0 + 4 * kq;
@@ -64,7 +97,11 @@ void main() {
     for (uint i = tid; i < BM * BK; i += WG) {
       uint m = a_m_fast ? i % BM : i / BK, k = a_m_fast ? i / BM : i % BK;
       uint gm = m0 + m, gk = k0 + k;
-      As[m * BK4 + k / 4][k % 4] = (gm < pc.M && gk < pc.K) ? a_at(a_off, gm, gk) : 0.0;
+      float v = (gm < pc.M && gk < pc.K) ? a_at(a_off, gm, gk) : 0.0;
+#ifdef NORM_FOLDED
+      if (norm_a && gm < pc.M && gk < pc.K) v = normalized(v, gm, gk);
+#endif
+      As[m * BK4 + k / 4][k % 4] = v;
     }
     for (uint i = tid; i < BN * BK; i += WG) {
       uint n = b_n_fast ? i % BN : i / BK, k = b_n_fast ? i / BN : i % BK;

@@ -27,9 +27,20 @@ const uint FLAG_NORM_A = GEMM_FLAG_NORM_A, FLAG_NORM_R = GEMM_FLAG_NORM_R;
 // workgroup computes them for its own rows before the product: a few KB of reads).
 layout(std430, set = 0, binding = 7) readonly buffer NormGamma { store_t norm_gamma[]; };
 layout(std430, set = 0, binding = 8) readonly buffer NormBeta { store_t norm_beta[]; };
+#ifdef NORM_ROWS
+// The tiled and direct kernels: statistics of the workgroup's NORM_ROWS rows, from
+// norm_row0 on, shared by its invocations (gemm_norm_rows.glsl computes them).
+shared float norm_mean[NORM_ROWS], norm_rstd[NORM_ROWS];
+uint norm_row0 = 0u;
+#else
+// The decode-step kernel: every invocation holds the statistics of all M <= 4 rows.
 float norm_mean[GEMM_SMALL_M_MAX_M], norm_rstd[GEMM_SMALL_M_MAX_M];
+const uint norm_row0 = 0u;
+#endif
+// Element i of row m (of the product) after the norm: its statistics, gamma and beta.
 float normalized(float v, uint m, uint i) {
-  return (v - norm_mean[m]) * norm_rstd[m] * float(norm_gamma[i]) + float(norm_beta[i]);
+  const uint r = m - norm_row0;
+  return (v - norm_mean[r]) * norm_rstd[r] * float(norm_gamma[i]) + float(norm_beta[i]);
 }
 #endif
 

@@ -22,12 +22,58 @@
 #include "types.glsl"
 #include "activations.glsl"
 
+// NORM_FOLDED (host: a product with Gemm::norm_of): a LayerNorm of A's rows
+// (FLAG_NORM_A) or of the residual's (FLAG_NORM_R) folded in, its weights at bindings 7
+// and 8, NORM_ROWS = TM rows' statistics per workgroup (gemm_norm_rows.glsl).
+#ifdef NORM_FOLDED
+#define GEMM_NORM
+#endif
 #ifdef VEC4_NT
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
+#ifdef NORM_FOLDED
+layout(std430, set = 0, binding = 7) readonly buffer NormGamma4 { store_vec4 norm_gamma4[]; };
+layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm_beta4[]; };
+#endif
 #define GEMM_SKIP_AB
 #endif
 #include "gemm_common.glsl"
+
+#ifdef NORM_FOLDED
+float norm_source(uint z, uint m, uint i) {
+  if (flag(FLAG_NORM_R)) return float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + i]);
+#ifdef VEC4_NT
+  const uint at = offset_a(z) + m * pc.lda + i;
+  return float(A4[at / 4u][at % 4u]);
+#else
+  return a_at(offset_a(z), m, i);
+#endif
+}
+#include "gemm_norm_rows.glsl"
+#endif
+
+// Row m of A at k .. k+3 (vec4 loads) or k, as the product reads it: normalised when a
+// norm of A is folded in.
+#ifdef VEC4_NT
+vec4 a_vec4(uint a_off, uint m, uint kq) {
+  vec4 v = vec4(A4[(a_off + m * pc.lda) / 4u + kq]);
+#ifdef NORM_FOLDED
+  if (flag(FLAG_NORM_A)) {
+    const uint r = m - norm_row0;
+    v = (v - norm_mean[r]) * norm_rstd[r] * vec4(norm_gamma4[kq]) + vec4(norm_beta4[kq]);
+  }
+#endif
+  return v;
+}
+#else
+float a_read(uint a_off, uint m, uint k) {
+  const float v = a_at(a_off, m, k);
+#ifdef NORM_FOLDED
+  if (flag(FLAG_NORM_A)) return normalized(v, m, k);
+#endif
+  return v;
+}
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint TM = 8;  // rows of C per workgroup (and per invocation)
@@ -50,6 +96,9 @@ void main() {
   const uint z = gl_WorkGroupID.z;
   const uint a_off = offset_a(z);
   const uint b_off = offset_b(z);
+#ifdef NORM_FOLDED
+  if (flag(FLAG_NORM_A | FLAG_NORM_R)) norm_row_statistics(z, m0);  // uniform: the whole workgroup or none
+#endif
 
   // Rows and columns past the edge read the last row or column (in bounds, and
   // uniform for the rows) and are not stored.
@@ -69,7 +118,7 @@ void main() {
     // One load per lane brings SG rows' vec4s; each row is then shuffled to every lane
     // (a register broadcast on a CPU) instead of loaded by every lane.
     for (uint r = 0; r < TM / SG; ++r) {
-      const vec4 mine = vec4(A4[(a_off + rows[r * SG + gl_SubgroupInvocationID] * pc.lda) / 4u + kq]);
+      const vec4 mine = a_vec4(a_off, min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u), kq);
       for (uint s = 0; s < SG; ++s) {
         const vec4 a = subgroupShuffle(mine, s);
         for (uint j = 0; j < TN; ++j) acc[(r * SG + s) * TN + j] = fma4(a, b[j], acc[(r * SG + s) * TN + j]);
@@ -77,7 +126,7 @@ void main() {
     }
 #else
     for (uint i = 0; i < TM; ++i) {
-      const vec4 a = vec4(A4[(a_off + rows[i] * pc.lda) / 4u + kq]);
+      const vec4 a = a_vec4(a_off, rows[i], kq);
       for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma4(a, b[j], acc[i * TN + j]);
     }
 #endif
@@ -89,7 +138,7 @@ void main() {
     for (uint j = 0; j < TN; ++j) b[j] = b_at(b_off, k, cols[j]);
 #ifdef SHUFFLE_A
     for (uint r = 0; r < TM / SG; ++r) {
-      const float mine = a_at(a_off, rows[r * SG + gl_SubgroupInvocationID], k);
+      const float mine = a_read(a_off, min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u), k);
       for (uint s = 0; s < SG; ++s) {
         const float a = subgroupShuffle(mine, s);
         for (uint j = 0; j < TN; ++j) acc[(r * SG + s) * TN + j] = fma(a, b[j], acc[(r * SG + s) * TN + j]);
@@ -97,7 +146,7 @@ void main() {
     }
 #else
     for (uint i = 0; i < TM; ++i) {
-      const float a = a_at(a_off, rows[i], k);
+      const float a = a_read(a_off, rows[i], k);
       for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(a, b[j], acc[i * TN + j]);
     }
 #endif

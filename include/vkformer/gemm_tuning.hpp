@@ -33,6 +33,16 @@ std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& tiles,
 // (short wide tiles for CPU drivers; 64-128 blocks with 4x4 to 8x8 per invocation for
 // GPUs; small tiles within mobile limits), whatever the class, filtered by validity.
 std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps, DType precision);
+// "" when these tiles can also run a product with a folded LayerNorm (Gemm::norm_of):
+// not the cooperative-matrix kernel, and its rows' statistics in shared memory beside
+// the tiles; else why not. gemm() then runs the default table's tiles, or, for
+// Gemm::tiles, refuses.
+std::string gemm_norm_fold_problem(const Capabilities& caps, const GemmTiles& tiles);
+// The fold's statistics: rows per workgroup and slices per row (gemm_norm_rows.glsl).
+struct GemmNormRows {
+  uint32_t rows = 0, parts = 0;
+};
+GemmNormRows gemm_norm_rows(const GemmTiles& tiles);
 std::vector<GemmTiles> gemm_tile_designs();  // every design, valid here or not
 
 // Tuned tiles per row class (none: the default table's).

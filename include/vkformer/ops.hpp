@@ -36,11 +36,13 @@ struct GemmSplit {
 // with trans_a), B is [K, N] (or [N, K] with trans_b, like a Linear weight), C and the
 // residual are [M, N], bias is [N]. Leading dimensions of 0 mean packed. There are
 // batch * heads products, operand (b, h) at b * strides.outer + h * strides.inner.
-// A LayerNorm folded into a decode-step product (M <= 4 rows, B a Linear weight [N, K],
-// one batch of heads): the rows of A (NormOf::A: x W^T with x = LN(a)) or of the
-// residual (NormOf::Residual: + LN(r), post-norm's residual) are normalised as they are
-// read, with gemm()'s `norm` gamma and beta and Gemm::norm_eps, so no layer_norm
-// dispatch runs before the product.
+// A LayerNorm folded into a product (A not transposed, one batch of heads; at most 4
+// rows, the decode step's kernel, B a Linear weight [N, K]): the rows of A (NormOf::A:
+// x W^T with x = LN(a)) or of the residual (NormOf::Residual: + LN(r), post-norm's
+// residual) are normalised as they are read, with gemm()'s `norm` gamma and beta and
+// Gemm::norm_eps, so no layer_norm dispatch runs before the product. Each workgroup
+// computes its own rows' statistics first (the cooperative-matrix variant has no fold:
+// such a product runs the default table's tiles).
 enum class NormOf { None, A, Residual };
 
 // A GEMM variant: its strategy and parameters (its kernel's specialization constants).

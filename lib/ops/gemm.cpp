@@ -165,9 +165,9 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   if (residual) need(*residual, last(g.stride_r) + (uint64_t(g.M) - 1) * g.ldr + g.N, "gemm", "residual");
   if (g.norm_of != NormOf::None) {
     if (!norm) throw Error("gemm: a folded LayerNorm needs its gamma and beta");
-    if (g.M > kSmallM || !g.trans_b || g.trans_a || g.heads != 1)
-      throw Error("gemm: a LayerNorm folds only into a decode-step product (M <= " + std::to_string(kSmallM) +
-                  ", B a Linear weight, no transposed A, heads = 1)");
+    if (g.trans_a || g.heads != 1 || (g.M <= kSmallM && !g.trans_b))
+      throw Error("gemm: a LayerNorm folds only into a product whose A is not transposed, with one batch of heads "
+                  "(and, at most " + std::to_string(kSmallM) + " rows, B a Linear weight [N, K])");
     if (g.norm_of == NormOf::Residual && !residual) throw Error("gemm: a norm of the residual needs a residual");
     if (!(g.norm_eps >= 0)) throw Error("gemm: norm_eps must be a non-negative number");
     const uint32_t cols = g.norm_of == NormOf::A ? g.K : g.N;
@@ -238,31 +238,48 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
     }
     label = "gemm_small_m";
   } else {
-    const GemmTiles t = gemm_tiles(g);
+    GemmTiles t = gemm_tiles(g);
+    const bool folded = g.norm_of != NormOf::None;
+    if (folded) {
+      // Tuned tiles that cannot hold the fold (the cooperative-matrix kernel, or too little
+      // shared memory for the statistics) give way to the default table's; a caller's refuse.
+      std::string problem = gemm_norm_fold_problem(caps, t);
+      if (!problem.empty() && !g.tiles) problem = gemm_norm_fold_problem(caps, t = default_gemm_tiles(g));
+      if (!problem.empty()) throw Error("gemm: " + t.name() + " on device '" + caps.name + "': " + problem);
+    }
     // vec4 global loads when every row and batch of A and B starts 16-byte aligned.
     const bool vec4_nt = !g.trans_a && g.trans_b && g.K % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
                          push.stride_a[0] % 4 == 0 && push.stride_a[1] % 4 == 0 && push.stride_b[0] % 4 == 0 &&
                          push.stride_b[1] % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0;
     Defines d;
     if (vec4_nt) d.emplace_back("VEC4_NT", "1");
+    if (folded) {
+      // Each workgroup's rows' statistics (gemm_norm_rows.glsl): NORM_ROWS rows in
+      // NORM_PARTS slices, one invocation each, in shared memory beside the tiles.
+      const GemmNormRows n = gemm_norm_rows(t);
+      d.emplace_back("NORM_FOLDED", "1");
+      d.emplace_back("NORM_ROWS", std::to_string(n.rows));
+      d.emplace_back("NORM_PARTS", std::to_string(n.parts));
+    }
+    const uint32_t bindings = folded ? 9 : 7;
     if (t.strategy == GemmStrategy::CoopMatNV) {
       k = kernel("gemm_coopmat.comp", {}, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     } else if (t.strategy == GemmStrategy::Direct) {
       const bool shuffle = ops::direct_gemm_shuffles(caps, t);
       if (shuffle) d.emplace_back("SHUFFLE_A", "1");
-      k = kernel("gemm_direct.comp", d, 7, sizeof push,
+      k = kernel("gemm_direct.comp", d, bindings, sizeof push,
                  shuffle ? std::vector<uint32_t>{t.invocations(), t.tm, t.tn, caps.subgroup_size}
                          : std::vector<uint32_t>{t.invocations(), t.tm, t.tn});
     }
     else
-      k = kernel("gemm.comp", d, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
+      k = kernel("gemm.comp", d, bindings, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     groups = {(g.N + t.bn - 1) / t.bn, (g.M + t.bm - 1) / t.bm, batches};
     label = "gemm " + t.name() + ",";
   }
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
   // Absent operands are bound to A (or C) as placeholders; the kernel never touches them.
   const BufferView step_view = step ? step->state : pa.view;
-  if (small)  // + the folded norm's gamma and beta
+  if (small || g.norm_of != NormOf::None)  // + the folded norm's gamma and beta
     cl.dispatch(k, groups,
                 {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step_view), out(pc2.view),
                  in(pgamma.view), in(pbeta.view)},

@@ -2,6 +2,7 @@
 // limits, the tuner's candidates, and the tuning file's text, parsed as untrusted input
 // (include/vkformer/gemm_tuning.hpp). No device is needed here, so the fuzz target
 // (tests/fuzz/fuzz_tuning.cpp) links this file alone.
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -51,6 +52,21 @@ std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t, DTy
   if (t.shared_bytes() > caps.max_shared_memory)
     return std::to_string(t.shared_bytes()) + " bytes of shared memory, more than the device's " +
            std::to_string(caps.max_shared_memory);
+  return "";
+}
+
+GemmNormRows gemm_norm_rows(const GemmTiles& t) {
+  const uint32_t rows = t.strategy == GemmStrategy::Direct ? t.tm : t.bm;
+  return {rows, std::max<uint32_t>(1, rows ? t.invocations() / rows : 1)};
+}
+
+std::string gemm_norm_fold_problem(const Capabilities& caps, const GemmTiles& t) {
+  if (t.strategy == GemmStrategy::CoopMatNV) return "the cooperative-matrix kernel has no folded LayerNorm";
+  const GemmNormRows n = gemm_norm_rows(t);
+  const uint64_t bytes = t.shared_bytes() + (uint64_t(n.rows) * n.parts * 3 + n.rows * 2) * 4;
+  if (bytes > caps.max_shared_memory)
+    return "with a folded LayerNorm's row statistics it needs " + std::to_string(bytes) +
+           " bytes of shared memory, more than the device's " + std::to_string(caps.max_shared_memory);
   return "";
 }
 

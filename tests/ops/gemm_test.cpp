@@ -50,6 +50,48 @@ class GemmTest : public OpsTest {
     // fp16 results below 2^-14 are subnormal, spaced 2^-24 = 6e-8 apart: one spacing of slack.
     EXPECT_TRUE(close(got, want.c, scale, rtol, dtype() == DType::F16 ? 6e-8 : 1e-30));
   }
+
+  // One folded-norm product against LN then GEMM in double, on fresh random rows.
+  void check_folded_norm(uint32_t M, uint32_t N, uint32_t K, NormOf where, std::optional<GemmTiles> tiles,
+                         std::mt19937_64& rng) {
+    const DType dt = dtype();
+    const uint32_t batch = 2;
+    SCOPED_TRACE("M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+                 (where == NormOf::A ? " norm of A" : " norm of the residual") + (tiles ? " " + tiles->name() : ""));
+    Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .act = Activation::Relu, .batch = batch, .tiles = tiles};
+    g.stride_a = {uint64_t(M) * K, 0};
+    g.stride_c = g.stride_r = {uint64_t(M) * N, 0};
+    g.norm_of = where;
+    g.norm_eps = 1e-5f;
+    const uint32_t cols = where == NormOf::A ? K : N;
+    auto A = random_values(size_t(batch) * M * K, rng, 1, 3), W = random_values(size_t(N) * K, rng);
+    auto bias = random_values(N, rng), R = random_values(size_t(batch) * M * N, rng, 1, 3);
+    auto gamma = random_values(cols, rng, 0.5, 1.5), beta = random_values(cols, rng);
+    for (auto* v : {&A, &W, &bias, &R, &gamma, &beta})
+      for (auto& x : *v) x = stored(x, dt);
+    const LayerNorm ln{.rows = batch * M, .cols = cols, .eps = g.norm_eps};
+    Gemm plain = g;
+    plain.norm_of = NormOf::None;
+    const auto want = where == NormOf::A ? ref::gemm(plain, ref::layer_norm(ln, A, gamma, beta, nullptr), W, &bias, &R)
+                                         : ref::gemm(plain, A, W, &bias, &R);
+    std::vector<double> normed_r;  // R is [M, N]: only the residual fold normalises it (cols = N)
+    if (where == NormOf::Residual) normed_r = ref::layer_norm(ln, R, gamma, beta, nullptr);
+    const auto want_r = where == NormOf::Residual ? ref::gemm(plain, A, W, &bias, &normed_r) : want;
+    Context& c_ = ctx();
+    Buffer a = upload_as(c_, A, dt, "A"), w = upload_as(c_, W, dt, "W");
+    Buffer bb = upload_as(c_, bias, dt, "bias"), r = upload_as(c_, R, dt, "R");
+    Buffer gm = upload_as(c_, gamma, dt, "gamma"), bt = upload_as(c_, beta, dt, "beta");
+    Buffer c = poisoned(c_, want_r.c.size(), dt, "C");
+    Ops o = ops();
+    auto cl = c_.command_list();
+    o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), r.view(), std::nullopt, std::nullopt,
+           NormWeights{gm.view(), bt.view()});
+    cl.submit();
+    std::vector<double> scale(want_r.c.size());
+    const double store = dt == DType::F16 ? 1e-3 : 0;
+    for (size_t i = 0; i < scale.size(); ++i) scale[i] = want_r.scale[i] + (store / 1e-5) * std::abs(want_r.c[i]);
+    EXPECT_TRUE(close(download_as(c_, c, want_r.c.size(), dt), want_r.c, scale, 1e-5, dt == DType::F16 ? 6e-8 : 1e-30));
+  }
 };
 
 TEST_P(GemmTest, AwkwardShapesAllTransposes) {
@@ -228,50 +270,48 @@ TEST_P(GemmTest, WritesAtTheDecodeStepRow) {
 // Tolerance: the statistics are fp32 sums over at most ~1000 values (relative error
 // ~1e-6 of the normalised values, amplified by |mean| / std ~ 4), so the GEMM's 1e-5 of
 // sum |a'_k b_k| still holds; fp16 rounds the stored result (1e-3 of |c|).
+// Rows hold values in [1, 3] (mean far from 0: the variance must be taken around the
+// mean) at awkward widths, vec4 and scalar loads (K % 4), batched items: M = 1 to 4 (the
+// decode-step kernel) and more rows through the default table's kernel.
+// Tolerance: the statistics are fp32 sums over at most ~1000 values (relative error
+// ~1e-6 of the normalised values, amplified by |mean| / std ~ 4), so the GEMM's 1e-5 of
+// sum |a'_k b_k| still holds; fp16 rounds the stored result (1e-3 of |c|).
 TEST_P(GemmTest, FoldedLayerNormOfAOrOfTheResidual) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
-  const uint32_t shapes[][3] = {{1, 67, 45}, {3, 17, 256}, {4, 255, 1000}, {2, 1000, 3}, {1, 1, 1}, {1, 3, 1024}, {1, 64, 40}, {3, 96, 100}, {1, 64, 64}};
+  const uint32_t shapes[][3] = {{1, 67, 45}, {3, 17, 256}, {4, 255, 1000}, {2, 1000, 3},  {1, 1, 1},
+                                {1, 3, 1024}, {1, 64, 40}, {3, 96, 100},  {1, 64, 64},   {5, 67, 45},
+                                {17, 3, 1000}, {24, 255, 64}, {130, 70, 33}, {255, 17, 1}, {1030, 40, 12}};
   for (auto& s : shapes)
-    for (NormOf where : {NormOf::A, NormOf::Residual}) {
-      const uint32_t M = s[0], N = s[1], K = s[2], batch = 2;
-      SCOPED_TRACE("M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
-                   (where == NormOf::A ? " norm of A" : " norm of the residual"));
-      Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .act = Activation::Relu, .batch = batch};
-      g.stride_a = {uint64_t(M) * K, 0};
-      g.stride_c = g.stride_r = {uint64_t(M) * N, 0};
-      g.norm_of = where;
-      g.norm_eps = 1e-5f;
-      const uint32_t cols = where == NormOf::A ? K : N;
-      auto A = random_values(size_t(batch) * M * K, rng, 1, 3), W = random_values(size_t(N) * K, rng);
-      auto bias = random_values(N, rng), R = random_values(size_t(batch) * M * N, rng, 1, 3);
-      auto gamma = random_values(cols, rng, 0.5, 1.5), beta = random_values(cols, rng);
-      for (auto* v : {&A, &W, &bias, &R, &gamma, &beta})
-        for (auto& x : *v) x = stored(x, dtype());
-      const LayerNorm ln{.rows = batch * M, .cols = cols, .eps = g.norm_eps};
-      Gemm plain = g;
-      plain.norm_of = NormOf::None;
-      const auto want = where == NormOf::A ? ref::gemm(plain, ref::layer_norm(ln, A, gamma, beta, nullptr), W, &bias, &R)
-                                           : ref::gemm(plain, A, W, &bias, &R);
-      std::vector<double> normed_r;  // R is [M, N]: only the residual fold normalises it (cols = N)
-      if (where == NormOf::Residual) normed_r = ref::layer_norm(ln, R, gamma, beta, nullptr);
-      const auto want_r = where == NormOf::Residual ? ref::gemm(plain, A, W, &bias, &normed_r) : want;
-      Buffer a = upload_as(ctx(), A, dtype(), "A"), w = upload_as(ctx(), W, dtype(), "W");
-      Buffer bb = upload_as(ctx(), bias, dtype(), "bias"), r = upload_as(ctx(), R, dtype(), "R");
-      Buffer gm = upload_as(ctx(), gamma, dtype(), "gamma"), bt = upload_as(ctx(), beta, dtype(), "beta");
-      Buffer c = poisoned(ctx(), want_r.c.size(), dtype(), "C");
-      Ops o = ops();
+    for (NormOf where : {NormOf::A, NormOf::Residual}) check_folded_norm(s[0], s[1], s[2], where, {}, rng);
+}
+
+// The fold in every variant the tuner may pick that can hold it (tiled and direct; the
+// rest are refused by name), both norms, vec4 loads (K = 64) for every other candidate
+// and scalar ones (K = 45) for the rest (one pipeline each: both norms share it).
+TEST_P(GemmTest, FoldedLayerNormInEveryTunerCandidate) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const Capabilities& caps = ctx().capabilities();
+  uint32_t i = 0, ran = 0;
+  for (const GemmTiles& t : gemm_tile_candidates(caps, dtype())) {
+    if (const std::string why = gemm_norm_fold_problem(caps, t); !why.empty()) {
+      Buffer x = ctx().buffer(64 * 64 * 4, "x");
       auto cl = ctx().command_list();
-      o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), r.view(), std::nullopt, std::nullopt,
-             NormWeights{gm.view(), bt.view()});
-      cl.submit();
-      std::vector<double> scale(want_r.c.size());
-      const double store = dtype() == DType::F16 ? 1e-3 : 0;
-      for (size_t i = 0; i < scale.size(); ++i) scale[i] = want_r.scale[i] + (store / 1e-5) * std::abs(want_r.c[i]);
-      EXPECT_TRUE(close(download_as(ctx(), c, want_r.c.size(), dtype()), want_r.c, scale, 1e-5,
-                        dtype() == DType::F16 ? 6e-8 : 1e-30));
+      Gemm g{.M = 37, .N = 8, .K = 8, .trans_b = true, .norm_of = NormOf::A, .tiles = t};
+      EXPECT_THROW(ops().gemm(cl, g, x.view(), x.view(), x.view(), std::nullopt, std::nullopt, std::nullopt,
+                              std::nullopt, NormWeights{x.view(), x.view()}),
+                   Error)
+          << t.name() << ": " << why;
+      continue;
     }
+    const uint32_t K = i++ % 2 ? 45 : 64;
+    for (NormOf where : {NormOf::A, NormOf::Residual}) check_folded_norm(37, 70, K, where, t, rng);
+    ++ran;
+  }
+  EXPECT_GT(ran, 0u);
 }
 
 TEST_P(GemmTest, FoldedLayerNormMisuseIsAClearError) {
@@ -290,9 +330,15 @@ TEST_P(GemmTest, FoldedLayerNormMisuseIsAClearError) {
   };
   Gemm g{.M = 1, .N = 8, .K = 8, .trans_b = true, .norm_of = NormOf::A};
   EXPECT_NE(message(g, std::nullopt, false).find("needs its gamma and beta"), std::string::npos);
-  Gemm big = g;
-  big.M = 5;  // the tiled kernel has no folded norm
-  EXPECT_NE(message(big, nw, false).find("decode-step product"), std::string::npos);
+  Gemm transposed = g;
+  transposed.M = 5;
+  transposed.trans_a = true;  // the norm runs along A's rows
+  EXPECT_NE(message(transposed, nw, false).find("A is not transposed"), std::string::npos);
+  Gemm heads = g;
+  heads.M = 40;
+  heads.heads = 2;
+  heads.stride_c = {0, 320};
+  EXPECT_NE(message(heads, nw, false).find("one batch of heads"), std::string::npos);
   Gemm res = g;
   res.norm_of = NormOf::Residual;
   EXPECT_NE(message(res, nw, false).find("needs a residual"), std::string::npos);

@@ -10,7 +10,8 @@
 # bench_ggml.cpp against it, then alternates ROUNDS (default 3) rounds of ggml and of
 # `vkformer bench ops` and prints the median GFLOP/s per shape, ggml's, vkformer's and
 # their ratio, and the median ratio per shape class. On lavapipe GGML_VK_VISIBLE_DEVICES=0
-# lets ggml see the CPU device. vkformer's build is build/ (tools/build.sh).
+# lets ggml see the CPU device. vkformer's build is build/ (tools/build.sh). GGML_BUILD
+# names an existing build of the tree instead of building it again.
 set -eu
 src=${1:?usage: tools/bench_ggml/run.sh GGML_SOURCE_DIR [ROUNDS]}
 rounds=${2:-3}
@@ -18,11 +19,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=$root/build/bench_ggml
 mkdir -p "$out"
-cmake -S "$src" -B "$out/ggml" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_VULKAN=ON -DGGML_BUILD_EXAMPLES=OFF \
-  -DGGML_BUILD_TESTS=OFF > "$out/ggml-configure.log"
-cmake --build "$out/ggml" > "$out/ggml-build.log"
-libs=$(find "$out/ggml" -name 'libggml*.so' -printf '%h\n' | sort -u | tr '\n' ':')
-c++ -O2 -std=c++17 "$here/bench_ggml.cpp" -I"$src/include" -L"$out/ggml/src" -L"$out/ggml/src/ggml-vulkan" \
+# GGML_BUILD: an existing build of that tree (its Vulkan shaders take a while to compile).
+ggml=${GGML_BUILD:-$out/ggml}
+if [ -z "${GGML_BUILD:-}" ]; then
+  cmake -S "$src" -B "$ggml" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_VULKAN=ON -DGGML_BUILD_EXAMPLES=OFF \
+    -DGGML_BUILD_TESTS=OFF > "$out/ggml-configure.log"
+  cmake --build "$ggml" > "$out/ggml-build.log"
+fi
+libs=$(find "$ggml" -name 'libggml*.so' -printf '%h\n' | sort -u | tr '\n' ':')
+c++ -O2 -std=c++17 "$here/bench_ggml.cpp" -I"$src/include" -L"$ggml/src" -L"$ggml/src/ggml-vulkan" \
   -lggml -lggml-base -lggml-vulkan -Wl,-rpath,"$libs" -o "$out/bench_ggml"
 export GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-0}
 i=1
