@@ -27,10 +27,15 @@ const uint FLAG_NORM_A = GEMM_FLAG_NORM_A, FLAG_NORM_R = GEMM_FLAG_NORM_R;
 // workgroup computes them for its own rows before the product: a few KB of reads).
 layout(std430, set = 0, binding = 7) readonly buffer NormGamma { store_t norm_gamma[]; };
 layout(std430, set = 0, binding = 8) readonly buffer NormBeta { store_t norm_beta[]; };
-#ifdef NORM_ROWS
+#if defined(NORM_ROWS)
 // The tiled and direct kernels: statistics of the workgroup's NORM_ROWS rows, from
 // norm_row0 on, shared by its invocations (gemm_norm_rows.glsl computes them).
 shared float norm_mean[NORM_ROWS], norm_rstd[NORM_ROWS];
+uint norm_row0 = 0u;
+#elif defined(NORM_PRIVATE_ROWS)
+// The direct kernel with subgroup arithmetic: every invocation holds the statistics of
+// its workgroup's NORM_PRIVATE_ROWS rows, from norm_row0 on (no shared memory, no barrier).
+float norm_mean[NORM_PRIVATE_ROWS], norm_rstd[NORM_PRIVATE_ROWS];
 uint norm_row0 = 0u;
 #else
 // The decode-step kernel: every invocation holds the statistics of all M <= 4 rows.

@@ -24,9 +24,17 @@
 
 // NORM_FOLDED (host: a product with Gemm::norm_of): a LayerNorm of A's rows
 // (FLAG_NORM_A) or of the residual's (FLAG_NORM_R) folded in, its weights at bindings 7
-// and 8, NORM_ROWS = TM rows' statistics per workgroup (gemm_norm_rows.glsl).
+// and 8. The TM rows' statistics: with NORM_SUBGROUP (and NORM_PRIVATE_ROWS = TM) each
+// subgroup computes them with subgroupAdd into registers, no barrier; otherwise the
+// workgroup through shared memory (NORM_ROWS, gemm_norm_rows.glsl). On lavapipe a
+// barrier anywhere in a kernel makes all of it a coroutine per SIMD chunk: the shared
+// version ran this kernel's products 7-10x slower.
 #ifdef NORM_FOLDED
 #define GEMM_NORM
+#endif
+#ifdef NORM_SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #ifdef VEC4_NT
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
@@ -39,6 +47,15 @@ layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm
 #endif
 #include "gemm_common.glsl"
 
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TM = 8;  // rows of C per workgroup (and per invocation)
+layout(constant_id = 2) const uint TN = 1;  // columns per invocation
+#ifdef SHUFFLE_A
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+layout(constant_id = 3) const uint SG = 8;  // the subgroup size, which divides TM and WG
+#endif
+
 #ifdef NORM_FOLDED
 float norm_source(uint z, uint m, uint i) {
   if (flag(FLAG_NORM_R)) return float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + i]);
@@ -49,7 +66,62 @@ float norm_source(uint z, uint m, uint i) {
   return a_at(offset_a(z), m, i);
 #endif
 }
+#ifdef NORM_SUBGROUP
+// Sum over a row of `count` elements at `row` (an element offset) of A or of the
+// residual, each lane a share, and of squared deviations from `mean`: loops of a
+// uniform trip count with clamped, always in-bounds loads (lavapipe runs a loop whose
+// bound differs by lane under a mask, several times slower), vec4 loads along A's rows
+// where its variant has them.
+float norm_row_sum(uint row, uint count, bool residual, bool deviations, float mean) {
+  const uint lane = gl_SubgroupInvocationID, size = gl_SubgroupSize;
+  float s = 0.0;
+#ifdef VEC4_NT
+  if (!residual) {  // count (K) and row are multiples of 4
+    const uint count4 = count / 4u;
+    for (uint i0 = 0; i0 < count4; i0 += size) {
+      const uint i = i0 + lane;
+      vec4 v = vec4(A4[row / 4u + min(i, count4 - 1u)]);
+      if (deviations) v -= mean;
+      s += i < count4 ? (deviations ? dot(v, v) : v.x + v.y + v.z + v.w) : 0.0;
+    }
+    return s;
+  }
+#endif
+  for (uint i0 = 0; i0 < count; i0 += size) {
+    const uint i = i0 + lane, at = row + min(i, count - 1u);
+#ifdef VEC4_NT
+    float v = float(R[at]);
+#else
+    float v = residual ? float(R[at]) : float(A[at]);
+#endif
+    if (deviations) v = (v - mean) * (v - mean);
+    s += i < count ? v : 0.0;
+  }
+  return s;
+}
+
+// The mean and 1/std of the rows row0 .. row0 + TM - 1 (past the edge: the last row),
+// each by the whole subgroup, summed with subgroupAdd; two passes (the mean, then
+// squared deviations from it), as the other kernels take them.
+void norm_row_statistics(uint z, uint row0) {
+  norm_row0 = row0;
+  const bool residual = flag(FLAG_NORM_R);
+  const uint count = residual ? pc.N : pc.K;
+  const uint base = residual ? pc.base_r + batch_offset(z, pc.stride_r) : offset_a(z);
+  const uint ld = residual ? pc.ldr : pc.lda;
+  for (uint r = 0; r < TM; ++r) {
+    const uint row = base + min(row0 + r, pc.M - 1u) * ld;
+    const float mean = subgroupAdd(residual ? norm_row_sum(row, count, true, false, 0.0)
+                                            : norm_row_sum(row, count, false, false, 0.0)) / float(count);
+    const float m2 = subgroupAdd(residual ? norm_row_sum(row, count, true, true, mean)
+                                          : norm_row_sum(row, count, false, true, mean));
+    norm_mean[r] = mean;
+    norm_rstd[r] = inversesqrt(m2 / float(count) + pc.norm_eps);
+  }
+}
+#else
 #include "gemm_norm_rows.glsl"
+#endif
 #endif
 
 // Row m of A at k .. k+3 (vec4 loads) or k, as the product reads it: normalised when a
@@ -75,14 +147,6 @@ float a_read(uint a_off, uint m, uint k) {
 }
 #endif
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TM = 8;  // rows of C per workgroup (and per invocation)
-layout(constant_id = 2) const uint TN = 1;  // columns per invocation
-#ifdef SHUFFLE_A
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_shuffle : require
-layout(constant_id = 3) const uint SG = 8;  // the subgroup size, which divides TM and WG
-#endif
 
 // acc + a . b as four FMAs (dot() and an add measured the same on lavapipe).
 float fma4(vec4 a, vec4 b, float acc) {
@@ -98,6 +162,7 @@ void main() {
   const uint b_off = offset_b(z);
 #ifdef NORM_FOLDED
   if (flag(FLAG_NORM_A | FLAG_NORM_R)) norm_row_statistics(z, m0);  // uniform: the whole workgroup or none
+  const bool norm_a = flag(FLAG_NORM_A);
 #endif
 
   // Rows and columns past the edge read the last row or column (in bounds, and
@@ -117,10 +182,19 @@ void main() {
 #ifdef SHUFFLE_A
     // One load per lane brings SG rows' vec4s; each row is then shuffled to every lane
     // (a register broadcast on a CPU) instead of loaded by every lane.
+    // A folded norm applies after the shuffle, where the row is a constant (its
+    // statistics in registers), with gamma and beta loaded once per step.
+#ifdef NORM_FOLDED
+    vec4 g4 = vec4(1.0), be4 = vec4(0.0);
+    if (norm_a) g4 = vec4(norm_gamma4[kq]), be4 = vec4(norm_beta4[kq]);
+#endif
     for (uint r = 0; r < TM / SG; ++r) {
-      const vec4 mine = a_vec4(a_off, min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u), kq);
+      const vec4 mine = vec4(A4[(a_off + min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u) * pc.lda) / 4u + kq]);
       for (uint s = 0; s < SG; ++s) {
-        const vec4 a = subgroupShuffle(mine, s);
+        vec4 a = subgroupShuffle(mine, s);
+#ifdef NORM_FOLDED
+        if (norm_a) a = (a - norm_mean[r * SG + s]) * norm_rstd[r * SG + s] * g4 + be4;
+#endif
         for (uint j = 0; j < TN; ++j) acc[(r * SG + s) * TN + j] = fma4(a, b[j], acc[(r * SG + s) * TN + j]);
       }
     }
@@ -137,10 +211,17 @@ void main() {
     float b[TN];
     for (uint j = 0; j < TN; ++j) b[j] = b_at(b_off, k, cols[j]);
 #ifdef SHUFFLE_A
+#ifdef NORM_FOLDED
+    float g1 = 1.0, be1 = 0.0;
+    if (norm_a) g1 = float(norm_gamma[k]), be1 = float(norm_beta[k]);
+#endif
     for (uint r = 0; r < TM / SG; ++r) {
-      const float mine = a_read(a_off, min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u), k);
+      const float mine = a_at(a_off, min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u), k);
       for (uint s = 0; s < SG; ++s) {
-        const float a = subgroupShuffle(mine, s);
+        float a = subgroupShuffle(mine, s);
+#ifdef NORM_FOLDED
+        if (norm_a) a = (a - norm_mean[r * SG + s]) * norm_rstd[r * SG + s] * g1 + be1;
+#endif
         for (uint j = 0; j < TN; ++j) acc[(r * SG + s) * TN + j] = fma(a, b[j], acc[(r * SG + s) * TN + j]);
       }
     }

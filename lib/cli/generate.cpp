@@ -141,7 +141,8 @@ int generate(const Args& args) {
     j["decode_tokens_per_second"] = st.decode_tokens_per_second();
     j["counters"] = {{"submits_per_token", st.submits_per_token()},
                      {"recordings_per_token", st.recordings_per_token()},
-                     {"dispatches_per_decoder_layer", st.dispatches_per_decoder_layer}};
+                     {"dispatches_per_decoder_layer", st.dispatches_per_decoder_layer},
+                     {"dispatches_per_encoder_layer", st.dispatches_per_encoder_layer}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     for (auto& ids : out) {
@@ -159,9 +160,10 @@ int generate(const Args& args) {
     const GenerateStats& st = session.last_stats();
     std::fprintf(stderr,
                  "encode %.3f ms, decode %.3f ms (%.1f tokens/s); per token: %.3f submits, %.3f recordings; "
-                 "%.1f dispatches per decoder layer\n%s",
+                 "%.1f dispatches per decoder layer, %.1f per encoder layer\n%s",
                  st.encode_ms, st.decode_ms, st.decode_tokens_per_second(), st.submits_per_token(),
-                 st.recordings_per_token(), st.dispatches_per_decoder_layer, session.profile_report().c_str());
+                 st.recordings_per_token(), st.dispatches_per_decoder_layer, st.dispatches_per_encoder_layer,
+                 session.profile_report().c_str());
   }
   return 0;
 }

@@ -6,25 +6,6 @@ namespace vkf::model {
 
 namespace {
 
-// A LayerNorm to fold into a GEMM (decode steps), or none.
-struct Folded {
-  const Norm* norm = nullptr;
-  std::optional<NormWeights> weights() const {
-    if (!norm) return std::nullopt;
-    return NormWeights{norm->gamma.view(), norm->beta.view()};
-  }
-};
-
-// out[rows, l.out] = act(LN?(in) W^T + b) + LN?(residual): `in_norm` folded into the
-// reading of `in`, `residual_norm` into the reading of the residual (at most one).
-void folded_linear(const LayerRecorder& r, const Linear& l, const BufferView& in, const BufferView& out,
-                   Activation act, const std::optional<BufferView>& residual, Folded in_norm, Folded residual_norm) {
-  Gemm g{.M = r.rows, .N = l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = r.eps};
-  g.norm_of = in_norm.norm ? NormOf::A : residual_norm.norm ? NormOf::Residual : NormOf::None;
-  r.ops.gemm(r.cl, g, in, l.weight.view(), out, l.bias.view(), residual, std::nullopt, std::nullopt,
-             in_norm.norm ? in_norm.weights() : residual_norm.weights());
-}
-
 // Masked self-attention's projection: the new tokens' queries [rows, D] to scratch, and
 // their keys and values joining the self cache [batch, capacity, 2D] at rows
 // [t0, t0 + n) (a decode step: at the step's row), in one GEMM with a split output.
@@ -132,19 +113,19 @@ StepStream record_decoder_layer_step(const LayerRecorder& r, const DecoderLayer&
     const BufferView x = s.x->view();                                                        // [rows, D]
     project_qkv(r, l, index, p, b, cache, x, {&l.norm1});                                   // of LN1(x)
     self_attention(x, x, {});                                                               // x += SelfAttn W_o^T + b
-    folded_linear(r, l.cross_q, x, b.queries.view(), Activation::None, {}, {&l.norm2}, {});  // queries of LN2(x)
+    r.folded_linear(l.cross_q, x, b.queries.view(), Activation::None, {}, {&l.norm2}, {});  // queries of LN2(x)
     cross_attention(x, x, {});                                                              // x += CrossAttn W_o^T + b
-    folded_linear(r, l.ffn.linear1, x, b.hidden.view(), r.activation, {}, {&l.norm3}, {});  // hidden [rows, F]
-    folded_linear(r, l.ffn.linear2, b.hidden.view(), x, Activation::None, x, {}, {});       // x += FFN
+    r.folded_linear(l.ffn.linear1, x, b.hidden.view(), r.activation, {}, {&l.norm3}, {});  // hidden [rows, F]
+    r.folded_linear(l.ffn.linear2, b.hidden.view(), x, Activation::None, x, {}, {});       // x += FFN
     return {s.x, nullptr};
   }
   const BufferView h0 = s.x->view(), h1 = other.view(), h2 = s.x->view();  // x = LN_pending(h0)
   project_qkv(r, l, index, p, b, cache, h0, {s.pending});
   self_attention(h1, h0, {s.pending});                                                     // h1 = SelfAttn W^T + b + x
-  folded_linear(r, l.cross_q, h1, b.queries.view(), Activation::None, {}, {&l.norm1}, {});  // queries of LN1(h1)
+  r.folded_linear(l.cross_q, h1, b.queries.view(), Activation::None, {}, {&l.norm1}, {});  // queries of LN1(h1)
   cross_attention(h2, h1, {&l.norm1});                                                     // h2 = ... + LN1(h1)
-  folded_linear(r, l.ffn.linear1, h2, b.hidden.view(), r.activation, {}, {&l.norm2}, {});  // hidden of LN2(h2)
-  folded_linear(r, l.ffn.linear2, b.hidden.view(), h1, Activation::None, h2, {}, {&l.norm2});  // h3 = ... + LN2(h2)
+  r.folded_linear(l.ffn.linear1, h2, b.hidden.view(), r.activation, {}, {&l.norm2}, {});  // hidden of LN2(h2)
+  r.folded_linear(l.ffn.linear2, b.hidden.view(), h1, Activation::None, h2, {}, {&l.norm2});  // h3 = ... + LN2(h2)
   return {&other, &l.norm3};  // the layer's output is LN3(h3)
 }
 

@@ -19,8 +19,24 @@ struct EncoderShape {
 };
 
 // x = sublayer(self-attention, x); x = sublayer(feed-forward, x). key_mask: additive
-// [batch, seq_len] (padding), or none.
+// [batch, seq_len] (padding), or none. 7 dispatches: each LayerNorm on its own.
 void record_encoder_layer(const LayerRecorder& r, const EncoderLayer& layer, const EncoderShape& shape,
                           const EncoderBuffers& b, const std::optional<BufferView>& key_mask);
+
+// Where a fused encoder stack's activations are between layers: the layer's output is
+// `pending`'s LayerNorm of *x (post-norm: each layer's last norm is folded into the
+// GEMMs of the next, or run by whatever reads the stack's output), or *x itself.
+struct EncoderStream {
+  const Buffer* x = nullptr;  // &b.x or &b.y of the EncoderBuffers passed to every layer
+  const Norm* pending = nullptr;
+};
+
+// The same layer in 5 dispatches (QKV projection, attention, output projection, FFN up,
+// FFN down), each LayerNorm folded into the GEMMs that read its output: as an input
+// (NormOf::A) and, post-norm, as the next sublayer's residual (NormOf::Residual).
+// Pre-norm takes no pending norm (run it first).
+EncoderStream record_encoder_layer_fused(const LayerRecorder& r, const EncoderLayer& layer, const EncoderShape& shape,
+                                         const EncoderBuffers& b, const std::optional<BufferView>& key_mask,
+                                         EncoderStream in);
 
 }  // namespace vkf::model

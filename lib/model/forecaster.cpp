@@ -121,10 +121,22 @@ std::vector<float> Forecaster::predict(const std::vector<float>& windows) const 
            m.positions.view());
   const model::LayerRecorder r{.ops = ops, .cl = cl, .rows = rows, .d_model = D, .norm_first = c.norm_first,
                                .eps = c.layer_norm_eps, .activation = c.activation};
-  for (const auto& layer : m.layers)
-    model::record_encoder_layer(r, layer, {.batch = B, .seq_len = P, .heads = c.nhead}, buf, std::nullopt);
-  r.norm(m.final_norm, buf.x.view(), buf.y.view());  // y [B*P, D]
-  ops.gemm(cl, {.M = B, .N = c.horizon, .K = P * D, .trans_b = true}, buf.y.view(), m.head.weight.view(), out.view(),
+  // The encoder as the encoder-decoders' (each LayerNorm folded into the GEMMs that read
+  // it, unless VKF_FOLD_NORMS=0), then the final norm, post-norm the last layer's with it.
+  model::EncoderStream s{&buf.x, nullptr};
+  for (const auto& layer : m.layers) {
+    const model::EncoderShape shape{.batch = B, .seq_len = P, .heads = c.nhead};
+    if (ops.fold_norms_in_encoder())
+      s = model::record_encoder_layer_fused(r, layer, shape, buf, std::nullopt, s);
+    else
+      model::record_encoder_layer(r, layer, shape, buf, std::nullopt);
+  }
+  const Buffer& y = s.x == &buf.x ? buf.y : buf.x;  // [B*P, D]
+  ops.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, s.x->view(), m.final_norm.gamma.view(),
+                 m.final_norm.beta.view(), y.view(), std::nullopt, std::nullopt,
+                 s.pending ? std::optional(NormWeights{s.pending->gamma.view(), s.pending->beta.view()})
+                           : std::nullopt);  // y = LN(LN_pending(x))
+  ops.gemm(cl, {.M = B, .N = c.horizon, .K = P * D, .trans_b = true}, y.view(), m.head.weight.view(), out.view(),
            m.head.bias.view());
   cl.submit();
 

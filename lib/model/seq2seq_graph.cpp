@@ -136,27 +136,54 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
     submitted_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
     if (profile) encoder_report += cl.profile_report();
   };
-  const LayerRecorder r = recorder(cl, rows);
   const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
-  const Buffer& embedded = c.embedding_norm ? y_ : x_;
+  // Fused (each LayerNorm folded into the GEMMs that read it), post-norm's embedding norm
+  // is pending into the first layer like any layer's last norm; otherwise it runs on its
+  // own, the embedding going to y first.
+  const bool fused = ops_.fold_norms_in_encoder();
+  const bool embed_norm_alone = c.embedding_norm && !(fused && !c.norm_first);
+  const Buffer& embedded = embed_norm_alone ? y_ : x_;
   ops_.embedding(cl, {.rows = rows, .vocab = c.src_vocab_size, .dim = D, .scale = scale, .seq_len = S,
                       .positions = c.max_position},
                  src_ids_.view(), m_.src_embed.view(), m_.positions.view(), embedded.view());  // [B*S, D]
-  if (c.embedding_norm) r.norm(m_.encoder_embed_norm, y_.view(), x_.view());  // x [B*S, D]
+  if (embed_norm_alone) recorder(cl, rows).norm(m_.encoder_embed_norm, y_.view(), x_.view());  // x [B*S, D]
   const EncoderBuffers buffers{x_, y_, qkv_, attn_, hidden_};
+  EncoderStream stream{&buffers.x, c.embedding_norm && !embed_norm_alone ? &m_.encoder_embed_norm : nullptr};
+  uint64_t layer_dispatches = 0;  // counted in the one place every layer is recorded
   for (size_t l = 0; l < m_.encoder.size(); ++l) {
-    record_encoder_layer(r, m_.encoder[l], {.batch = batch_, .seq_len = S, .heads = c.nhead}, buffers,
-                         src_mask_.view());
+    const LayerRecorder r = recorder(cl, rows);
+    const uint32_t before = cl.stats().dispatches;
+    const EncoderShape shape{.batch = batch_, .seq_len = S, .heads = c.nhead};
+    if (fused)
+      stream = record_encoder_layer_fused(r, m_.encoder[l], shape, buffers, src_mask_.view(), stream);
+    else
+      record_encoder_layer(r, m_.encoder[l], shape, buffers, src_mask_.view());
+    layer_dispatches += cl.stats().dispatches - before;
     if (per_submit && (l + 1) % per_submit == 0) {  // this piece is full: the next one starts
       submit();
       cl = begin();
     }
   }
-  const Buffer& memory = c.final_norms ? memory_ : x_;  // [B*S, D]
-  if (c.final_norms) r.norm(m_.encoder_norm, x_.view(), memory_.view());
+  if (!m_.encoder.empty()) encoder_dispatches_per_layer_ = double(layer_dispatches) / m_.encoder.size();
+  const LayerRecorder r = recorder(cl, rows);
+  // The stack's output: the final norm (nn.Transformer's encoder.norm) of the last
+  // layer's, post-norm its pending norm too, in one dispatch.
+  const Buffer* memory = stream.x;  // [B*S, D]
+  const auto pending = stream.pending ? std::optional(NormWeights{stream.pending->gamma.view(), stream.pending->beta.view()})
+                                      : std::nullopt;
+  if (c.final_norms) {
+    ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, stream.x->view(),
+                    m_.encoder_norm.gamma.view(), m_.encoder_norm.beta.view(), memory_.view(), std::nullopt,
+                    std::nullopt, pending);  // memory = LN(LN_pending(x))
+    memory = &memory_;
+  } else if (pending) {
+    ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, stream.x->view(), pending->gamma,
+                    pending->beta, memory_.view());  // memory = LN_pending(x)
+    memory = &memory_;
+  }
   // Cross-attention keys and values, once per source for every decoding step.
   for (size_t l = 0; l < m_.decoder.size(); ++l)
-    r.linear(m_.decoder[l].cross_kv, memory.view(), cache_.cross(l).view());  // cross [B*S, 2D]
+    r.linear(m_.decoder[l].cross_kv, memory->view(), cache_.cross(l).view());  // cross [B*S, 2D]
   submit();
   encode_ms_per_unit_row_ = submitted_ms / (double(units) * rows);
   encode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

@@ -43,6 +43,7 @@ class Seq2SeqGraph {
   uint32_t capacity() const { return cache_.capacity(); }
   // Dispatches one recorded decode step spends in decoder layers, per layer.
   double dispatches_per_decoder_layer() const { return dispatches_per_layer_; }
+  double dispatches_per_encoder_layer() const { return encoder_dispatches_per_layer_; }
 
   bool profile = false;
   // The GPU time one submit may take (0: no bound). Greedy decoding sizes its submits by
@@ -84,6 +85,7 @@ class Seq2SeqGraph {
   // The token choice at the end of a recorded step: argmax, or a draw.
   void record_choice(CommandList& cl, const std::optional<Sampling>& sampling, const DecodeStep& step);
   double dispatches_per_layer_ = 0;
+  double encoder_dispatches_per_layer_ = 0;
   // How many of the encoder's units (its layers, then the final norm with the cross K/V)
   // one submit of `rows` source tokens can take within submit_budget_ms (0: all of them).
   uint32_t encoder_units_per_submit(uint32_t rows, uint32_t units) const;

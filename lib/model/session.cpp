@@ -67,6 +67,9 @@ void Session::warmup(const WarmupOptions& options) {
   const uint32_t steps = std::min<uint32_t>(2, c.max_position);
   generate({source}, {.max_new_tokens = steps, .stop_at_eos = false, .submit_budget_ms = 0});
   generate({source}, {.max_new_tokens = steps, .temperature = 1.0f, .stop_at_eos = false});
+  // A beam search: decode steps of 2 to 4 rows (beams, or batched sources) have their own
+  // GEMM variant (one row has another).
+  generate({source}, {.max_new_tokens = steps, .beam = 2, .stop_at_eos = false});
 }
 
 void Session::set_profile(bool on) { impl_->graph.profile = on; }
@@ -176,6 +179,7 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   st.recordings = after.recordings - before.recordings;
   st.dispatches = after.dispatches - before.dispatches;
   st.dispatches_per_decoder_layer = impl_->graph.dispatches_per_decoder_layer();
+  st.dispatches_per_encoder_layer = impl_->graph.dispatches_per_encoder_layer();
   return results;
 }
 

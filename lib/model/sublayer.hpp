@@ -8,6 +8,15 @@
 
 namespace vkf::model {
 
+// A LayerNorm to fold into the GEMM that reads its output, or none.
+struct Folded {
+  const Norm* norm = nullptr;
+  std::optional<NormWeights> weights() const {
+    if (!norm) return std::nullopt;
+    return NormWeights{norm->gamma.view(), norm->beta.view()};
+  }
+};
+
 // One pass over `rows` token rows of width d_model: the ops, the list being recorded,
 // and the settings every layer of a stack shares.
 struct LayerRecorder {
@@ -23,6 +32,10 @@ struct LayerRecorder {
               const std::optional<BufferView>& residual = {}) const;
   // out[rows, D] = LayerNorm(in[rows, D])
   void norm(const Norm& n, const BufferView& in, const BufferView& out) const;
+  // out[rows, l.out] = act(LN?(in) W^T + b) + LN?(residual): `in_norm` folded into the
+  // reading of `in`, `residual_norm` into the reading of the residual (at most one).
+  void folded_linear(const Linear& l, const BufferView& in, const BufferView& out, Activation act,
+                     const std::optional<BufferView>& residual, Folded in_norm, Folded residual_norm) const;
   // out = residual + linear2(act(linear1(in))), hidden: [rows, dim_feedforward]
   void feed_forward(const FeedForward& f, const BufferView& in, const Buffer& hidden, const BufferView& out,
                     const BufferView& residual) const;

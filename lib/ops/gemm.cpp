@@ -62,6 +62,15 @@ GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t 
 
 }  // namespace ops
 
+bool Ops::fold_norms_in_encoder() const {
+  if (const char* env = std::getenv("VKF_FOLD_NORMS")) {
+    const std::string v = env;
+    if (v != "0" && v != "1") throw Error("VKF_FOLD_NORMS must be 0 or 1, not '" + v + "'");
+    return v == "1";
+  }
+  return ctx_.capabilities().type != DeviceType::Cpu;  // the portable profile counts as a GPU
+}
+
 namespace {
 
 struct GemmPush {
@@ -213,15 +222,16 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                            caps.min_subgroup_size == caps.max_subgroup_size && caps.subgroup_size >= 4 &&
                            caps.subgroup_size <= 64;
     if (subgroups) {
-      // Rows as a constant: M = 1 to 4 are four variants, so the loops run exactly M
-      // rows (lavapipe, batch-1 decode products: 15-25% faster than looping to 4). Other
-      // sizes, measured there, were no faster: 32-128 invocations, 2-8 columns each.
+      // One row (batch-1 decoding) as a variant of its own, whose loops run that row
+      // alone (lavapipe: 15-25% faster than looping to 4 rows); 2 to 4 rows share one, so
+      // a warm-up that runs one beam search has compiled every decode step. Other sizes,
+      // measured there, were no faster: 32-128 invocations, 2-8 columns each.
       const uint32_t wg = std::max<uint32_t>(64, caps.subgroup_size), cols = 4;
       const bool vec4 = g.K % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0 &&
                         push.stride_a[0] % 4 == 0 && push.stride_a[1] % 4 == 0 && push.stride_b[0] % 4 == 0 &&
                         push.stride_b[1] % 4 == 0;
-      Defines d = {{"SUBGROUP_REDUCE", "1"}, {"WG_SIZE", std::to_string(wg)}, {"COLS", std::to_string(cols)},
-                   {"ROWS", std::to_string(g.M)}};
+      Defines d = {{"SUBGROUP_REDUCE", "1"}, {"WG_SIZE", std::to_string(wg)}, {"COLS", std::to_string(cols)}};
+      if (g.M == 1) d.emplace_back("ROWS", "1");
       if (vec4) d.emplace_back("VEC4_K", "1");
       if (g.norm_of != NormOf::None) d.emplace_back("NORM_FOLDED", "1");
       k = kernel("gemm_small_m.comp", d, 9, sizeof push);
@@ -254,12 +264,18 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
     Defines d;
     if (vec4_nt) d.emplace_back("VEC4_NT", "1");
     if (folded) {
-      // Each workgroup's rows' statistics (gemm_norm_rows.glsl): NORM_ROWS rows in
-      // NORM_PARTS slices, one invocation each, in shared memory beside the tiles.
-      const GemmNormRows n = gemm_norm_rows(t);
       d.emplace_back("NORM_FOLDED", "1");
-      d.emplace_back("NORM_ROWS", std::to_string(n.rows));
-      d.emplace_back("NORM_PARTS", std::to_string(n.parts));
+      if (t.strategy == GemmStrategy::Direct && ops::direct_gemm_shuffles(caps, t) && caps.subgroup_arithmetic) {
+        // Each subgroup its rows' statistics, in registers (gemm_direct.comp).
+        d.emplace_back("NORM_SUBGROUP", "1");
+        d.emplace_back("NORM_PRIVATE_ROWS", std::to_string(t.tm));
+      } else {
+        // Each workgroup its rows' statistics (gemm_norm_rows.glsl): NORM_ROWS rows in
+        // NORM_PARTS slices, one invocation each, in shared memory beside the tiles.
+        const GemmNormRows n = gemm_norm_rows(t);
+        d.emplace_back("NORM_ROWS", std::to_string(n.rows));
+        d.emplace_back("NORM_PARTS", std::to_string(n.parts));
+      }
     }
     const uint32_t bindings = folded ? 9 : 7;
     if (t.strategy == GemmStrategy::CoopMatNV) {

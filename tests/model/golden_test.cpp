@@ -211,6 +211,8 @@ void expect_decode_counters(Context& ctx, const std::string& dir) {
   const bool folded = Ops(ctx, DType::F32).fold_norms_in_decode_steps();
   EXPECT_GT(st.dispatches_per_decoder_layer, 0);
   EXPECT_LE(st.dispatches_per_decoder_layer, folded ? 6 : 11);
+  // The encoder: 5 dispatches per layer with each LayerNorm folded in, 7 without.
+  EXPECT_EQ(st.dispatches_per_encoder_layer, Ops(ctx, DType::F32).fold_norms_in_encoder() ? 5.0 : 7.0);
   EXPECT_GT(st.encode_ms, 0);
   EXPECT_GT(st.decode_tokens_per_second(), 0);
   // With the default 2 ms budget a slow device keeps one step per submit; a fast one
@@ -285,6 +287,47 @@ TEST_F(GpuTest, SessionsOnSeveralThreadsShareOneModel) {
   for (auto& t : threads) t.join();
   for (int t = 0; t < 4; ++t)
     for (size_t i = 0; i < got[t].size(); ++i) EXPECT_EQ(got[t][i], want[i % sources.size()]) << "thread " << t;
+}
+
+// The encoder (and decode steps) with every LayerNorm folded into the GEMMs that read
+// it, as GPUs run them, still agree with PyTorch on every case (post-norm and pre-norm,
+// 1 to 6 layers): forced on this device (the direct kernel's per-subgroup statistics on
+// CPU drivers) and under the portable profile (the tiled kernel's shared-memory ones),
+// in 5 dispatches per encoder layer.
+TEST(GoldenFolded, EveryNormFoldedStillMatchesPyTorch) {
+  const std::string dir = golden_dir();
+  if (dir.empty() || !fs::exists(dir)) GTEST_SKIP() << "no goldens (VKF_GOLDEN_DIR); python3-torch missing?";
+  const ScopedEnv fold("VKF_FOLD_NORMS", "1");
+  for (const char* profile : {"", "portable"}) {
+    MessageLog log;
+    ContextOptions o = test_options(log);
+    if (*profile) o.profile = profile;
+    Context ctx(o);
+    ASSERT_TRUE(Ops(ctx, DType::F32).fold_norms_in_encoder());
+    int cases = 0;
+    for (auto& entry : fs::directory_iterator(dir)) {
+      if (!fs::exists(entry.path() / "golden.json")) continue;
+      ++cases;
+      SCOPED_TRACE(entry.path().string() + (*profile ? " (portable)" : ""));
+      std::ifstream f(entry.path() / "golden.json");
+      auto g = nlohmann::json::parse(f);
+      auto model = Model::load(ctx, entry.path().string());
+      Session session(model);
+      std::vector<size_t> shape;
+      const auto want = read_npy((entry.path() / "logits.npy").string(), shape);
+      const auto got =
+          session.score(g["score"]["src"].get<std::vector<uint32_t>>(), g["score"]["tgt"].get<std::vector<uint32_t>>());
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_LT(relative_error(got, want), 1e-4) << "teacher-forced logits, relative to their norm";
+      const auto sources = g["sources"].get<std::vector<std::vector<uint32_t>>>();
+      EXPECT_EQ(session.generate(sources, {.max_new_tokens = g["max_new_tokens"]}),
+                g["greedy"].get<std::vector<std::vector<uint32_t>>>()) << "padded batch";
+      EXPECT_LE(session.last_stats().dispatches_per_encoder_layer, 5.0);
+      EXPECT_GT(session.last_stats().dispatches_per_encoder_layer, 0.0);
+    }
+    EXPECT_GT(cases, 0);
+    EXPECT_TRUE(log.messages.empty()) << log.messages.front();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(, Golden, ::testing::Values(DType::F32, DType::F16),

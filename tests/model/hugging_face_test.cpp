@@ -280,6 +280,34 @@ TEST_F(HuggingFaceBadInput, BartTokenizerFilesAreChecked) {
   }
 }
 
+// Marian and BART with every LayerNorm folded into the GEMMs that read it (BART's
+// embedding norm pending into its first layer), on this device forced and under the
+// portable profile: the same logits as transformers, 5 dispatches per encoder layer.
+TEST(HuggingFaceFolded, EveryNormFoldedStillMatchesTransformers) {
+  const ScopedEnv fold("VKF_FOLD_NORMS", "1");
+  for (const char* profile : {"", "portable"})
+    for (const char* name : {"marian", "bart"}) {
+      SCOPED_TRACE(std::string(name) + (*profile ? " (portable)" : ""));
+      MessageLog log;
+      ContextOptions o = test_options(log);
+      if (*profile) o.profile = profile;
+      Context ctx(o);
+      const auto ref = references()[name];
+      auto model = Model::load(ctx, (kDir / name).string(), DType::F32);
+      Session session(model);
+      const auto sources = ref["sources"].get<std::vector<std::vector<uint32_t>>>();
+      const auto got = session.score(sources, ref["targets"].get<std::vector<std::vector<uint32_t>>>());
+      for (size_t i = 0; i < sources.size(); ++i)
+        EXPECT_LT(relative_error(got[i], ref["logits"][i].get<std::vector<std::vector<double>>>()), 1e-4)
+            << "sequence " << i;
+      GenerateOptions g = GenerateOptions::defaults(model->config());
+      g.beam = 1;
+      EXPECT_EQ(session.generate(sources, g), ref["generate"]["greedy"]["ids"].get<std::vector<std::vector<uint32_t>>>());
+      EXPECT_LE(session.last_stats().dispatches_per_encoder_layer, 5.0);
+      EXPECT_TRUE(log.messages.empty()) << log.messages.front();
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, HuggingFaceGenerate, ::testing::Values("marian", "bart"),
                          [](const auto& info) { return std::string(info.param); });
 

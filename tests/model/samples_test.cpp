@@ -57,10 +57,12 @@ namespace {
 // The shipped forecaster against PyTorch's forecasts for the same test windows
 // (test_torch.txt, recorded by tools/forecast.py). Tolerance 1e-4 of the forecasts'
 // norm, as for the seq2seq goldens; and it must beat the naive last-value forecast.
-TEST_F(GpuTest, ForecasterMatchesPyTorchAndBeatsNaive) {
+// Its encoder runs the encoder-decoders' fused layers (each LayerNorm folded into the
+// GEMMs that read it) on GPUs: checked here with the fold forced on as well.
+void expect_forecaster_matches_pytorch(Context& ctx) {
   const fs::path dir = fs::path(VKF_SOURCE_DIR) / "samples" / "forecast";
   ASSERT_TRUE(fs::exists(dir / "model.safetensors")) << "the shipped forecaster is missing";
-  auto model = Forecaster::load(ctx(), dir.string());
+  auto model = Forecaster::load(ctx, dir.string());
   const auto& c = model->config();
   std::vector<float> series, want;
   std::ifstream s(dir / "test_series.txt"), t(dir / "test_torch.txt");
@@ -86,6 +88,14 @@ TEST_F(GpuTest, ForecasterMatchesPyTorchAndBeatsNaive) {
   std::printf("forecaster: relative difference from PyTorch %.2e; MAE %.3f vs naive %.3f\n", std::sqrt(err / norm),
               mae / (n * c.horizon), naive / (n * c.horizon));
   EXPECT_THROW(model->predict(std::vector<float>(c.window + 1, 1.0f)), Error);
+}
+
+TEST_F(GpuTest, ForecasterMatchesPyTorchAndBeatsNaive) { expect_forecaster_matches_pytorch(ctx()); }
+
+TEST_F(GpuTest, ForecasterWithEveryNormFoldedMatchesPyTorch) {
+  const ScopedEnv fold("VKF_FOLD_NORMS", "1");
+  ASSERT_TRUE(Ops(ctx(), DType::F32).fold_norms_in_encoder());
+  expect_forecaster_matches_pytorch(ctx());
 }
 
 // Warm-up at load time compiles what requests will use: afterwards greedy, beam and

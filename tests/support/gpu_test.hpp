@@ -1,4 +1,7 @@
 #pragma once
+#include <cstdlib>
+#include <optional>
+#include <string>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -42,5 +45,25 @@ class GpuTest : public ::testing::Test {
 // A fresh seed per run, printed so a failure can be replayed (VKF_TEST_SEED=...).
 uint64_t test_seed();
 #define VKF_SEED_TRACE(seed) SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with VKF_TEST_SEED)")
+
+// Sets an environment variable for a scope, restoring what it was (tests that compare
+// a switch's two settings in one process, such as VKF_FOLD_NORMS).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace vkf::test
