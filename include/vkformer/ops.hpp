@@ -273,8 +273,10 @@ class Ops {
   // tokens: 58-62 ms folded, 40-41 ms not). VKF_FOLD_NORMS=1 or 0 overrides, as for
   // decode steps.
   bool fold_norms_in_encoder() const;
-  static constexpr uint32_t kMaxFusedHeadDim = 128;
-  static constexpr uint32_t kMaxFoldedNormRows = 4;  // Gemm::norm_of: products of at most this many rows  // q and o live in registers: 2 * head_dim floats
+  static constexpr uint32_t kMaxFusedHeadDim = 128;  // q and o live in registers: 2 * head_dim floats
+  // Products of at most this many rows run the decode-step (small-M) kernel, which a
+  // decode step's folded norms take; larger ones fold into the tiled or direct kernel.
+  static constexpr uint32_t kMaxFoldedNormRows = 4;
 
   // out[r, :] = table[ids[r], :] * scale + pe[position_offset + r % seq_len, :], with pe
   // an fp32 [positions, dim] table (sinusoidal_positions) or none. ids are uint32; an

@@ -62,15 +62,6 @@ GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t 
 
 }  // namespace ops
 
-bool Ops::fold_norms_in_encoder() const {
-  if (const char* env = std::getenv("VKF_FOLD_NORMS")) {
-    const std::string v = env;
-    if (v != "0" && v != "1") throw Error("VKF_FOLD_NORMS must be 0 or 1, not '" + v + "'");
-    return v == "1";
-  }
-  return ctx_.capabilities().type != DeviceType::Cpu;  // the portable profile counts as a GPU
-}
-
 namespace {
 
 struct GemmPush {
@@ -85,7 +76,7 @@ struct GemmPush {
 static_assert(sizeof(GemmPush) == 108, "matches Push in shaders/gemm_common.glsl");
 
 constexpr uint32_t kSmallM = GEMM_SMALL_M_MAX_M;  // MAX_M of gemm_small_m.comp
-static_assert(Ops::kMaxFoldedNormRows == kSmallM, "a norm folds into the decode-step kernel only");
+static_assert(Ops::kMaxFoldedNormRows == kSmallM, "the decode-step kernel's rows");
 static_assert(uint32_t(Activation::Relu) == GEMM_ACT_RELU && uint32_t(Activation::Gelu) == GEMM_ACT_GELU &&
               uint32_t(Activation::GeluTanh) == GEMM_ACT_GELU_TANH &&
                   uint32_t(Activation::Silu) == GEMM_ACT_SILU,
@@ -106,6 +97,9 @@ bool Ops::fold_norms_in_decode_steps() const {
   }
   return ctx_.capabilities().type != DeviceType::Cpu;  // the portable profile counts as a GPU
 }
+
+// The same rule and override as decode steps: both measured slower on CPU drivers.
+bool Ops::fold_norms_in_encoder() const { return fold_norms_in_decode_steps(); }
 
 
 // The tiles gemm() runs: the caller's (the tuner's candidates), else the device's tuning

@@ -46,6 +46,28 @@ struct Handles {
   }
 };
 
+// vkformer's messages as an app's log callback receives them: "<level> <text>".
+struct Messages {
+  std::mutex mutex;
+  std::vector<std::string> text;
+  static void record(void* user, vkf_log_level level, const char* message) {
+    auto* m = static_cast<Messages*>(user);
+    std::lock_guard lock(m->mutex);
+    m->text.push_back(std::to_string(int(level)) + " " + message);
+  }
+};
+
+// Context options with validation on, the caches in `cache_dir` (which must outlive
+// them) and the messages going to `m`.
+vkf_context_options logged_options(Messages& m, const std::string& cache_dir) {
+  vkf_context_options co = vkf_context_options_default();
+  co.validation = 1;
+  co.cache_dir = cache_dir.c_str();
+  co.log = &Messages::record;
+  co.log_user = &m;
+  return co;
+}
+
 // The app's Vulkan objects as the C API borrows them.
 vkf_borrowed_vulkan lend(const vkf::test::AppVulkan& app) {
   vkf_borrowed_vulkan b{};
@@ -371,20 +393,9 @@ TEST(CApi, BudgetsMemoryWarmupAndSubmitTime) {
 TEST(CApi, WarmupTunesTheGemmVariantsOnceWithinItsBudget) {
   const fs::path dir = fs::temp_directory_path() / ("vkf_capi_tune_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  struct Messages {
-    std::mutex mutex;
-    std::vector<std::string> text;
-  } messages;
-  vkf_context_options co = vkf_context_options_default();
-  co.validation = 1;
+  Messages messages;
   const std::string dir_text = dir.string();
-  co.cache_dir = dir_text.c_str();
-  co.log = [](void* user, vkf_log_level level, const char* message) {
-    auto* m = static_cast<Messages*>(user);
-    std::lock_guard lock(m->mutex);
-    m->text.push_back(std::to_string(int(level)) + " " + message);
-  };
-  co.log_user = &messages;
+  vkf_context_options co = logged_options(messages, dir_text);
   auto tuning_files = [&] {
     std::vector<fs::path> found;
     for (auto& e : fs::directory_iterator(dir))
@@ -453,21 +464,10 @@ TEST(CApi, WarmupTunesTheGemmVariantsOnceWithinItsBudget) {
 TEST(CApi, HeapBudgetCacheDirectoryAndLogCallback) {
   const fs::path dir = fs::temp_directory_path() / ("vkf_capi_cache_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  struct Messages {
-    std::mutex mutex;
-    std::vector<std::string> text;
-  } messages;
-  vkf_context_options co = vkf_context_options_default();
-  EXPECT_EQ(co.within_heap_budget, 1);
-  co.validation = 1;
+  Messages messages;
+  EXPECT_EQ(vkf_context_options_default().within_heap_budget, 1);
   const std::string dir_text = dir.string();
-  co.cache_dir = dir_text.c_str();
-  co.log = [](void* user, vkf_log_level level, const char* message) {
-    auto* m = static_cast<Messages*>(user);
-    std::lock_guard lock(m->mutex);
-    m->text.push_back(std::to_string(int(level)) + " " + message);
-  };
-  co.log_user = &messages;
+  vkf_context_options co = logged_options(messages, dir_text);
   {
     Handles h;
     ASSERT_EQ(vkf_context_create(&co, &h.context), VKF_OK) << vkf_last_error();
