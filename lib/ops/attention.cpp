@@ -76,10 +76,23 @@ void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, c
          (key_padding_mask ? 1u : 0u) | (a.causal ? 2u : 0u) | (step ? 4u : 0u),  // FLAG_* in attention.comp
          u32(a.q_batch_stride), u32(a.q_row_stride), u32(a.kv_batch_stride), u32(a.kv_head_stride),
          u32(a.kv_row_stride), u32(a.o_batch_stride), u32(a.o_row_stride), 0, 0, 0, 0};
-  static_assert(sizeof push == 64, "matches Push in shaders/attention.comp");
-  Kernel kern = kernel("attention.comp",
-                       {{"HEAD_DIM", std::to_string(a.head_dim)}, {"BQ", std::to_string(bq)}, {"BKV", std::to_string(bkv)}},
-                       6, sizeof push);
+  static_assert(sizeof push == 64, "matches Push in shaders/attention.comp and attention_direct.comp");
+  // CPU drivers take the kernel without shared memory or barriers (attention_direct.comp:
+  // lavapipe pays a coroutine switch per SIMD chunk at each barrier), where a fixed
+  // subgroup size and subgroup shuffles and arithmetic let it run; GPUs the tiled one.
+  const bool direct = caps.type == DeviceType::Cpu && caps.subgroup_basic && caps.subgroup_shuffle &&
+                      caps.subgroup_arithmetic && caps.min_subgroup_size == caps.max_subgroup_size &&
+                      caps.subgroup_size >= 4 && caps.subgroup_size <= 64;
+  constexpr uint32_t kDirectQueries = 4;  // per workgroup (TQ)
+  Kernel kern = direct ? kernel("attention_direct.comp",
+                                {{"HEAD_DIM", std::to_string(a.head_dim)}, {"TQ", std::to_string(kDirectQueries)},
+                                 {"SG", std::to_string(caps.subgroup_size)}},
+                                6, sizeof push)
+                       : kernel("attention.comp",
+                                {{"HEAD_DIM", std::to_string(a.head_dim)}, {"BQ", std::to_string(bq)},
+                                 {"BKV", std::to_string(bkv)}},
+                                6, sizeof push);
+  const uint32_t rows_per_group = direct ? kDirectQueries : bq;
   const Placed pq = place(q, "attention"), pk = place(k, "attention"), pv = place(v, "attention"),
                po = place(o, "attention"), pm = place(key_padding_mask ? *key_padding_mask : q, "attention");
   if (pm.base) throw Error("attention: the key padding mask must start at a descriptor-aligned offset");
@@ -87,7 +100,7 @@ void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, c
   push.base_k = pk.base;
   push.base_v = pv.base;
   push.base_o = po.base;
-  cl.dispatch(kern, {uint32_t(ops::ceil_div(a.q_len, bq)), a.heads, a.batch},
+  cl.dispatch(kern, {uint32_t(ops::ceil_div(a.q_len, rows_per_group)), a.heads, a.batch},
               {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view), in(step ? step->state : pq.view)}, push,
               "attention");
 }

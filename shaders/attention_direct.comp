@@ -1,0 +1,134 @@
+#version 450
+// Fused multi-head attention for drivers that run invocations as SIMD lanes of a CPU
+// (lavapipe): O = softmax(Q K^T * scale + masks) V without a score matrix in memory and
+// without shared memory or barriers (attention.comp streams keys through shared memory
+// behind barriers, which lavapipe turns into a coroutine switch per SIMD chunk: it ran
+// 3x slower than the unfused path from 64 tokens on).
+//
+// A workgroup is one subgroup of SG lanes and owns TQ queries of one (batch, head). For
+// each block of SG keys, lane j scores key j0 + j against the TQ queries (the queries'
+// elements pass between lanes by subgroupShuffle: each lane holds the dimensions
+// lane, lane + SG, ... of every query, as it holds them of the output), the block's
+// running max and sum come from subgroupMax and subgroupAdd (online softmax), and then
+// every lane accumulates its output dimensions over the block's keys, each key's
+// probability shuffled from the lane that scored it. Same bindings, push constants and
+// masks as attention.comp; the host picks one by device class.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "types.glsl"
+
+#ifndef HEAD_DIM
+#define HEAD_DIM 64
+#endif
+#ifndef TQ
+#define TQ 4  // queries per workgroup
+#endif
+#ifndef SG
+#define SG 8  // the subgroup size (the host's, fixed): the workgroup
+#endif
+const uint DL = (HEAD_DIM + SG - 1) / SG;  // dimensions per lane: lane + SG * t
+layout(local_size_x = SG) in;
+
+layout(std430, set = 0, binding = 0) readonly buffer Qb { store_t Q[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Kb { store_t K[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Vb { store_t V[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer Ob { store_t O[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Mb { store_t key_mask[]; };  // [batch, kv_len], FLAG_KEY_MASK
+#define STEP_BINDING 5
+#include "step.glsl"
+
+const uint FLAG_KEY_MASK = 1u, FLAG_CAUSAL = 2u, FLAG_STEP = 4u;
+layout(push_constant) uniform Push {
+  uint q_len, kv_len;
+  float scale;
+  uint causal_offset;
+  uint flags;
+  uint q_batch_stride, q_row_stride;
+  uint kv_batch_stride, kv_head_stride, kv_row_stride;
+  uint o_batch_stride, o_row_stride;
+  uint base_q, base_k, base_v, base_o;
+} pc;
+
+#define NEG_INF uintBitsToFloat(0xff800000u)
+
+void main() {
+  const uint lane = gl_SubgroupInvocationID;
+  const bool stepped = (pc.flags & FLAG_STEP) != 0u;
+  const bool causal = (pc.flags & FLAG_CAUSAL) != 0u, masked = (pc.flags & FLAG_KEY_MASK) != 0u;
+  const uint kv_len = stepped ? step_state[DECODE_KEY_COUNT_WORD] : pc.kv_len;
+  const uint causal_offset = stepped ? kv_len - pc.q_len : pc.causal_offset;
+  const uint q0 = gl_WorkGroupID.x * TQ, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+  const uint kv_base = b * pc.kv_batch_stride + h * pc.kv_head_stride;
+  const uint k_base = pc.base_k + kv_base, v_base = pc.base_v + kv_base;
+  // Keys past this one are causally masked for every query of the workgroup.
+  uint kv_end = kv_len;
+  if (causal) kv_end = min(kv_len, min(pc.q_len, q0 + TQ) + causal_offset);
+
+  // This lane's dimensions of each query (scaled) and of each output; the queries'
+  // running max and sum (the same in every lane).
+  float q[TQ][DL], o[TQ][DL], m[TQ], l[TQ];
+  for (uint i = 0; i < TQ; ++i) {
+    const uint row = min(q0 + i, pc.q_len - 1u);  // past the end: a real row, never stored
+    const uint q_base = pc.base_q + b * pc.q_batch_stride + row * pc.q_row_stride + h * HEAD_DIM;
+    for (uint t = 0; t < DL; ++t) {
+      const uint d = lane + SG * t;
+      q[i][t] = d < HEAD_DIM ? float(Q[q_base + min(d, HEAD_DIM - 1u)]) * pc.scale : 0.0;
+      o[i][t] = 0.0;
+    }
+    m[i] = NEG_INF;
+    l[i] = 0.0;
+  }
+
+  for (uint j0 = 0; j0 < kv_end; j0 += SG) {
+    // Scores of this lane's key against every query.
+    const uint j = j0 + lane, key = min(j, kv_end - 1u);
+    const uint k_row = k_base + key * pc.kv_row_stride;
+    float s[TQ];
+    for (uint i = 0; i < TQ; ++i) s[i] = 0.0;
+    for (uint t = 0; t < DL; ++t)
+      for (uint e = 0; e < SG; ++e) {
+        const uint d = e + SG * t;
+        if (d >= HEAD_DIM) break;
+        const float k = float(K[k_row + d]);
+        for (uint i = 0; i < TQ; ++i) s[i] = fma(subgroupShuffle(q[i][t], e), k, s[i]);
+      }
+    const float bias = masked ? float(key_mask[b * pc.kv_len + key]) : 0.0;  // masks and growth never meet (host)
+    float p[TQ];
+    for (uint i = 0; i < TQ; ++i) {
+      float si = s[i] + bias;
+      if (j >= kv_end || (causal && j > q0 + i + causal_offset)) si = NEG_INF;
+      const float m_new = max(m[i], subgroupMax(si));
+      // Every key so far dropped: nothing to add (and exp(-inf - -inf) would be NaN).
+      const float correction = m_new == NEG_INF ? 1.0 : exp(m[i] - m_new);
+      p[i] = si == NEG_INF ? 0.0 : exp(si - m_new);
+      l[i] = l[i] * correction + subgroupAdd(p[i]);
+      for (uint t = 0; t < DL; ++t) o[i][t] *= correction;
+      m[i] = m_new;
+    }
+    // This lane's output dimensions over the block's keys.
+    for (uint e = 0; e < SG; ++e) {
+      if (j0 + e >= kv_end) break;
+      const uint v_row = v_base + (j0 + e) * pc.kv_row_stride;
+      float pe[TQ];
+      for (uint i = 0; i < TQ; ++i) pe[i] = subgroupShuffle(p[i], e);
+      for (uint t = 0; t < DL; ++t) {
+        const uint d = lane + SG * t;
+        const float v = float(V[v_row + min(d, HEAD_DIM - 1u)]);
+        for (uint i = 0; i < TQ; ++i) o[i][t] = fma(pe[i], v, o[i][t]);
+      }
+    }
+  }
+
+  // A query with every key masked has l == 0 and gives NaN, as PyTorch's softmax does.
+  for (uint i = 0; i < TQ; ++i) {
+    if (q0 + i >= pc.q_len) break;
+    const uint o_base = pc.base_o + b * pc.o_batch_stride + (q0 + i) * pc.o_row_stride + h * HEAD_DIM;
+    const float inv = 1.0 / l[i];
+    for (uint t = 0; t < DL; ++t) {
+      const uint d = lane + SG * t;
+      if (d < HEAD_DIM) O[o_base + d] = store_t(l[i] > 0.0 ? o[i][t] * inv : uintBitsToFloat(0x7fc00000u));
+    }
+  }
+}
