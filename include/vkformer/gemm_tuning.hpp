@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vkformer/context.hpp"
@@ -44,6 +45,8 @@ struct GemmNormRows {
 };
 GemmNormRows gemm_norm_rows(const GemmTiles& tiles);
 std::vector<GemmTiles> gemm_tile_designs();  // every design, valid here or not
+// The designs that cannot run on the device in this precision, each with the reason.
+std::vector<std::pair<GemmTiles, std::string>> gemm_designs_not_valid(const Capabilities& caps, DType precision);
 
 // Tuned tiles per row class (none: the default table's).
 struct GemmTuning {

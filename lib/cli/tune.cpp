@@ -42,12 +42,7 @@ int tune(const Args& args) {
   // variant on a device without them, tiles beyond its limits).
   const size_t designs = gemm_tile_designs().size();
   std::vector<std::pair<std::string, std::string>> refused;  // (reason, the designs it refuses), in order
-  for (const auto& [t, why] : [&] {
-         std::vector<std::pair<GemmTiles, std::string>> v;
-         for (const GemmTiles& d : gemm_tile_designs())
-           if (std::string w = gemm_tiles_problem(caps, d, dt); !w.empty()) v.emplace_back(d, std::move(w));
-         return v;
-       }()) {
+  for (const auto& [t, why] : gemm_designs_not_valid(caps, dt)) {
     auto it = std::find_if(refused.begin(), refused.end(), [&](const auto& r) { return r.first == why; });
     if (it == refused.end()) refused.emplace_back(why, t.name());
     else it->second += ", " + t.name();

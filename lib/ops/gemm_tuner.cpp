@@ -67,9 +67,7 @@ GemmTuneReport tune_gemm(Context& ctx, const GemmTuneOptions& o) {
   Ops ops(ctx, o.precision);
   GemmTuneReport report;
   report.candidates = gemm_tile_candidates(caps, o.precision);
-  for (const GemmTiles& t : gemm_tile_designs())
-    if (std::string why = gemm_tiles_problem(caps, t, o.precision); !why.empty())
-      report.not_valid.emplace_back(t, std::move(why));
+  report.not_valid = gemm_designs_not_valid(caps, o.precision);
 
   // Each class's tuning starts from the existing file's, so a quick tune of one class
   // keeps what an earlier, longer one found for the others.

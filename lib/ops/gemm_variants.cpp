@@ -90,6 +90,13 @@ std::vector<GemmTiles> gemm_tile_designs() {
   };
 }
 
+std::vector<std::pair<GemmTiles, std::string>> gemm_designs_not_valid(const Capabilities& caps, DType precision) {
+  std::vector<std::pair<GemmTiles, std::string>> refused;
+  for (const GemmTiles& t : gemm_tile_designs())
+    if (std::string why = gemm_tiles_problem(caps, t, precision); !why.empty()) refused.emplace_back(t, std::move(why));
+  return refused;
+}
+
 std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps, DType precision) {
   std::vector<GemmTiles> valid;
   for (const GemmTiles& t : gemm_tile_designs())
