@@ -42,11 +42,13 @@ uint norm_row0 = 0u;
 float norm_mean[GEMM_SMALL_M_MAX_M], norm_rstd[GEMM_SMALL_M_MAX_M];
 const uint norm_row0 = 0u;
 #endif
-// Element i of row m (of the product) after the norm: its statistics, gamma and beta.
-float normalized(float v, uint m, uint i) {
-  const uint r = m - norm_row0;
+// Element i of a row after the norm, r the row's place in the statistics (m - norm_row0
+// for row m of the product; callers that know it as a loop constant pass it so, which
+// keeps private statistics arrays in registers on CPU drivers).
+float normalized_at(float v, uint r, uint i) {
   return (v - norm_mean[r]) * norm_rstd[r] * float(norm_gamma[i]) + float(norm_beta[i]);
 }
+float normalized(float v, uint m, uint i) { return normalized_at(v, m - norm_row0, i); }
 #endif
 
 // Batches are two-level, (outer, inner) = (batch item, head), each operand with its
@@ -81,14 +83,15 @@ float activate_flagged(float v) {
   return v;
 }
 
-void store_c(uint z, uint m, uint n, float acc) {
+// norm_r: row m's place in the folded norm's statistics (see normalized_at).
+void store_c_at(uint z, uint m, uint n, float acc, uint norm_r) {
   float v = pc.alpha * acc;
   if (flag(FLAG_BIAS)) v += float(bias[n]);
   v = activate_flagged(v);
   if (flag(FLAG_RESIDUAL)) {
     float r = float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + n]);
 #ifdef GEMM_NORM
-    if (flag(FLAG_NORM_R)) r = normalized(r, m, n);  // post-norm: the residual is the previous sublayer's LN
+    if (flag(FLAG_NORM_R)) r = normalized_at(r, norm_r, n);  // post-norm: the residual is the previous sublayer's LN
 #endif
     v += r;
   }
@@ -102,6 +105,11 @@ void store_c(uint z, uint m, uint n, float acc) {
   const uint row = pc.split_n != 0u ? m : step_row;
   C[pc.base_c + batch_offset(z, pc.stride_c) + row * pc.ldc + n] = store_t(v);
 }
+#ifdef GEMM_NORM
+void store_c(uint z, uint m, uint n, float acc) { store_c_at(z, m, n, acc, m - norm_row0); }
+#else
+void store_c(uint z, uint m, uint n, float acc) { store_c_at(z, m, n, acc, 0u); }
+#endif
 
 #ifndef GEMM_SKIP_AB
 // Element (m, k) of op(A) and (k, n) of op(B).

@@ -173,28 +173,50 @@ void main() {
 
   float acc[TM * TN];
   for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
+#if defined(SHUFFLE_A) && defined(NORM_FOLDED)
+  // With shuffles each lane loads rows r * SG + lane of A and normalises them before
+  // handing them on: one normalisation per loaded element instead of one per lane that
+  // receives it (on lavapipe the latter cost as much as the product). The lane's
+  // statistics are picked with constant indices (a dynamic index into a private array
+  // is memory on a CPU driver).
+  float lane_mean[TM / SG], lane_rstd[TM / SG];
+  for (uint r = 0; r < TM / SG; ++r)
+    for (uint s = 0; s < SG; ++s)
+      if (s == gl_SubgroupInvocationID) lane_mean[r] = norm_mean[r * SG + s], lane_rstd[r] = norm_rstd[r * SG + s];
+#endif
 
 #ifdef VEC4_NT
   const uint K4 = pc.K / 4u;
+#if defined(SHUFFLE_A) && defined(NORM_FOLDED)
+  vec4 g_lane = vec4(1.0), be_lane = vec4(0.0);  // gamma and beta of step kq - kq % SG + lane
+#endif
   for (uint kq = 0; kq < K4; ++kq) {
     vec4 b[TN];
     for (uint j = 0; j < TN; ++j) b[j] = vec4(B4[(b_off + cols[j] * pc.ldb) / 4u + kq]);
 #ifdef SHUFFLE_A
     // One load per lane brings SG rows' vec4s; each row is then shuffled to every lane
     // (a register broadcast on a CPU) instead of loaded by every lane.
-    // A folded norm applies after the shuffle, where the row is a constant (its
-    // statistics in registers), with gamma and beta loaded once per step.
 #ifdef NORM_FOLDED
+    // A folded norm's gamma and beta: every SG steps each lane loads those of one step
+    // ahead, then each step takes them from its lane by a shuffle (a load at kq, the same
+    // address in every lane, is still a gather on lavapipe: two per step cost 40%).
     vec4 g4 = vec4(1.0), be4 = vec4(0.0);
-    if (norm_a) g4 = vec4(norm_gamma4[kq]), be4 = vec4(norm_beta4[kq]);
+    if (norm_a) {
+      const uint ks = kq % SG;
+      if (ks == 0u) {
+        const uint at = min(kq + gl_SubgroupInvocationID, K4 - 1u);
+        g_lane = vec4(norm_gamma4[at]), be_lane = vec4(norm_beta4[at]);
+      }
+      g4 = subgroupShuffle(g_lane, ks), be4 = subgroupShuffle(be_lane, ks);
+    }
 #endif
     for (uint r = 0; r < TM / SG; ++r) {
-      const vec4 mine = vec4(A4[(a_off + min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u) * pc.lda) / 4u + kq]);
-      for (uint s = 0; s < SG; ++s) {
-        vec4 a = subgroupShuffle(mine, s);
+      vec4 mine = vec4(A4[(a_off + min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u) * pc.lda) / 4u + kq]);
 #ifdef NORM_FOLDED
-        if (norm_a) a = (a - norm_mean[r * SG + s]) * norm_rstd[r * SG + s] * g4 + be4;
+      if (norm_a) mine = (mine - lane_mean[r]) * lane_rstd[r] * g4 + be4;
 #endif
+      for (uint s = 0; s < SG; ++s) {
+        const vec4 a = subgroupShuffle(mine, s);
         for (uint j = 0; j < TN; ++j) acc[(r * SG + s) * TN + j] = fma4(a, b[j], acc[(r * SG + s) * TN + j]);
       }
     }
@@ -216,12 +238,12 @@ void main() {
     if (norm_a) g1 = float(norm_gamma[k]), be1 = float(norm_beta[k]);
 #endif
     for (uint r = 0; r < TM / SG; ++r) {
-      const float mine = a_at(a_off, min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u), k);
-      for (uint s = 0; s < SG; ++s) {
-        float a = subgroupShuffle(mine, s);
+      float mine = a_at(a_off, min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u), k);
 #ifdef NORM_FOLDED
-        if (norm_a) a = (a - norm_mean[r * SG + s]) * norm_rstd[r * SG + s] * g1 + be1;
+      if (norm_a) mine = (mine - lane_mean[r]) * lane_rstd[r] * g1 + be1;
 #endif
+      for (uint s = 0; s < SG; ++s) {
+        const float a = subgroupShuffle(mine, s);
         for (uint j = 0; j < TN; ++j) acc[(r * SG + s) * TN + j] = fma(a, b[j], acc[(r * SG + s) * TN + j]);
       }
     }
@@ -239,7 +261,11 @@ void main() {
     if (m >= pc.M) break;
     for (uint j = 0; j < TN; ++j) {
       const uint n = n0 + lane + j * WG;
+#ifdef NORM_FOLDED
+      if (n < pc.N) store_c_at(z, m, n, acc[i * TN + j], i);  // i: row m's statistics, a constant
+#else
       if (n < pc.N) store_c(z, m, n, acc[i * TN + j]);
+#endif
     }
   }
 }
