@@ -38,6 +38,7 @@ layout(push_constant) uniform Push {
   uint kv_batch_stride, kv_head_stride, kv_row_stride;
   uint o_batch_stride, o_row_stride;
   uint base_q, base_k, base_v, base_o;  // element offsets into the bound views
+  uint group;  // query heads per K/V head (grouped-query attention; 1: one each)
 } pc;
 
 shared float Ks[BKV * HEAD_DIM];
@@ -53,7 +54,7 @@ void main() {
   const uint i = gl_WorkGroupID.x * BQ + tid;  // query row
   const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
   const bool live_row = i < pc.q_len;
-  const uint kv_base = b * pc.kv_batch_stride + h * pc.kv_head_stride;
+  const uint kv_base = b * pc.kv_batch_stride + (h / pc.group) * pc.kv_head_stride;
   const uint k_base = pc.base_k + kv_base, v_base = pc.base_v + kv_base;
 
   float q[HEAD_DIM], o[HEAD_DIM];

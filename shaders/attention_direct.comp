@@ -49,6 +49,7 @@ layout(push_constant) uniform Push {
   uint kv_batch_stride, kv_head_stride, kv_row_stride;
   uint o_batch_stride, o_row_stride;
   uint base_q, base_k, base_v, base_o;
+  uint group;  // query heads per K/V head (grouped-query attention; 1: one each)
 } pc;
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
@@ -60,7 +61,7 @@ void main() {
   const uint kv_len = stepped ? step_state[DECODE_KEY_COUNT_WORD] : pc.kv_len;
   const uint causal_offset = stepped ? kv_len - pc.q_len : pc.causal_offset;
   const uint q0 = gl_WorkGroupID.x * TQ, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-  const uint kv_base = b * pc.kv_batch_stride + h * pc.kv_head_stride;
+  const uint kv_base = b * pc.kv_batch_stride + (h / pc.group) * pc.kv_head_stride;
   const uint k_base = pc.base_k + kv_base, v_base = pc.base_v + kv_base;
   // Keys past this one are causally masked for every query of the workgroup.
   uint kv_end = kv_len;

@@ -48,9 +48,21 @@ std::vector<GemmTiles> gemm_tile_designs();  // every design, valid here or not
 // The designs that cannot run on the device in this precision, each with the reason.
 std::vector<std::pair<GemmTiles, std::string>> gemm_designs_not_valid(const Capabilities& caps, DType precision);
 
-// Tuned tiles per row class (none: the default table's).
+// Why an attention kernel cannot run on `caps` for head_dim at `precision`, or "" if it
+// can (limits, shared memory, subgroup features; the portable profile's clamps).
+std::string attention_kernel_problem(const Capabilities& caps, AttentionKernel kernel, uint32_t head_dim,
+                                     DType precision);
+
+// Query-length classes of the fused attention: at most 64 queries, at most 256, more.
+constexpr std::array<uint32_t, 3> kAttentionLengthClassLimits = {64, 256, UINT32_MAX};
+uint32_t attention_length_class(uint32_t q_len);
+std::string attention_length_class_name(uint32_t length_class);  // "L <= 64", ...
+
+// Tuned tiles per row class and attention kernel per query-length class (none: the
+// default table's).
 struct GemmTuning {
   std::array<std::optional<GemmTiles>, 3> tiles;
+  std::array<std::optional<AttentionKernel>, 3> attention;
 };
 
 // The tuning file's text: JSON naming its schema and `identity` (what it was made for),

@@ -124,16 +124,37 @@ struct LayerNorm {
 // a row of q_row_stride elements; K and V likewise with their own strides, so K/V can
 // be a [B, H, Lmax, d] decoding cache (kv_head_stride = Lmax*d, kv_row_stride = d) or
 // projections laid out [B, Lk, H*d].
+// The fused attention kernels, the tuner's variants (attention_kernel_problem says
+// where each runs):
+//   Rows    attention.comp: one invocation per query row, keys streamed through shared
+//           memory (the first kernel; GPUs with long inputs and few heads).
+//   Tiled   attention_tiled.comp: flash-attention-2, a workgroup per block of queries
+//           against blocks of keys as small products in shared memory (GPUs).
+//   Direct  attention_direct.comp: no shared memory or barriers, lanes over keys with
+//           subgroup shuffles and reductions (CPU drivers: lavapipe).
+enum class AttentionKernel : uint32_t { Rows, Tiled, Direct };
+const char* attention_kernel_name(AttentionKernel k);
+std::optional<AttentionKernel> attention_kernel_from_name(const std::string& name);
+inline constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::Rows, AttentionKernel::Tiled,
+                                                        AttentionKernel::Direct};
+
 struct Attention {
   uint32_t batch = 1, heads = 1, head_dim = 8;
+  // K/V heads: 0 means `heads`; fewer (dividing heads) is grouped-query attention, query
+  // head h reading K/V head h / (heads / kv_heads), as Llama-family models store them.
+  uint32_t kv_heads = 0;
   uint32_t q_len = 1, kv_len = 1;
   float scale = 0;  // 0: 1/sqrt(head_dim)
   bool causal = false;
   uint32_t causal_offset = 0;  // position of the first query (decoding: tokens already cached)
-  // Element strides; 0 means the packed [B, L, H*d] layout.
+  // Element strides; 0 means the packed layouts: Q and O [B, L, H*d], K and V
+  // [B, L, kv_heads*d].
   uint64_t q_batch_stride = 0, q_row_stride = 0;
   uint64_t kv_batch_stride = 0, kv_head_stride = 0, kv_row_stride = 0;
   uint64_t o_batch_stride = 0, o_row_stride = 0;
+  // The fused kernel: unset, the device's choice (its tuning file's for the query
+  // length's class, else the default: Direct on CPU drivers where it runs, else Tiled).
+  std::optional<AttentionKernel> kernel;
 };
 
 // The output projection a decode_attention can end with, as a Linear after attention:
@@ -256,9 +277,11 @@ class Ops {
   void attention_unfused(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k,
                          const BufferView& v, const BufferView& o, const BufferView& scores,
                          const std::optional<BufferView>& key_padding_mask = {});
-  // Whether the fused kernel fits this device for this head dimension (models check it
+  // Whether a fused kernel fits this device for this head dimension (models check it
   // when they load: decoding has no other path).
   bool fused_attention_fits(uint32_t head_dim) const;
+  // The fused kernel attention() runs for `a` (see Attention::kernel).
+  AttentionKernel attention_kernel(const Attention& a) const;
   // Whether decode steps fold each LayerNorm into the GEMM that reads it (Gemm::norm_of)
   // and fuse each attention with its output projection (decode_attention): on GPUs,
   // where every dispatch costs microseconds whatever its size; not on CPU drivers

@@ -4,23 +4,30 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gemm_tiles.hpp"
 #include "grid.hpp"
+#include "vkformer/gemm_tuning.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf {
 
 namespace {
 
-// Fills the packed [B, L, H*d] defaults and checks the buffers hold every element used.
+// Fills the packed defaults (Q and O [B, L, H*d], K and V [B, L, kv_heads*d]) and
+// checks the head counts.
 Attention resolve(const Attention& a0) {
   Attention a = a0;
   if (a.batch == 0 || a.heads == 0 || a.head_dim == 0 || a.q_len == 0 || a.kv_len == 0)
     throw Error("attention: batch, heads, head_dim, q_len and kv_len must be at least 1");
-  const uint64_t width = uint64_t(a.heads) * a.head_dim;
+  if (!a.kv_heads) a.kv_heads = a.heads;
+  if (a.kv_heads > a.heads || a.heads % a.kv_heads)
+    throw Error("attention: kv_heads (" + std::to_string(a.kv_heads) + ") must divide heads (" +
+                std::to_string(a.heads) + ")");
+  const uint64_t width = uint64_t(a.heads) * a.head_dim, kv_width = uint64_t(a.kv_heads) * a.head_dim;
   if (!a.scale) a.scale = float(1.0 / std::sqrt(double(a.head_dim)));
   if (!a.q_row_stride) a.q_row_stride = width;
   if (!a.q_batch_stride) a.q_batch_stride = a.q_len * a.q_row_stride;
-  if (!a.kv_row_stride) a.kv_row_stride = width;
+  if (!a.kv_row_stride) a.kv_row_stride = kv_width;
   if (!a.kv_head_stride) a.kv_head_stride = a.head_dim;
   if (!a.kv_batch_stride) a.kv_batch_stride = a.kv_len * a.kv_row_stride;
   if (!a.o_row_stride) a.o_row_stride = width;
@@ -28,17 +35,102 @@ Attention resolve(const Attention& a0) {
   return a;
 }
 
+// The view from `bytes` on (the operands of one query head of each group).
+BufferView from(const BufferView& v, uint64_t bytes) {
+  if (bytes > v.size) throw Error("attention: a view is too small for its heads");
+  return {v.alloc, v.offset + bytes, v.size - bytes};
+}
+
 uint32_t u32(uint64_t v) {
   if (v > 0xffffffffull) throw Error("attention: a stride does not fit 32 bits");
   return uint32_t(v);
 }
 
+// The kernels' block sizes on a device.
+constexpr uint32_t kDirectQueries = 4;  // attention_direct.comp: queries per workgroup (TQ)
+constexpr uint32_t kTiledQueries = 16, kTiledInvocations = 64;  // attention_tiled.comp: BQ, WG
+
+uint32_t rows_block_queries(const Capabilities& caps) { return std::min<uint32_t>(64, caps.max_workgroup_invocations); }
+uint32_t rows_block_keys(const Capabilities& caps, uint32_t head_dim) {
+  const uint32_t shared = std::min<uint32_t>(caps.max_shared_memory, 16384);
+  return std::clamp<uint32_t>(shared / (2 * 4 * head_dim), 1, 64);
+}
+uint64_t tiled_shared_bytes(uint32_t head_dim, uint32_t bkv) {
+  return 4ull * (2ull * bkv * (head_dim + 1) + uint64_t(kTiledQueries) * (bkv + 1));
+}
+// The largest block of keys (64 down to 8) whose tiles fit the shared memory; 0: none.
+uint32_t tiled_block_keys(const Capabilities& caps, uint32_t head_dim) {
+  for (uint32_t bkv = 64; bkv >= 8; bkv /= 2)
+    if (tiled_shared_bytes(head_dim, bkv) <= caps.max_shared_memory) return bkv;
+  return 0;
+}
+
 }  // namespace
 
+const char* attention_kernel_name(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::Rows: return "rows";
+    case AttentionKernel::Tiled: return "tiled";
+    case AttentionKernel::Direct: return "direct";
+  }
+  return "?";
+}
+
+std::optional<AttentionKernel> attention_kernel_from_name(const std::string& name) {
+  for (AttentionKernel k : kAttentionKernels)
+    if (name == attention_kernel_name(k)) return k;
+  return std::nullopt;
+}
+
+std::string attention_kernel_problem(const Capabilities& caps, AttentionKernel kernel, uint32_t head_dim, DType) {
+  if (head_dim < 1 || head_dim > Ops::kMaxFusedHeadDim)
+    return "head_dim " + std::to_string(head_dim) + " is outside 1.." + std::to_string(Ops::kMaxFusedHeadDim) +
+           " (queries and outputs live in registers)";
+  switch (kernel) {
+    case AttentionKernel::Rows:
+      if (caps.max_workgroup_invocations < 32) return "fewer than 32 invocations per workgroup";
+      if (2ull * head_dim * 4 > caps.max_shared_memory) return "too little shared memory for one key and value";
+      return "";
+    case AttentionKernel::Tiled:
+      if (caps.max_workgroup_invocations < kTiledInvocations || caps.max_workgroup_size[0] < kTiledInvocations)
+        return "fewer than " + std::to_string(kTiledInvocations) + " invocations per workgroup";
+      if (!tiled_block_keys(caps, head_dim))
+        return std::to_string(tiled_shared_bytes(head_dim, 8)) + " bytes of shared memory for 8 keys, more than the "
+               "device's " + std::to_string(caps.max_shared_memory);
+      return "";
+    case AttentionKernel::Direct:
+      if (!caps.subgroup_basic || !caps.subgroup_shuffle || !caps.subgroup_arithmetic)
+        return "needs subgroup shuffles and arithmetic in compute shaders";
+      if (caps.min_subgroup_size != caps.max_subgroup_size || caps.subgroup_size < 4 || caps.subgroup_size > 64)
+        return "needs one fixed subgroup size from 4 to 64 (the workgroup is one subgroup)";
+      return "";
+  }
+  return "unknown kernel";
+}
+
+AttentionKernel Ops::attention_kernel(const Attention& a) const {
+  const auto& caps = ctx_.capabilities();
+  if (a.kernel) {
+    if (const std::string why = attention_kernel_problem(caps, *a.kernel, a.head_dim, dtype_); !why.empty())
+      throw Error(std::string("attention: the ") + attention_kernel_name(*a.kernel) + " kernel cannot run on '" +
+                  caps.name + "': " + why);
+    return *a.kernel;
+  }
+  if (const auto tuned = ops::cached_gemm_tuning(ctx_, dtype_))
+    if (const auto& k = tuned->attention[attention_length_class(a.q_len)])
+      if (attention_kernel_problem(caps, *k, a.head_dim, dtype_).empty()) return *k;
+  // CPU drivers: the kernel without barriers (lavapipe pays a coroutine switch per SIMD
+  // chunk at each one); GPUs: flash-attention-2's tiles; the rows kernel where neither fits.
+  if (caps.type == DeviceType::Cpu && attention_kernel_problem(caps, AttentionKernel::Direct, a.head_dim, dtype_).empty())
+    return AttentionKernel::Direct;
+  if (attention_kernel_problem(caps, AttentionKernel::Tiled, a.head_dim, dtype_).empty()) return AttentionKernel::Tiled;
+  return AttentionKernel::Rows;
+}
+
 bool Ops::fused_attention_fits(uint32_t head_dim) const {
-  const auto& c = ctx_.capabilities();
-  return head_dim >= 1 && head_dim <= kMaxFusedHeadDim && 2 * head_dim * 4 <= c.max_shared_memory &&
-         c.max_workgroup_invocations >= 32;
+  for (AttentionKernel k : kAttentionKernels)
+    if (attention_kernel_problem(ctx_.capabilities(), k, head_dim, dtype_).empty()) return true;
+  return false;
 }
 
 void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, const BufferView& k,
@@ -52,47 +144,55 @@ void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, c
                 " queries needs kv_len of at least " + std::to_string(uint64_t(step->max_step) + a.q_len));
   need(q, (a.batch - 1) * a.q_batch_stride + (a.q_len - 1) * a.q_row_stride + width, "attention", "q");
   if (step) need_step(*step, "attention");
-  const uint64_t kv = (a.batch - 1) * a.kv_batch_stride + (a.heads - 1) * a.kv_head_stride +
+  const uint64_t kv = (a.batch - 1) * a.kv_batch_stride + (a.kv_heads - 1) * a.kv_head_stride +
                       (a.kv_len - 1) * a.kv_row_stride + a.head_dim;
   need(k, kv, "attention", "k");
   need(v, kv, "attention", "v");
   need(o, (a.batch - 1) * a.o_batch_stride + (a.q_len - 1) * a.o_row_stride + width, "attention", "o");
   if (key_padding_mask) need(*key_padding_mask, uint64_t(a.batch) * a.kv_len, "attention", "key_padding_mask");
   if (!fused_attention_fits(a.head_dim))
-    throw Error("attention: the fused kernel does not fit head_dim " + std::to_string(a.head_dim) +
+    throw Error("attention: no fused kernel fits head_dim " + std::to_string(a.head_dim) +
                 " on this device (at most " + std::to_string(kMaxFusedHeadDim) + "); use attention_unfused");
 
   const auto& caps = ctx_.capabilities();
-  const uint32_t bq = std::min<uint32_t>(64, caps.max_workgroup_invocations);
-  const uint32_t shared = std::min<uint32_t>(caps.max_shared_memory, 16384);
-  const uint32_t bkv = std::clamp<uint32_t>(shared / (2 * 4 * a.head_dim), 1, 64);
   struct {
     uint32_t q_len, kv_len;
     float scale;
     uint32_t causal_offset, flags;
     uint32_t q_batch_stride, q_row_stride, kv_batch_stride, kv_head_stride, kv_row_stride, o_batch_stride, o_row_stride;
     uint32_t base_q, base_k, base_v, base_o;
+    uint32_t group;
   } push{a.q_len, a.kv_len, a.scale, a.causal_offset,
-         (key_padding_mask ? 1u : 0u) | (a.causal ? 2u : 0u) | (step ? 4u : 0u),  // FLAG_* in attention.comp
+         (key_padding_mask ? 1u : 0u) | (a.causal ? 2u : 0u) | (step ? 4u : 0u),  // FLAG_* in the kernels
          u32(a.q_batch_stride), u32(a.q_row_stride), u32(a.kv_batch_stride), u32(a.kv_head_stride),
-         u32(a.kv_row_stride), u32(a.o_batch_stride), u32(a.o_row_stride), 0, 0, 0, 0};
-  static_assert(sizeof push == 64, "matches Push in shaders/attention.comp and attention_direct.comp");
-  // CPU drivers take the kernel without shared memory or barriers (attention_direct.comp:
-  // lavapipe pays a coroutine switch per SIMD chunk at each barrier), where a fixed
-  // subgroup size and subgroup shuffles and arithmetic let it run; GPUs the tiled one.
-  const bool direct = caps.type == DeviceType::Cpu && caps.subgroup_basic && caps.subgroup_shuffle &&
-                      caps.subgroup_arithmetic && caps.min_subgroup_size == caps.max_subgroup_size &&
-                      caps.subgroup_size >= 4 && caps.subgroup_size <= 64;
-  constexpr uint32_t kDirectQueries = 4;  // per workgroup (TQ)
-  Kernel kern = direct ? kernel("attention_direct.comp",
-                                {{"HEAD_DIM", std::to_string(a.head_dim)}, {"TQ", std::to_string(kDirectQueries)},
-                                 {"SG", std::to_string(caps.subgroup_size)}},
-                                6, sizeof push)
-                       : kernel("attention.comp",
-                                {{"HEAD_DIM", std::to_string(a.head_dim)}, {"BQ", std::to_string(bq)},
-                                 {"BKV", std::to_string(bkv)}},
-                                6, sizeof push);
-  const uint32_t rows_per_group = direct ? kDirectQueries : bq;
+         u32(a.kv_row_stride), u32(a.o_batch_stride), u32(a.o_row_stride), 0, 0, 0, 0, a.heads / a.kv_heads};
+  static_assert(sizeof push == 68, "matches Push in shaders/attention.comp, attention_tiled.comp, attention_direct.comp");
+  const AttentionKernel which = attention_kernel(a);
+  const std::string hd = std::to_string(a.head_dim);
+  Kernel kern;
+  uint32_t rows_per_group = 0;
+  switch (which) {
+    case AttentionKernel::Direct:
+      kern = kernel("attention_direct.comp",
+                    {{"HEAD_DIM", hd}, {"TQ", std::to_string(kDirectQueries)}, {"SG", std::to_string(caps.subgroup_size)}},
+                    6, sizeof push);
+      rows_per_group = kDirectQueries;
+      break;
+    case AttentionKernel::Tiled:
+      kern = kernel("attention_tiled.comp",
+                    {{"HEAD_DIM", hd}, {"BQ", std::to_string(kTiledQueries)}, {"WG", std::to_string(kTiledInvocations)},
+                     {"BKV", std::to_string(tiled_block_keys(caps, a.head_dim))}},
+                    6, sizeof push);
+      rows_per_group = kTiledQueries;
+      break;
+    case AttentionKernel::Rows:
+      rows_per_group = rows_block_queries(caps);
+      kern = kernel("attention.comp",
+                    {{"HEAD_DIM", hd}, {"BQ", std::to_string(rows_per_group)},
+                     {"BKV", std::to_string(rows_block_keys(caps, a.head_dim))}},
+                    6, sizeof push);
+      break;
+  }
   const Placed pq = place(q, "attention"), pk = place(k, "attention"), pv = place(v, "attention"),
                po = place(o, "attention"), pm = place(key_padding_mask ? *key_padding_mask : q, "attention");
   if (pm.base) throw Error("attention: the key padding mask must start at a descriptor-aligned offset");
@@ -102,7 +202,7 @@ void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, c
   push.base_o = po.base;
   cl.dispatch(kern, {uint32_t(ops::ceil_div(a.q_len, rows_per_group)), a.heads, a.batch},
               {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view), in(step ? step->state : pq.view)}, push,
-              "attention");
+              std::string("attention ") + attention_kernel_name(which));
 }
 
 void Ops::attention_unfused(CommandList& cl, const Attention& a0, const BufferView& q, const BufferView& k,
@@ -111,25 +211,33 @@ void Ops::attention_unfused(CommandList& cl, const Attention& a0, const BufferVi
   const Attention a = resolve(a0);
   const uint64_t per_head = uint64_t(a.q_len) * a.kv_len;
   need(scores, per_head * a.heads * a.batch, "attention_unfused", "scores");
-  // scores[b, h] = Q[b, :, h] K[b, h]^T * scale
-  Gemm qk{.M = a.q_len, .N = a.kv_len, .K = a.head_dim, .trans_b = true, .alpha = a.scale,
-          .lda = u32(a.q_row_stride), .ldb = u32(a.kv_row_stride), .batch = a.batch, .heads = a.heads};
-  qk.stride_a = {a.q_batch_stride, a.head_dim};
-  qk.stride_b = {a.kv_batch_stride, a.kv_head_stride};
-  qk.stride_c = {per_head * a.heads, per_head};
-  gemm(cl, qk, q, k, scores);
+  // Grouped heads: one pass per query head r of each group, batched over the K/V heads
+  // (query head g * group + r reads K/V head g); one pass when every head has its own.
+  const uint32_t group = a.heads / a.kv_heads;
+  const uint64_t e = dtype_bytes(dtype_);
+  for (uint32_t r = 0; r < group; ++r) {
+    // scores[b, h] = Q[b, :, h] K[b, h / group]^T * scale
+    Gemm qk{.M = a.q_len, .N = a.kv_len, .K = a.head_dim, .trans_b = true, .alpha = a.scale,
+            .lda = u32(a.q_row_stride), .ldb = u32(a.kv_row_stride), .batch = a.batch, .heads = a.kv_heads};
+    qk.stride_a = {a.q_batch_stride, uint64_t(group) * a.head_dim};
+    qk.stride_b = {a.kv_batch_stride, a.kv_head_stride};
+    qk.stride_c = {per_head * a.heads, per_head * group};
+    gemm(cl, qk, from(q, uint64_t(r) * a.head_dim * e), k, from(scores, uint64_t(r) * per_head * e));
+  }
   // softmax over keys, the padding mask broadcast over heads and queries.
   Softmax s{.rows = a.batch * a.heads * a.q_len, .cols = a.kv_len, .mask_rows = a.batch,
             .mask_row_div = a.heads * a.q_len, .causal = a.causal, .causal_rows = a.q_len,
             .causal_offset = a.causal_offset};
   softmax(cl, s, scores, scores, key_padding_mask);
-  // O[b, :, h] = P[b, h] V[b, h]
-  Gemm pv{.M = a.q_len, .N = a.head_dim, .K = a.kv_len, .ldb = u32(a.kv_row_stride),
-          .ldc = u32(a.o_row_stride), .batch = a.batch, .heads = a.heads};
-  pv.stride_a = qk.stride_c;
-  pv.stride_b = qk.stride_b;
-  pv.stride_c = {a.o_batch_stride, a.head_dim};
-  gemm(cl, pv, scores, v, o);
+  for (uint32_t r = 0; r < group; ++r) {
+    // O[b, :, h] = P[b, h] V[b, h / group]
+    Gemm pv{.M = a.q_len, .N = a.head_dim, .K = a.kv_len, .ldb = u32(a.kv_row_stride),
+            .ldc = u32(a.o_row_stride), .batch = a.batch, .heads = a.kv_heads};
+    pv.stride_a = {per_head * a.heads, per_head * group};
+    pv.stride_b = {a.kv_batch_stride, a.kv_head_stride};
+    pv.stride_c = {a.o_batch_stride, uint64_t(group) * a.head_dim};
+    gemm(cl, pv, from(scores, uint64_t(r) * per_head * e), v, from(o, uint64_t(r) * a.head_dim * e));
+  }
 }
 
 }  // namespace vkf

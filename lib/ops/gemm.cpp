@@ -192,10 +192,14 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                 {narrow(g.stride_r.outer, "stride"), narrow(g.stride_r.inner, "stride")},
                 g.alpha, flags, 0, 0, 0, 0, sp.column, ldc2, narrow(sp.stride, "stride"), 0, g.norm_eps};
   const Placed pa = place(a, "gemm"), pb = place(b, "gemm"), pc = place(c, "gemm");
-  const Placed pbias = place(bias ? *bias : a, "gemm"), pr = place(residual ? *residual : a, "gemm");
+  // An absent bias or norm is bound as A's aligned view (never read; A itself may start
+  // anywhere, e.g. at one head's columns).
+  const Placed placeholder{pa.view, 0};
+  const Placed pbias = bias ? place(*bias, "gemm") : placeholder, pr = place(residual ? *residual : a, "gemm");
   const Placed pc2 = place(split_out ? *split_out : c, "gemm");
   if (pbias.base) throw Error("gemm: the bias view must start at a descriptor-aligned offset");
-  const Placed pgamma = place(norm ? norm->gamma : a, "gemm"), pbeta = place(norm ? norm->beta : a, "gemm");
+  const Placed pgamma = norm ? place(norm->gamma, "gemm") : placeholder;
+  const Placed pbeta = norm ? place(norm->beta, "gemm") : placeholder;
   if (norm && (pgamma.base || pbeta.base))
     throw Error("gemm: the norm's gamma and beta must start at descriptor-aligned offsets");
   push.base_a = pa.base;

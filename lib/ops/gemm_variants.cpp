@@ -126,16 +126,40 @@ nlohmann::json classes_json(const GemmTuning& t) {
   return j;
 }
 
+// The attention kernel per query-length class: {"0": "tiled", ...}.
+nlohmann::json attention_json(const GemmTuning& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (uint32_t c = 0; c < t.attention.size(); ++c)
+    if (const auto& k = t.attention[c]) j[std::to_string(c)] = attention_kernel_name(*k);
+  return j;
+}
+
+// What the checksum covers: the classes, and the attention kernels when there are any
+// (files written before attention was tuned keep their checksum).
+std::string checksum(const nlohmann::json& classes, const nlohmann::json& attention) {
+  return hex(fnv1a(attention.empty() ? classes.dump() : classes.dump() + attention.dump()));
+}
+
 }  // namespace
+
+uint32_t attention_length_class(uint32_t q_len) {
+  uint32_t c = 0;
+  while (q_len > kAttentionLengthClassLimits[c]) ++c;
+  return c;
+}
+
+std::string attention_length_class_name(uint32_t c) {
+  return c + 1 < kAttentionLengthClassLimits.size() ? "L <= " + std::to_string(kAttentionLengthClassLimits[c])
+                                                    : "L > " + std::to_string(kAttentionLengthClassLimits[c - 1]);
+}
 
 std::string gemm_tuning_file_id(const std::string& identity) { return hex(fnv1a(identity)); }
 
 std::string format_gemm_tuning(const std::string& identity, const GemmTuning& tuning) {
-  const nlohmann::json classes = classes_json(tuning);
-  const nlohmann::json j = {{"schema", "vkformer-gemm-tuning/1"},
-                            {"identity", identity},
-                            {"classes", classes},
-                            {"checksum", hex(fnv1a(classes.dump()))}};
+  const nlohmann::json classes = classes_json(tuning), attention = attention_json(tuning);
+  nlohmann::json j = {{"schema", "vkformer-gemm-tuning/1"}, {"identity", identity}, {"classes", classes}};
+  if (!attention.empty()) j["attention"] = attention;
+  j["checksum"] = checksum(classes, attention);
   return j.dump(2) + "\n";
 }
 
@@ -155,7 +179,9 @@ std::optional<GemmTuning> parse_gemm_tuning(const std::string& text, const std::
   if (!j.is_object() || j.value("schema", nlohmann::json()) != "vkformer-gemm-tuning/1") return fail("not a tuning file");
   if (j.value("identity", nlohmann::json()) != identity) return fail("made for another device, driver, vkformer or precision");
   const nlohmann::json classes = j.value("classes", nlohmann::json());
-  if (!classes.is_object() || j.value("checksum", nlohmann::json()) != hex(fnv1a(classes.dump())))
+  const nlohmann::json attention = j.value("attention", nlohmann::json::object());
+  if (!classes.is_object() || !attention.is_object() ||
+      j.value("checksum", nlohmann::json()) != checksum(classes, attention))
     return fail("its checksum does not match");
   GemmTuning t;
   for (const auto& [key, value] : classes.items()) {
@@ -173,6 +199,15 @@ std::optional<GemmTuning> parse_gemm_tuning(const std::string& text, const std::
     if (const std::string problem = gemm_tiles_problem(caps, tiles, precision); !problem.empty())
       return fail(tiles.name() + ": " + problem);
     t.tiles[key[0] - '0'] = tiles;
+  }
+  // Attention kernels by name; whether one runs depends on the head size too, which
+  // attention() checks at each use (falling back to the default where it cannot).
+  for (const auto& [key, value] : attention.items()) {
+    if (key.size() != 1 || key[0] < '0' || key[0] >= char('0' + t.attention.size()))
+      return fail("an unknown attention length class");
+    const auto k = value.is_string() ? attention_kernel_from_name(value.get<std::string>()) : std::nullopt;
+    if (!k) return fail("an unknown attention kernel (\"rows\", \"tiled\" or \"direct\")");
+    t.attention[key[0] - '0'] = *k;
   }
   return t;
 }

@@ -1,10 +1,12 @@
-// Fused attention against the double reference and against the unfused path.
+// Every fused attention kernel valid on the device (or profile) against the double
+// reference and against the unfused path.
 // Tolerance: each output is a convex combination of values, computed in fp32 with an
 // online softmax: errors grow with sum_j p_j |v_j| (the reference's scale), a few
 // 2^-24 per exp/rescale step over up to ~1000 keys: 2e-5. fp16 storage: rounding of
 // q, k, v happens before the reference, the output rounds once: 1e-3.
 #include "support/ops_test.hpp"
 #include "ops/reference.hpp"
+#include "vkformer/gemm_tuning.hpp"
 
 namespace vkf::test {
 namespace {
@@ -12,19 +14,31 @@ namespace {
 struct Case {
   uint32_t batch, heads, head_dim, q_len, kv_len;
   bool causal, padding;
+  uint32_t kv_heads = 0;  // 0: heads
 };
 
 class AttentionTest : public OpsTest {
  protected:
-  // Runs fused and unfused on the same inputs, checks both against the reference.
+  // The fused kernels that run here for this head size; each test runs them all.
+  std::vector<AttentionKernel> kernels(uint32_t head_dim) {
+    std::vector<AttentionKernel> valid;
+    for (AttentionKernel k : kAttentionKernels)
+      if (attention_kernel_problem(ctx().capabilities(), k, head_dim, dtype()).empty()) valid.push_back(k);
+    EXPECT_FALSE(valid.empty()) << "no fused attention kernel runs head_dim " << head_dim;
+    return valid;
+  }
+
+  // Runs every fused kernel and the unfused path on the same inputs, checks each against
+  // the reference.
   void check(const Case& c, std::mt19937_64& rng) {
-    SCOPED_TRACE("B=" + std::to_string(c.batch) + " H=" + std::to_string(c.heads) + " d=" + std::to_string(c.head_dim) +
-                 " Lq=" + std::to_string(c.q_len) + " Lk=" + std::to_string(c.kv_len) + (c.causal ? " causal" : "") +
-                 (c.padding ? " padding" : ""));
-    const uint32_t W = c.heads * c.head_dim;
+    const uint32_t kv_heads = c.kv_heads ? c.kv_heads : c.heads;
+    SCOPED_TRACE("B=" + std::to_string(c.batch) + " H=" + std::to_string(c.heads) + " KVH=" + std::to_string(kv_heads) +
+                 " d=" + std::to_string(c.head_dim) + " Lq=" + std::to_string(c.q_len) + " Lk=" +
+                 std::to_string(c.kv_len) + (c.causal ? " causal" : "") + (c.padding ? " padding" : ""));
+    const uint32_t W = c.heads * c.head_dim, KW = kv_heads * c.head_dim;
     auto q = random_values(size_t(c.batch) * c.q_len * W, rng, -2, 2);
-    auto k = random_values(size_t(c.batch) * c.kv_len * W, rng, -2, 2);
-    auto v = random_values(size_t(c.batch) * c.kv_len * W, rng);
+    auto k = random_values(size_t(c.batch) * c.kv_len * KW, rng, -2, 2);
+    auto v = random_values(size_t(c.batch) * c.kv_len * KW, rng);
     std::vector<double> mask(size_t(c.batch) * c.kv_len, 0.0);
     if (c.padding)  // batch item b keeps its first kv_len - b*(kv_len/4 + 1) keys (at least 1)
       for (uint32_t b = 0; b < c.batch; ++b)
@@ -32,30 +46,39 @@ class AttentionTest : public OpsTest {
           mask[size_t(b) * c.kv_len + j] = -INFINITY;
     for (auto* x : {&q, &k, &v})
       for (auto& e : *x) e = stored(e, dtype());
-    Attention a{.batch = c.batch, .heads = c.heads, .head_dim = c.head_dim, .q_len = c.q_len, .kv_len = c.kv_len,
-                .causal = c.causal, .causal_offset = c.causal ? c.kv_len - c.q_len : 0};
+    Attention a{.batch = c.batch, .heads = c.heads, .head_dim = c.head_dim, .kv_heads = c.kv_heads, .q_len = c.q_len,
+                .kv_len = c.kv_len, .causal = c.causal, .causal_offset = c.causal ? c.kv_len - c.q_len : 0};
     auto [want, scale] = ref::attention(a, q, k, v, c.padding ? &mask : nullptr);
 
     Buffer bq = upload_as(ctx(), q, dtype(), "q"), bk = upload_as(ctx(), k, dtype(), "k");
     Buffer bv = upload_as(ctx(), v, dtype(), "v"), bm = upload_as(ctx(), mask, dtype(), "mask");
-    Buffer fused = poisoned(ctx(), want.size(), dtype(), "o_fused");
     Buffer unfused = poisoned(ctx(), want.size(), dtype(), "o_unfused");
     Buffer scores = poisoned(ctx(), size_t(c.batch) * c.heads * c.q_len * c.kv_len, dtype(), "scores");
+    const auto valid = kernels(c.head_dim);
+    std::vector<Buffer> fused;
     auto cl = ctx().command_list();
     Ops o = ops();
     auto m = c.padding ? std::optional(bm.view()) : std::nullopt;
-    o.attention(cl, a, bq.view(), bk.view(), bv.view(), fused.view(), m);
+    for (AttentionKernel kernel : valid) {
+      fused.push_back(poisoned(ctx(), want.size(), dtype(), "o_fused"));
+      Attention ak = a;
+      ak.kernel = kernel;
+      o.attention(cl, ak, bq.view(), bk.view(), bv.view(), fused.back().view(), m);
+    }
     o.attention_unfused(cl, a, bq.view(), bk.view(), bv.view(), unfused.view(), scores.view(), m);
     cl.submit();
     const bool f16 = dtype() == DType::F16;
-    auto got_fused = download_as(ctx(), fused, want.size(), dtype());
     auto got_unfused = download_as(ctx(), unfused, want.size(), dtype());
     // fp16 unfused also rounds the probabilities to fp16 in memory: 2e-3.
-    EXPECT_TRUE(close(got_fused, want, scale, f16 ? 1e-3 : 2e-5, f16 ? 6e-8 : 0)) << "fused";
     EXPECT_TRUE(close(got_unfused, want, scale, f16 ? 2e-3 : 2e-5, f16 ? 6e-8 : 0)) << "unfused";
     std::vector<double> both(scale.size());
     for (size_t i = 0; i < both.size(); ++i) both[i] = 2 * scale[i];
-    EXPECT_TRUE(close(got_fused, got_unfused, both, f16 ? 2e-3 : 2e-5, f16 ? 1.2e-7 : 0)) << "fused vs unfused";
+    for (size_t i = 0; i < valid.size(); ++i) {
+      auto got = download_as(ctx(), fused[i], want.size(), dtype());
+      EXPECT_TRUE(close(got, want, scale, f16 ? 1e-3 : 2e-5, f16 ? 6e-8 : 0)) << attention_kernel_name(valid[i]);
+      EXPECT_TRUE(close(got, got_unfused, both, f16 ? 2e-3 : 2e-5, f16 ? 1.2e-7 : 0))
+          << attention_kernel_name(valid[i]) << " vs unfused";
+    }
   }
 };
 
@@ -66,7 +89,8 @@ TEST_P(AttentionTest, SelfAttentionWithAndWithoutMasks) {
   for (bool causal : {false, true})
     for (bool padding : {false, true}) {
       check({1, 1, 8, 1, 1, causal, padding}, rng);
-      check({2, 3, 16, 17, 17, causal, padding}, rng);
+      check({1, 2, 8, 3, 3, causal, padding}, rng);
+      check({2, 3, 17, 17, 17, causal, padding}, rng);
       check({3, 2, 32, 70, 70, causal, padding}, rng);
     }
 }
@@ -80,12 +104,27 @@ TEST_P(AttentionTest, CrossAttentionQueryAndKeyLengthsDiffer) {
   check({2, 1, 24, 1, 255, false, true}, rng);  // a decode step over a long source
 }
 
+// Grouped-query attention: fewer K/V heads than query heads (Llama-family models), with
+// every mask, at awkward sizes.
+TEST_P(AttentionTest, GroupedKeyValueHeads) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  check({2, 8, 16, 17, 17, true, true, 2}, rng);
+  check({1, 6, 64, 3, 255, false, true, 3}, rng);
+  check({1, 4, 17, 1, 17, true, false, 1}, rng);  // one K/V head for all (multi-query)
+  check({2, 4, 8, 255, 255, true, false, 2}, rng);
+}
+
 TEST_P(AttentionTest, HeadDimsUpTo128AndLongSequences) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   check({1, 2, 128, 9, 130, false, false}, rng);
+  check({1, 2, 17, 255, 255, true, true}, rng);
   check({1, 1, 64, 200, 1030, true, false}, rng);  // causal_offset = 830: a cache already holding keys
+  check({1, 1, 128, 17, 1030, false, true}, rng);
+  check({1, 2, 8, 1030, 1030, true, false, 1}, rng);
 }
 
 // K/V read from a decoding cache [B, H, Lmax, d] while Q is a single new token.
@@ -143,10 +182,17 @@ TEST_P(AttentionTest, TakesTheKeyCountFromADecodeStep) {
   Attention a{.batch = B, .heads = H, .head_dim = d, .q_len = 1, .kv_len = capacity, .causal = true,
               .kv_batch_stride = uint64_t(capacity) * 2 * H * d, .kv_row_stride = 2 * H * d};  // [B, capacity, 2, H*d]
   const DecodeStep step{.state = state.view(), .max_step = capacity - 1};
-  Buffer bo = poisoned(ctx(), q.size(), dtype(), "o");
   Ops o = ops();
-  auto cl = ctx().command_list();  // recorded once, replayed at every key count
-  o.attention(cl, a, bq.view(), bkv.view(), bkv.view(H * d * e), bo.view(), std::nullopt, step);
+  auto cl = ctx().command_list();  // recorded once, replayed at every key count; every kernel
+  const auto valid = kernels(d);
+  std::vector<Buffer> outs;
+  for (AttentionKernel kernel : valid) {
+    outs.push_back(poisoned(ctx(), q.size(), dtype(), "o"));
+    Attention ak = a;
+    ak.kernel = kernel;
+    o.attention(cl, ak, bq.view(), bkv.view(), bkv.view(H * d * e), outs.back().view(), std::nullopt, step);
+  }
+  const Buffer& bo = outs.front();
   for (uint32_t keys : {1u, 2u, 11u, capacity}) {
     const DecodeStep::State st{.step = keys - 1, .position = keys - 1, .key_count = keys};
     ctx().upload(state, &st, sizeof st);
@@ -162,8 +208,10 @@ TEST_P(AttentionTest, TakesTheKeyCountFromADecodeStep) {
                            .causal_offset = keys - 1};
     auto [want, scale] = ref::attention(packed, q, k, v, nullptr);
     const bool f16 = dtype() == DType::F16;
-    EXPECT_TRUE(close(download_as(ctx(), bo, want.size(), dtype()), want, scale, f16 ? 1e-3 : 2e-5, f16 ? 6e-8 : 0))
-        << keys << " keys";
+    for (size_t i = 0; i < valid.size(); ++i)
+      EXPECT_TRUE(close(download_as(ctx(), outs[i], want.size(), dtype()), want, scale, f16 ? 1e-3 : 2e-5,
+                        f16 ? 6e-8 : 0))
+          << keys << " keys, " << attention_kernel_name(valid[i]);
   }
   // A step that could reach past kv_len, or a padding mask with a step: clear errors.
   auto cl2 = ctx().command_list();
@@ -206,6 +254,22 @@ TEST_P(AttentionTest, WrongShapesAreClearErrors) {
     EXPECT_NE(std::string(e.what()).find("attention: q needs"), std::string::npos) << e.what();
   }
   EXPECT_THROW(o.attention(cl, {.head_dim = 0}, b.view(), b.view(), b.view(), b.view()), Error);
+  try {  // K/V heads that do not divide the query heads
+    o.attention(cl, {.heads = 6, .head_dim = 2, .kv_heads = 4}, b.view(), b.view(), b.view(), b.view());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kv_heads (4) must divide heads (6)"), std::string::npos) << e.what();
+  }
+  // A kernel this device cannot run, asked for by name: refused, saying why.
+  for (AttentionKernel k : kAttentionKernels)
+    if (const std::string why = attention_kernel_problem(ctx().capabilities(), k, 8, dtype()); !why.empty()) {
+      try {
+        o.attention(cl, {.head_dim = 8, .kernel = k}, b.view(), b.view(), b.view(), b.view());
+        FAIL() << attention_kernel_name(k);
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+      }
+    }
   cl.submit();
 }
 

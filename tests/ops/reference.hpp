@@ -120,7 +120,8 @@ inline std::pair<std::vector<double>, std::vector<double>> attention(const Atten
                                                                      const std::vector<double>& k,
                                                                      const std::vector<double>& v,
                                                                      const std::vector<double>* key_mask) {
-  const uint32_t H = a.heads, d = a.head_dim, W = H * d;
+  // K and V packed [B, L, kv_heads*d]; query head h reads K/V head h / (heads / kv_heads).
+  const uint32_t H = a.heads, d = a.head_dim, W = H * d, KVH = a.kv_heads ? a.kv_heads : H, KW = KVH * d;
   const double scale = a.scale ? a.scale : 1.0 / std::sqrt(double(d));
   std::vector<double> o(size_t(a.batch) * a.q_len * W), mag(o.size());
   for (uint32_t b = 0; b < a.batch; ++b)
@@ -131,7 +132,7 @@ inline std::pair<std::vector<double>, std::vector<double>> attention(const Atten
         for (uint32_t j = 0; j < a.kv_len; ++j) {
           double dot = 0;
           for (uint32_t e = 0; e < d; ++e)
-            dot += q[(size_t(b) * a.q_len + i) * W + h * d + e] * k[(size_t(b) * a.kv_len + j) * W + h * d + e];
+            dot += q[(size_t(b) * a.q_len + i) * W + h * d + e] * k[(size_t(b) * a.kv_len + j) * KW + (h / (H / KVH)) * d + e];
           s[j] = dot * scale + (key_mask ? (*key_mask)[size_t(b) * a.kv_len + j] : 0.0);
           if (a.causal && j > i + a.causal_offset) s[j] = kNegInf;
           m = std::max(m, s[j]);
@@ -144,7 +145,7 @@ inline std::pair<std::vector<double>, std::vector<double>> attention(const Atten
         for (uint32_t e = 0; e < d; ++e) {
           double acc = 0, am = 0;
           for (uint32_t j = 0; j < a.kv_len; ++j) {
-            double vv = v[(size_t(b) * a.kv_len + j) * W + h * d + e];
+            double vv = v[(size_t(b) * a.kv_len + j) * KW + (h / (H / KVH)) * d + e];
             acc += s[j] / sum * vv;
             am += s[j] / sum * std::abs(vv);
           }
