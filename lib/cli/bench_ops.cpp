@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "bench.hpp"
 #include "vkformer/tensor_io.hpp"
+#include "vkformer/gemm_tuning.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf::cli {
@@ -159,8 +160,15 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print, uint32_
     out["layer_norm"].push_back({{"rows", rows}, {"cols", cols}, {"gbps", ln}});
   }
 
-  // Attention: fused against unfused, batch 1, 8 heads of 64.
-  say("\n%-24s %12s %14s %8s\n", "attention (8x64)", "fused ms", "unfused ms", "speedup");
+  // Attention: each fused kernel that runs here against the unfused path, batch 1, 8
+  // causal heads of 64; "fused" is the kernel attention() picks here (tuned or default).
+  const Attention probe{.heads = 8, .head_dim = 64, .q_len = 16, .kv_len = 16};
+  std::vector<AttentionKernel> kernels;
+  for (AttentionKernel k : kAttentionKernels)
+    if (attention_kernel_problem(caps, k, probe.head_dim, dt).empty()) kernels.push_back(k);
+  say("\n%-24s %12s", "attention (8x64)", "fused ms");
+  for (AttentionKernel k : kernels) say(" %9s ms", attention_kernel_name(k));
+  say(" %14s %8s\n", "unfused ms", "speedup");
   std::vector<uint32_t> lens = quick ? std::vector<uint32_t>{16, 64} : std::vector<uint32_t>{16, 64, 256, 1024};
   for (uint32_t L : lens) {
     const uint32_t H = 8, d = 64;
@@ -169,15 +177,27 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print, uint32_
     Buffer scores = ctx.buffer(uint64_t(H) * L * L * dtype_bytes(dt), "scores");
     Attention at{.heads = H, .head_dim = d, .q_len = L, .kv_len = L, .causal = true};
     const double work = 4.0 * H * L * L * d;
-    const double fused = time_gpu(ctx, reps_for(work, 2e9), [&](CommandList& cl) {
-      ops.attention(cl, at, q.view(), q.view(), q.view(), o.view());
-    });
+    const AttentionKernel chosen = ops.attention_kernel(at);
+    nlohmann::json per_kernel = nlohmann::json::object();
+    double fused = 0;
+    for (AttentionKernel k : kernels) {
+      Attention ak = at;
+      ak.kernel = k;
+      const double t = time_gpu(ctx, reps_for(work, 2e9), [&](CommandList& cl) {
+        ops.attention(cl, ak, q.view(), q.view(), q.view(), o.view());
+      });
+      per_kernel[attention_kernel_name(k)] = t * 1e3;
+      if (k == chosen) fused = t;
+    }
     const double unfused = time_gpu(ctx, reps_for(work, 2e9), [&](CommandList& cl) {
       ops.attention_unfused(cl, at, q.view(), q.view(), q.view(), o.view(), scores.view());
     });
-    say("%-24s %12.3f %14.3f %8.2f\n", ("seq " + std::to_string(L)).c_str(), fused * 1e3, unfused * 1e3, unfused / fused);
-    out["attention"].push_back({{"seq", L}, {"heads", H}, {"head_dim", d}, {"fused_ms", fused * 1e3},
-                                {"unfused_ms", unfused * 1e3}, {"speedup", unfused / fused}});
+    say("%-24s %12.3f", ("seq " + std::to_string(L)).c_str(), fused * 1e3);
+    for (AttentionKernel k : kernels) say(" %12.3f", per_kernel[attention_kernel_name(k)].get<double>());
+    say(" %14.3f %8.2f\n", unfused * 1e3, unfused / fused);
+    out["attention"].push_back({{"seq", L}, {"heads", H}, {"head_dim", d}, {"kernel", attention_kernel_name(chosen)},
+                                {"fused_ms", fused * 1e3}, {"kernels_ms", per_kernel}, {"unfused_ms", unfused * 1e3},
+                                {"speedup", unfused / fused}});
   }
   return out;
 }
