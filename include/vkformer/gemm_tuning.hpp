@@ -118,6 +118,11 @@ struct GemmTuneOptions {
   // For tests: alters a candidate's output before its verification (a deliberately wrong
   // candidate, which the tuner must reject and never choose).
   std::function<void(const GemmTiles&, std::vector<float>&)> tamper;
+  // The fused attention kernels, per query-length class: self-attention of this many
+  // heads of head_dim (causal, batch 1) at each length (empty: 24, 256 and 1024).
+  uint32_t attention_heads = 8, attention_head_dim = 64;
+  std::vector<uint32_t> attention_lengths;
+  std::function<void(AttentionKernel, std::vector<float>&)> tamper_attention;  // as tamper
 };
 struct GemmTuneReport {
   struct Candidate {
@@ -137,12 +142,42 @@ struct GemmTuneReport {
   std::vector<GemmTiles> candidates;                            // valid here
   std::vector<std::pair<GemmTiles, std::string>> not_valid;     // designs that cannot run here, and why
   std::vector<Class> classes;
+  struct AttentionCandidate {
+    AttentionKernel kernel = AttentionKernel::Rows;
+    bool verified = false;
+    double error = 0;    // as AttentionCheck::error
+    double seconds = 0;  // per attention, when verified
+  };
+  struct AttentionClass {
+    uint32_t length_class = 0, q_len = 0;
+    AttentionKernel fallback = AttentionKernel::Rows, chosen = AttentionKernel::Rows;
+    double default_seconds = 0, speedup = 1;
+    bool out_of_time = false;
+    std::vector<AttentionCandidate> candidates;
+  };
+  std::vector<AttentionClass> attention;
   std::string file;  // the tuning file written ("" without save)
   double seconds = 0;
 };
+// Runs the fused attention `kernel` on random inputs (2 sequences, 4 query heads over 2
+// K/V heads of head_dim, 19 causal queries after 18 cached keys, the second sequence's
+// last keys padded out) and compares every output with a double-precision reference on
+// the host. The error is |o - ref| / (sum_j p_j |v_j|), the largest over O; the tuner
+// requires it below 2e-5 in fp32 (an online softmax over 37 keys) and, for fp16 storage,
+// after 2^-10 of |ref| for the stored result's rounding.
+struct AttentionCheck {
+  bool ok = false;
+  double error = 0;
+};
+AttentionCheck check_attention_kernel(Context& ctx, DType precision, AttentionKernel kernel, uint32_t head_dim,
+                                      uint64_t seed, const std::function<void(std::vector<float>&)>& tamper = {});
+
 // A transformer's products, one per row class: 24 and 256 rows by the FFN's
 // [d_ffn, d_model] weight, 1024 rows by a [d_model, d_model] one.
 std::vector<Gemm> gemm_tuning_shapes(uint32_t d_model, uint32_t d_ffn);
+// The attention lengths the tuner times for a model of at most max_position positions:
+// 24, 256 and 1024 where they fit (else max_position).
+std::vector<uint32_t> attention_tuning_lengths(uint32_t max_position);
 GemmTuneReport tune_gemm(Context& ctx, const GemmTuneOptions& options);
 
 }  // namespace vkf

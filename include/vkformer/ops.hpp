@@ -280,8 +280,10 @@ class Ops {
   // Whether a fused kernel fits this device for this head dimension (models check it
   // when they load: decoding has no other path).
   bool fused_attention_fits(uint32_t head_dim) const;
-  // The fused kernel attention() runs for `a` (see Attention::kernel).
+  // The fused kernel attention() runs for `a` (see Attention::kernel), and the default
+  // one, tuned or not.
   AttentionKernel attention_kernel(const Attention& a) const;
+  AttentionKernel default_attention_kernel(const Attention& a) const;
   // Whether decode steps fold each LayerNorm into the GEMM that reads it (Gemm::norm_of)
   // and fuse each attention with its output projection (decode_attention): on GPUs,
   // where every dispatch costs microseconds whatever its size; not on CPU drivers

@@ -1,4 +1,4 @@
-// `vkformer tune`: the GEMM tuner (tune_gemm, include/vkformer/gemm_tuning.hpp) on this
+// `vkformer tune`: the GEMM and attention tuner (tune_gemm, include/vkformer/gemm_tuning.hpp) on this
 // device, printed as it goes: every variant valid here verified against a double
 // reference (one that fails is rejected and reported, never used) and timed beside the
 // default table's choice; per row class the fastest, when it beats the default, goes to
@@ -30,6 +30,9 @@ int tune(const Args& args) {
     const auto model = Model::load(ctx, dir, dt);
     const ModelConfig& c = model->config();
     o.shapes = gemm_tuning_shapes(c.d_model, c.dim_feedforward);
+    o.attention_heads = c.nhead;
+    o.attention_head_dim = c.head_dim();
+    o.attention_lengths = attention_tuning_lengths(c.max_position);
     shapes_from = dir + " (d_model " + std::to_string(c.d_model) + ", FFN " + std::to_string(c.dim_feedforward) + ")";
   }
   if (!json) o.progress = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
@@ -75,6 +78,23 @@ int tune(const Args& args) {
       say("  (%s: its share of the budget was spent before every candidate was tried)\n",
           gemm_row_class_name(cls.row_class).c_str());
     report["classes"].push_back(entry);
+  }
+  report["attention"] = nlohmann::json::array();
+  for (const auto& cls : r.attention) {
+    nlohmann::json entry = {{"class", attention_length_class_name(cls.length_class)},
+                            {"q_len", cls.q_len},
+                            {"default", attention_kernel_name(cls.fallback)},
+                            {"default_us", cls.default_seconds * 1e6},
+                            {"chosen", attention_kernel_name(cls.chosen)},
+                            {"speedup", cls.speedup},
+                            {"out_of_time", cls.out_of_time},
+                            {"candidates", nlohmann::json::array()}};
+    for (const auto& c : cls.candidates) {
+      nlohmann::json row = {{"variant", attention_kernel_name(c.kernel)}, {"verified", c.verified}, {"error", c.error}};
+      if (c.verified) row["us"] = c.seconds * 1e6;
+      entry["candidates"].push_back(row);
+    }
+    report["attention"].push_back(entry);
   }
   if (json) std::printf("%s\n", report.dump().c_str());
   else say("\nwrote %s in %.0f s (read by every later run on this device and precision)\n", r.file.c_str(), r.seconds);

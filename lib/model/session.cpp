@@ -58,7 +58,10 @@ void Session::warmup(const WarmupOptions& options) {
       impl_->tune = tune_gemm(ctx, {.precision = precision,
                                     .budget_s = options.tune_budget_s,
                                     .shapes = gemm_tuning_shapes(c.d_model, c.dim_feedforward),
-                                    .seconds_per_timing = 0.05});
+                                    .seconds_per_timing = 0.05,
+                                    .attention_heads = c.nhead,
+                                    .attention_head_dim = c.head_dim(),
+                                    .attention_lengths = attention_tuning_lengths(c.max_position)});
   }
   // A source long enough for the tiled GEMMs (more rows than the decode-step kernel
   // takes), of a token that is not padding; two greedy steps, then the host-stepped path.

@@ -119,6 +119,11 @@ AttentionKernel Ops::attention_kernel(const Attention& a) const {
   if (const auto tuned = ops::cached_gemm_tuning(ctx_, dtype_))
     if (const auto& k = tuned->attention[attention_length_class(a.q_len)])
       if (attention_kernel_problem(caps, *k, a.head_dim, dtype_).empty()) return *k;
+  return default_attention_kernel(a);
+}
+
+AttentionKernel Ops::default_attention_kernel(const Attention& a) const {
+  const auto& caps = ctx_.capabilities();
   // CPU drivers: the kernel without barriers (lavapipe pays a coroutine switch per SIMD
   // chunk at each one); GPUs: flash-attention-2's tiles; the rows kernel where neither fits.
   if (caps.type == DeviceType::Cpu && attention_kernel_problem(caps, AttentionKernel::Direct, a.head_dim, dtype_).empty())

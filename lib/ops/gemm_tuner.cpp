@@ -41,6 +41,25 @@ double time_product(Context& ctx, Ops& ops, const Gemm& g, const Buffer& a, cons
   return t[t.size() / 2] / reps;
 }
 
+// Seconds per attention, as time_product.
+double time_attention(Context& ctx, Ops& ops, const Attention& a, const Buffer& q, const Buffer& o,
+                      double min_seconds) {
+  const double work = 4.0 * a.heads * a.q_len * a.kv_len * a.head_dim;
+  const uint32_t reps = uint32_t(std::clamp(2e8 / work, 1.0, 50.0));
+  CommandList cl = ctx.command_list();
+  for (uint32_t r = 0; r < reps; ++r) ops.attention(cl, a, q.view(), q.view(), q.view(), o.view());
+  cl.submit();
+  std::vector<double> t;
+  const auto start = clock_type::now();
+  while (t.size() < 3 || (since(start) < min_seconds && t.size() < 50)) {
+    const auto t0 = clock_type::now();
+    cl.submit();
+    t.push_back(since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2] / reps;
+}
+
 }  // namespace
 
 std::vector<Gemm> gemm_tuning_shapes(uint32_t d_model, uint32_t d_ffn) {
@@ -51,11 +70,27 @@ std::vector<Gemm> gemm_tuning_shapes(uint32_t d_model, uint32_t d_ffn) {
           {.M = 1024, .N = d_model, .K = d_model, .trans_b = true}};
 }
 
+std::vector<uint32_t> attention_tuning_lengths(uint32_t max_position) {
+  std::vector<uint32_t> lengths;
+  for (uint32_t L : {24u, 256u, 1024u})
+    if (L <= max_position) lengths.push_back(L);
+  if (lengths.empty() && max_position) lengths.push_back(max_position);
+  return lengths;
+}
+
 GemmTuneReport tune_gemm(Context& ctx, const GemmTuneOptions& o) {
   const Capabilities& caps = ctx.capabilities();
   if (!(o.budget_s > 0)) throw Error("tune: the budget must be a positive number of seconds");
   if (ctx.cache_dir().empty()) throw Error("the disk cache is off: a tuning file has nowhere to go");
   const std::vector<Gemm> shapes = o.shapes.empty() ? gemm_tuning_shapes(512, 2048) : o.shapes;
+  const std::vector<uint32_t> lengths = o.attention_lengths.empty() ? std::vector<uint32_t>{24, 256, 1024}
+                                                                     : o.attention_lengths;
+  if (!o.attention_heads || o.attention_heads > 256 || !o.attention_head_dim ||
+      o.attention_head_dim > Ops::kMaxFusedHeadDim)
+    throw Error("tune: attention heads must be 1..256 and head_dim 1.." + std::to_string(Ops::kMaxFusedHeadDim));
+  for (uint32_t L : lengths)
+    if (!L || L > 8192) throw Error("tune: an attention length is 0 or more than 8192");
+  const size_t steps = shapes.size() + lengths.size();  // the budget's shares
   for (const Gemm& s : shapes)
     if (!s.M || !s.N || !s.K || uint64_t(s.M) * s.K > (64u << 20) || uint64_t(s.N) * s.K > (64u << 20))
       throw Error("tune: a shape is empty or larger than 2^26 elements per operand");
@@ -77,7 +112,7 @@ GemmTuneReport tune_gemm(Context& ctx, const GemmTuneOptions& o) {
     const Gemm& shape = shapes[si];
     const uint32_t row_class = gemm_row_class(shape.M);
     if (row_class >= tuning.tiles.size() || shape.M <= Ops::kMaxFoldedNormRows) continue;  // the small-M kernel
-    const double share = std::max(0.0, left() / double(shapes.size() - si));  // this class's time
+    const double share = std::max(0.0, left() / double(steps - si));  // this class's time
     const auto class_started = clock_type::now();
     auto class_left = [&] { return share - since(class_started); };
     GemmTuneReport::Class cls;
@@ -167,6 +202,86 @@ GemmTuneReport tune_gemm(Context& ctx, const GemmTuneOptions& o) {
       event(line);
     }
     report.classes.push_back(std::move(cls));
+  }
+
+  // Attention: every fused kernel valid here, verified, then timed beside the default
+  // per query-length class, under the same rules as the GEMM's tiles.
+  for (size_t li = 0; li < lengths.size(); ++li) {
+    const uint32_t L = lengths[li];
+    const uint32_t length_class = attention_length_class(L);
+    const double share = std::max(0.0, left() / double(lengths.size() - li));
+    const auto class_started = clock_type::now();
+    auto class_left = [&] { return share - since(class_started); };
+    GemmTuneReport::AttentionClass cls{.length_class = length_class, .q_len = L};
+    Attention a{.heads = o.attention_heads, .head_dim = o.attention_head_dim, .q_len = L, .kv_len = L, .causal = true};
+    const uint64_t elems = uint64_t(L) * a.heads * a.head_dim;
+    std::vector<float> fill(elems);
+    for (size_t i = 0; i < fill.size(); ++i) fill[i] = float((i * 7919) % 1000) / 1000.0f - 0.5f;
+    Buffer q = upload_floats(ctx, fill, o.precision, "attention q");
+    Buffer out = ctx.buffer(elems * dtype_bytes(o.precision), "attention o");
+    cls.fallback = ops.default_attention_kernel(a);
+    auto timed = [&](AttentionKernel k) {
+      Attention ak = a;
+      ak.kernel = k;
+      return time_attention(ctx, ops, ak, q, out, o.seconds_per_timing);
+    };
+    double base = timed(cls.fallback);
+    cls.default_seconds = base;
+    if (o.progress) {
+      char line[160];
+      std::snprintf(line, sizeof line, "\nattention, %s (timed at %u causal queries, %u heads x %u): default %s, %.1f us",
+                    attention_length_class_name(length_class).c_str(), L, a.heads, a.head_dim,
+                    attention_kernel_name(cls.fallback), base * 1e6);
+      event(line);
+    }
+    AttentionKernel best = cls.fallback;
+    double best_time = base;
+    for (AttentionKernel k : kAttentionKernels) {
+      if (!attention_kernel_problem(caps, k, a.head_dim, o.precision).empty()) continue;
+      if (class_left() <= 0) {
+        cls.out_of_time = true;
+        break;
+      }
+      GemmTuneReport::AttentionCandidate cand{.kernel = k};
+      std::function<void(std::vector<float>&)> tamper;
+      if (o.tamper_attention) tamper = [&](std::vector<float>& x) { o.tamper_attention(k, x); };
+      const AttentionCheck check = check_attention_kernel(ctx, o.precision, k, a.head_dim, seed++, tamper);
+      cand.verified = check.ok;
+      cand.error = check.error;
+      if (cand.verified) {
+        cand.seconds = timed(k);
+        if (cand.seconds < best_time) best = k, best_time = cand.seconds;
+      }
+      cls.candidates.push_back(cand);
+      if (o.progress) {
+        char line[160];
+        if (cand.verified)
+          std::snprintf(line, sizeof line, "  %-28s verified (error %.2g), %10.1f us  %5.2fx", attention_kernel_name(k),
+                        cand.error, cand.seconds * 1e6, base / cand.seconds);
+        else
+          std::snprintf(line, sizeof line, "  %-28s REJECTED: error %.3g of sum p |v| (the bound is 2e-5)",
+                        attention_kernel_name(k), cand.error);
+        event(line);
+      }
+    }
+    if (best != cls.fallback && best_time < o.min_speedup_ratio * base) {  // confirmed in alternating rounds
+      std::vector<double> mine, theirs;
+      for (int round = 0; round < 3; ++round) {
+        theirs.push_back(timed(cls.fallback));
+        mine.push_back(timed(best));
+      }
+      std::sort(mine.begin(), mine.end());
+      std::sort(theirs.begin(), theirs.end());
+      base = theirs[1], best_time = mine[1];
+    }
+    const bool better = best != cls.fallback && best_time < o.min_speedup_ratio * base;
+    tuning.attention[length_class] = better ? std::optional(best) : std::nullopt;
+    cls.chosen = better ? best : cls.fallback;
+    cls.speedup = better ? base / best_time : 1.0;
+    if (o.progress)
+      event(better ? std::string("  -> ") + attention_kernel_name(best) + ", confirmed in three alternating rounds"
+                   : std::string("  -> the default ") + attention_kernel_name(cls.fallback) + " stands");
+    report.attention.push_back(std::move(cls));
   }
   if (o.save) {
     save_gemm_tuning(ctx, o.precision, tuning);

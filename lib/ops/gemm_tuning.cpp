@@ -125,4 +125,67 @@ GemmCheck check_gemm_tiles(Context& ctx, DType precision, uint32_t M, uint32_t N
   return check;
 }
 
+AttentionCheck check_attention_kernel(Context& ctx, DType precision, AttentionKernel kernel, uint32_t head_dim,
+                                      uint64_t seed, const std::function<void(std::vector<float>&)>& tamper) {
+  constexpr uint32_t B = 2, H = 4, KVH = 2, Lq = 19, Lk = 37, kept = 30;  // sequence 1 keeps its first `kept` keys
+  const uint32_t d = head_dim, W = H * d, KW = KVH * d;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const bool half = precision == DType::F16;
+  auto stored = [&](float x) { return half ? half_to_float(float_to_half(x)) : x; };
+  std::vector<float> q(uint64_t(B) * Lq * W), k(uint64_t(B) * Lk * KW), v(k.size()), mask(uint64_t(B) * Lk, 0.0f);
+  for (auto* x : {&q, &k, &v})
+    for (auto& e : *x) e = stored(2 * u(rng));
+  for (uint32_t j = kept; j < Lk; ++j) mask[Lk + j] = -INFINITY;
+  const Attention a{.batch = B, .heads = H, .head_dim = d, .kv_heads = KVH, .q_len = Lq, .kv_len = Lk,
+                    .causal = true, .causal_offset = Lk - Lq, .kernel = kernel};
+  Buffer bq = upload_floats(ctx, q, precision, "check q"), bk = upload_floats(ctx, k, precision, "check k");
+  Buffer bv = upload_floats(ctx, v, precision, "check v"), bm = upload_floats(ctx, mask, precision, "check mask");
+  // The output poisoned with NaN, which the kernel never writes here (every query keeps a key).
+  Buffer bo = upload_floats(ctx, std::vector<float>(q.size(), NAN), precision, "check o");
+  Ops ops(ctx, precision);
+  CommandList cl = ctx.command_list();
+  ops.attention(cl, a, bq.view(), bk.view(), bv.view(), bo.view(), bm.view());
+  cl.submit();
+  std::vector<float> o = download_floats(ctx, bo, q.size(), precision);
+  if (tamper) tamper(o);
+  AttentionCheck check{.ok = true};
+  const double scale = 1.0 / std::sqrt(double(d));
+  std::vector<double> s(Lk);
+  for (uint32_t b = 0; b < B; ++b)
+    for (uint32_t h = 0; h < H; ++h)
+      for (uint32_t i = 0; i < Lq; ++i) {
+        const uint32_t g = h / (H / KVH);
+        double m = -INFINITY, sum = 0;
+        for (uint32_t j = 0; j < Lk; ++j) {
+          double dot = 0;
+          for (uint32_t e = 0; e < d; ++e)
+            dot += double(q[(uint64_t(b) * Lq + i) * W + h * d + e]) * k[(uint64_t(b) * Lk + j) * KW + g * d + e];
+          s[j] = (j > i + a.causal_offset || std::isinf(mask[b * Lk + j])) ? -INFINITY : dot * scale;
+          m = std::max(m, s[j]);
+        }
+        for (auto& x : s) sum += x = std::isinf(x) ? 0.0 : std::exp(x - m);
+        for (uint32_t e = 0; e < d; ++e) {
+          double ref = 0, size = 0;
+          for (uint32_t j = 0; j < Lk; ++j) {
+            const double vv = v[(uint64_t(b) * Lk + j) * KW + g * d + e];
+            ref += s[j] / sum * vv;
+            size += s[j] / sum * std::fabs(vv);
+          }
+          const double got = o[(uint64_t(b) * Lq + i) * W + h * d + e];
+          if (!std::isfinite(got)) {  // unwritten (NaN-poisoned)
+            check.ok = false;
+            check.error = INFINITY;
+            continue;
+          }
+          double error = std::fabs(got - ref);
+          if (half) error = std::max(0.0, error - std::ldexp(std::fabs(ref), -10));
+          error /= std::max(size, 1e-30);
+          if (!(error <= 2e-5)) check.ok = false;
+          check.error = std::max(check.error, error);
+        }
+      }
+  return check;
+}
+
 }  // namespace vkf

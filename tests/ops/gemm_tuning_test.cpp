@@ -45,6 +45,26 @@ TEST_P(GemmTuningTest, AWrongCandidateIsRejected) {
   EXPECT_FALSE(unwritten.ok);
 }
 
+// Every attention kernel valid here passes the tuner's check (grouped heads, causal,
+// padding, head sizes 17 and 64); a wrong or unwritten output fails it.
+TEST_P(GemmTuningTest, EveryAttentionKernelPassesTheTunersCheckAndAWrongOneFails) {
+  int valid = 0;
+  for (AttentionKernel k : kAttentionKernels)
+    for (uint32_t d : {17u, 64u}) {
+      if (!attention_kernel_problem(ctx().capabilities(), k, d, dtype()).empty()) continue;
+      ++valid;
+      const AttentionCheck good = check_attention_kernel(ctx(), dtype(), k, d, 11);
+      EXPECT_TRUE(good.ok) << attention_kernel_name(k) << " d=" << d << ": error " << good.error;
+      const AttentionCheck off =
+          check_attention_kernel(ctx(), dtype(), k, d, 11, [](std::vector<float>& o) { o[o.size() / 3] += 0.05f; });
+      EXPECT_FALSE(off.ok) << attention_kernel_name(k);
+      const AttentionCheck unwritten =
+          check_attention_kernel(ctx(), dtype(), k, d, 11, [](std::vector<float>& o) { o.back() = NAN; });
+      EXPECT_FALSE(unwritten.ok) << attention_kernel_name(k);
+    }
+  EXPECT_GE(valid, 2);
+}
+
 TEST_P(GemmTuningTest, InvalidTilesAreRefusedByName) {
   const Capabilities& caps = ctx().capabilities();
   EXPECT_NE(gemm_tiles_problem(caps, {32, 128, 6, 4, 16}, dtype()).find("not a multiple of 4"), std::string::npos);
@@ -93,6 +113,21 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
   EXPECT_EQ(loaded->tiles[0], candidates.back());
   EXPECT_FALSE(loaded->tiles[1].has_value());
   EXPECT_FALSE(load_gemm_tuning(ctx, DType::F16).has_value());  // another precision, another file
+  {  // attention kernels per length class ride in the same file, under the checksum
+    GemmTuning with_attention = tuned;
+    with_attention.attention[2] = AttentionKernel::Rows;
+    save_gemm_tuning(ctx, DType::F32, with_attention);
+    const auto again = load_gemm_tuning(ctx, DType::F32);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->attention[2], AttentionKernel::Rows);
+    EXPECT_FALSE(again->attention[0].has_value());
+    EXPECT_EQ(Ops(ctx, DType::F32).attention_kernel({.head_dim = 64, .q_len = 300, .kv_len = 300}),
+              AttentionKernel::Rows);
+    const Attention short_input{.head_dim = 64, .q_len = 24, .kv_len = 24};
+    EXPECT_EQ(Ops(ctx, DType::F32).attention_kernel(short_input),
+              Ops(ctx, DType::F32).default_attention_kernel(short_input));
+    save_gemm_tuning(ctx, DType::F32, tuned);
+  }
   // gemm() runs the tuned tiles for that row class, the default table's for the others.
   Ops ops(ctx, DType::F32);
   EXPECT_EQ(ops.gemm_variant({.M = 24, .N = 512, .K = 512, .trans_b = true}), candidates.back().name());
@@ -113,6 +148,7 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
     EXPECT_NE(warnings[0].find(why), std::string::npos) << warnings[0];
   };
   with([](auto& j) { j["classes"]["0"][0] = 64; }, "checksum does not match");
+  with([](auto& j) { j["attention"] = {{"1", "tiled"}}; }, "checksum does not match");
   with([](auto& j) { j["identity"] = "vkformer 0.0.1; another GPU"; }, "made for another device");
   with([](auto& j) { j["schema"] = "something else"; }, "not a tuning file");
   with([&](auto& j) {  // tiles that cannot run here, with a checksum to match
@@ -123,6 +159,14 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
     j["checksum"] = hex;
   }, "not a multiple of 4");
+  with([&](auto& j) {  // an attention kernel by an unknown name, with a checksum to match
+    j["attention"] = {{"0", "fastest"}};
+    const std::string s = j["classes"].dump() + j["attention"].dump();
+    const uint64_t h = fnv1a64(s.data(), s.size());
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    j["checksum"] = hex;
+  }, "unknown attention kernel");
   std::ofstream(path) << "{not json";
   warnings.clear();
   EXPECT_FALSE(load_gemm_tuning(ctx, DType::F32).has_value());
@@ -155,6 +199,19 @@ TEST(GemmTuner, RejectsAWrongCandidateAndKeepsWhatItChoseForGemm) {
   const GemmTiles wrong = candidates.front();
   GemmTuneOptions t{.precision = DType::F32, .budget_s = 600, .shapes = {shape}, .seconds_per_timing = 0.01};
   t.min_speedup_ratio = 2.0;  // keep the fastest verified candidate whatever its margin, to see it used
+  t.attention_heads = 2, t.attention_head_dim = 16, t.attention_lengths = {17};
+  // An attention kernel other than the default is wrong too (the default is the fallback,
+  // trusted as the default table's tiles are).
+  const Attention probe{.heads = 2, .head_dim = 16, .q_len = 17, .kv_len = 17, .causal = true};
+  const AttentionKernel attention_default = Ops(ctx, DType::F32).default_attention_kernel(probe);
+  std::optional<AttentionKernel> wrong_attention;
+  for (AttentionKernel k : kAttentionKernels)
+    if (k != attention_default && attention_kernel_problem(ctx.capabilities(), k, 16, DType::F32).empty())
+      wrong_attention = k;
+  ASSERT_TRUE(wrong_attention.has_value());
+  t.tamper_attention = [&](AttentionKernel k, std::vector<float>& out) {
+    if (k == *wrong_attention) out[out.size() / 2] += 1.0f;
+  };
   t.tamper = [&](const GemmTiles& tiles, std::vector<float>& c) {
     if (tiles == wrong) c[c.size() / 2] += 1.0f;  // one output off by far more than the bound
   };
@@ -178,6 +235,15 @@ TEST(GemmTuner, RejectsAWrongCandidateAndKeepsWhatItChoseForGemm) {
   bool reported = false;
   for (const auto& line : lines) reported |= line.find("REJECTED") != std::string::npos && line.find(wrong.name()) != std::string::npos;
   EXPECT_TRUE(reported) << "the rejection is reported";
+  ASSERT_EQ(r.attention.size(), 1u);
+  const auto& att = r.attention[0];
+  EXPECT_EQ(att.fallback, attention_default);
+  for (const auto& c : att.candidates) {
+    if (c.kernel == *wrong_attention) EXPECT_FALSE(c.verified);
+    else EXPECT_TRUE(c.verified) << attention_kernel_name(c.kernel) << ": error " << c.error;
+  }
+  EXPECT_NE(att.chosen, *wrong_attention);
+  EXPECT_EQ(Ops(ctx, DType::F32).attention_kernel(probe), att.chosen);  // what attention() runs from now on
   // What it chose is in the file and is what gemm() runs from now on, in this process too.
   ASSERT_FALSE(r.file.empty());
   EXPECT_TRUE(std::filesystem::exists(r.file));
@@ -190,6 +256,7 @@ TEST(GemmTuner, RejectsAWrongCandidateAndKeepsWhatItChoseForGemm) {
   // A budget too small for every candidate says so; a bad budget or no disk cache is refused.
   t.budget_s = 1e-3;
   t.tamper = {};
+  t.tamper_attention = {};
   EXPECT_TRUE(tune_gemm(ctx, t).classes.at(0).out_of_time);
   t.budget_s = 0;
   EXPECT_THROW(tune_gemm(ctx, t), Error);
