@@ -142,7 +142,9 @@ int generate(const Args& args) {
     j["counters"] = {{"submits_per_token", st.submits_per_token()},
                      {"recordings_per_token", st.recordings_per_token()},
                      {"dispatches_per_decoder_layer", st.dispatches_per_decoder_layer},
-                     {"dispatches_per_encoder_layer", st.dispatches_per_encoder_layer}};
+                     {"dispatches_per_encoder_layer", st.dispatches_per_encoder_layer},
+                     {"encode_submits", st.encode_submits}};
+    if (ma.profile) j["counters"]["encode_gpu_ms"] = st.encode_gpu_ms;  // timestamps: --profile only
     std::printf("%s\n", j.dump().c_str());
   } else {
     for (auto& ids : out) {
@@ -160,9 +162,10 @@ int generate(const Args& args) {
     const GenerateStats& st = session.last_stats();
     std::fprintf(stderr,
                  "encode %.3f ms, decode %.3f ms (%.1f tokens/s); per token: %.3f submits, %.3f recordings; "
-                 "%.1f dispatches per decoder layer, %.1f per encoder layer\n%s",
+                 "%.1f dispatches per decoder layer, %.1f per encoder layer; encode: %llu submits, %.3f ms on the GPU\n%s",
                  st.encode_ms, st.decode_ms, st.decode_tokens_per_second(), st.submits_per_token(),
                  st.recordings_per_token(), st.dispatches_per_decoder_layer, st.dispatches_per_encoder_layer,
+                 static_cast<unsigned long long>(st.encode_submits), st.encode_gpu_ms,
                  session.profile_report().c_str());
   }
   return 0;

@@ -27,7 +27,15 @@ namespace vkf::model {
 
 namespace {
 constexpr uint16_t kHalfNegativeInfinity = 0xfc00;  // IEEE fp16 -inf: sign 1, exponent all ones, mantissa 0
+
+// GPU time of a profiled submit: its first dispatch's start to its last's end (barriers
+// and gaps between dispatches included), in ms; 0 without timestamps.
+double gpu_span_ms(const std::vector<DispatchTiming>& t, const Capabilities& caps) {
+  if (t.empty() || !caps.timestamp_valid_bits) return 0;
+  const uint64_t mask = caps.timestamp_valid_bits >= 64 ? ~0ull : (1ull << caps.timestamp_valid_bits) - 1;
+  return double((t.back().end_tick - t.front().start_tick) & mask) * caps.timestamp_period_ns / 1e6;
 }
+}  // namespace
 
 Seq2SeqGraph::Seq2SeqGraph(const Model::Impl& m) : m_(m), ctx_(m.ctx), ops_(m.ctx, m.dtype) {}
 
@@ -129,12 +137,18 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   const uint32_t per_submit = encoder_units_per_submit(rows, units);
   double submitted_ms = 0;
   encoder_report.clear();
+  encode_submits = 0;
+  encode_gpu_ms = 0;
   CommandList cl = begin();
   auto submit = [&] {
     const auto t = std::chrono::steady_clock::now();
     cl.submit();
     submitted_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-    if (profile) encoder_report += cl.profile_report();
+    ++encode_submits;
+    if (profile) {
+      encoder_report += cl.profile_report();
+      encode_gpu_ms += gpu_span_ms(cl.timings(), ctx_.capabilities());
+    }
   };
   const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
   // Fused (each LayerNorm folded into the GEMMs that read it), post-norm's embedding norm

@@ -51,6 +51,8 @@ class Seq2SeqGraph {
   double submit_budget_ms = 2.0;
   std::string encoder_report, decoder_report;  // per-dispatch GPU times (profile)
   double encode_ms = 0;                        // wall time of the last encode
+  uint32_t encode_submits = 0;                 // submits of the last encode (pieces under a budget)
+  double encode_gpu_ms = 0;                    // its GPU time, first dispatch to last of each piece (profile; else 0)
 
  private:
   struct DecoderOptions {

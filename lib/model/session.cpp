@@ -154,23 +154,32 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   const Counters before = ctx.counters();
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::vector<uint32_t>> results;
-  double encode_ms = 0;
+  double encode_ms = 0, encode_gpu_ms = 0;
+  uint64_t encode_submits = 0;  // the encodes', counted where they are recorded (Seq2SeqGraph::encode)
   if (c.hugging_face && o.beam > 1) {
     for (const auto& src : sources) {
       results.push_back(model::hf_beam(impl_->graph, src, o));
       encode_ms += impl_->graph.encode_ms;
+      encode_submits += impl_->graph.encode_submits;
+      encode_gpu_ms += impl_->graph.encode_gpu_ms;
     }
   } else if (c.hugging_face) {
     results = model::hf_greedy(impl_->graph, sources, o);
     encode_ms = impl_->graph.encode_ms;
+    encode_submits = impl_->graph.encode_submits;
+    encode_gpu_ms = impl_->graph.encode_gpu_ms;
   } else if (o.beam > 1) {
     for (const auto& src : sources) {
       results.push_back(model::decode_beam(impl_->graph, src, o));
       encode_ms += impl_->graph.encode_ms;
+      encode_submits += impl_->graph.encode_submits;
+      encode_gpu_ms += impl_->graph.encode_gpu_ms;
     }
   } else {
     results = model::decode_greedy_or_sampled(impl_->graph, sources, o);
     encode_ms = impl_->graph.encode_ms;
+    encode_submits = impl_->graph.encode_submits;
+    encode_gpu_ms = impl_->graph.encode_gpu_ms;
   }
   const Counters after = ctx.counters();
   GenerateStats& st = impl_->stats;
@@ -183,6 +192,8 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   st.dispatches = after.dispatches - before.dispatches;
   st.dispatches_per_decoder_layer = impl_->graph.dispatches_per_decoder_layer();
   st.dispatches_per_encoder_layer = impl_->graph.dispatches_per_encoder_layer();
+  st.encode_submits = encode_submits;
+  st.encode_gpu_ms = encode_gpu_ms;
   return results;
 }
 
