@@ -57,6 +57,9 @@ struct ModelConfig {
   bool embedding_norm = false;  // LayerNorm after embedding + positions (BART's layernorm_embedding)
   bool final_norms = true;      // LayerNorm after the last encoder and decoder layers (nn.Transformer)
   bool hugging_face = false;    // generate() as transformers does it (its beam scorer, its logits processors)
+  // A decoder-only model (GPT-2): no encoder and no cross-attention; the decoder stack
+  // reads the prompt (Session::generate's sources are prompts) and continues it.
+  bool decoder_only = false;
   GenerationDefaults generation;  // Hugging Face models only
 
   uint32_t head_dim() const { return d_model / nhead; }
@@ -152,9 +155,14 @@ class Session {
   ~Session();
   Session(Session&&) noexcept;
 
-  // Per source: the generated ids after BOS, EOS included when produced.
+  // Per source: the generated ids after BOS, EOS included when produced. A decoder-only
+  // model (ModelConfig::decoder_only) takes prompts instead of sources and returns the
+  // new tokens after each prompt (greedy or sampling; no beam search yet).
   std::vector<std::vector<uint32_t>> generate(const std::vector<std::vector<uint32_t>>& sources,
                                               const GenerateOptions& options = {});
+  // A decoder-only model's logits of every position of `ids` [ids.size(), vocab]: row i
+  // predicts token i+1 (the ids are used as given: no BOS is added).
+  std::vector<float> score(const std::vector<uint32_t>& ids);
   // Teacher-forced logits [tgt.size(), tgt_vocab_size]: row i predicts token i+1.
   std::vector<float> score(const std::vector<uint32_t>& src, const std::vector<uint32_t>& tgt);
   // The same for a padded batch, in one pass: pair i's logits [targets[i].size(), tgt_vocab_size].

@@ -72,23 +72,46 @@ void check_decoding_options(const Args& args, const GenerateOptions& o) {
     throw Error("--length-penalty scores beams: give --beam K (K > 1) with it");
 }
 
+// The family decides the input options: an encoder-decoder's --src-ids (and score's
+// --tgt-ids), a decoder-only model's --ids; the other family's are refused by name.
+void check_family_options(const Args& args, const ModelConfig& config, const char* command) {
+  if (config.decoder_only) {
+    for (const char* o : {"--src-ids", "--tgt-ids"})
+      if (args.given(o))
+        throw Error(std::string(o) + " is for encoder-decoder models; '" + config.architecture +
+                    "' is decoder-only: give its token ids with --ids 5,17,9");
+    if (!args.given("--ids")) throw Error(std::string(command) + " needs --ids 5,17,9 for decoder-only model '" + config.architecture + "'");
+  } else if (args.given("--ids")) {
+    throw Error(std::string("--ids is for decoder-only models; '") + config.architecture +
+                "' is an encoder-decoder: give --src-ids" + (std::string(command) == "score" ? " and --tgt-ids" : ""));
+  }
+}
+
+std::vector<std::vector<uint32_t>> parse_id_lists(const std::string& text, const char* what) {
+  if (text.empty()) throw Error(std::string(what) + " is empty");
+  std::vector<std::vector<uint32_t>> lists;
+  std::stringstream ss(text);
+  std::string one;
+  while (std::getline(ss, one, ';')) lists.push_back(parse_ids(one, what));
+  return lists;
+}
+
 int generate(const Args& args) {
   ModelArgs ma = model_args(args);
   const bool json = args.flag("--json");
   const bool warmup = args.flag("--warmup");
-  auto src = args.value("--src-ids");
-  if (!src) throw Error("--src-ids 5,17,9 is required (several sources: separate them with ';')");
+  if (!args.given("--src-ids") && !args.given("--ids"))
+    throw Error("--src-ids 5,17,9 (an encoder-decoder's sources) or --ids 5,17,9 (a decoder-only model's prompts) is "
+                "required; several: separate them with ';'");
   ContextOptions co = context_options(args);
-  if (src->empty()) throw Error("--src-ids is empty");
-  std::vector<std::vector<uint32_t>> sources;
-  std::stringstream ss(*src);
-  std::string one;
-  while (std::getline(ss, one, ';')) sources.push_back(parse_ids(one, "--src-ids"));
+  const char* input = args.given("--ids") ? "--ids" : "--src-ids";
+  const std::vector<std::vector<uint32_t>> sources = parse_id_lists(*args.value(input), input);
 
   Context ctx(co);
   auto t0 = std::chrono::steady_clock::now();
   auto model = Model::load(ctx, ma.dir, ma.precision);
   const ModelConfig& config = model->config();
+  check_family_options(args, config, "generate");
   // The model's own defaults (a Hugging Face generation_config.json), as translate takes
   // them; vkformer's own models: greedy, 64 tokens at most. Options override them.
   GenerateOptions o = GenerateOptions::defaults(config);
@@ -105,7 +128,7 @@ int generate(const Args& args) {
   o.submit_budget_ms = args.number("--submit-budget-ms", o.submit_budget_ms);
   o.max_steps_per_submit = args.count("--max-steps-per-submit", 64);
   check_decoding_options(args, o);
-  if (o.max_new_tokens > config.max_position)
+  if (!config.decoder_only && o.max_new_tokens > config.max_position)
     throw Error("--max-new-tokens " + std::to_string(o.max_new_tokens) + " is more than the model's max_position " +
                 std::to_string(config.max_position));
   auto t1 = std::chrono::steady_clock::now();
@@ -123,8 +146,8 @@ int generate(const Args& args) {
     tokens += out[i].size();
     finished.push_back(!out[i].empty() && out[i].back() == model->config().eos_id);
     if (!finished.back() && o.max_new_tokens > 0)
-      std::fprintf(stderr, "vkformer generate: warning: source %zu stopped at --max-new-tokens %u before the end token\n", i,
-                   o.max_new_tokens);
+      std::fprintf(stderr, "vkformer generate: warning: %s %zu stopped at --max-new-tokens %u before the end token\n",
+                   config.decoder_only ? "prompt" : "source", i, o.max_new_tokens);
   }
   const double secs = std::chrono::duration<double>(t2 - t1).count();
   if (json) {
@@ -174,15 +197,20 @@ int generate(const Args& args) {
 int score(const Args& args) {
   ModelArgs ma = model_args(args);
   const bool json = args.flag("--json");
-  auto src = args.value("--src-ids"), tgt = args.value("--tgt-ids"), out = args.value("--logits-out");
-  if (!src || !tgt || !out) throw Error("score needs --src-ids, --tgt-ids and --logits-out FILE.npy");
+  auto src = args.value("--src-ids"), tgt = args.value("--tgt-ids"), ids = args.value("--ids"),
+       out = args.value("--logits-out");
+  if (!out || (!ids && (!src || !tgt)))
+    throw Error("score needs --logits-out FILE.npy with --src-ids and --tgt-ids (an encoder-decoder) or --ids (a "
+                "decoder-only model)");
   ContextOptions co = context_options(args);
-  auto s = parse_ids(*src, "--src-ids"), t = parse_ids(*tgt, "--tgt-ids");
+  const auto t = ids ? parse_ids(*ids, "--ids") : parse_ids(*tgt, "--tgt-ids");
+  const auto s = src ? parse_ids(*src, "--src-ids") : std::vector<uint32_t>{};
   Context ctx(co);
   auto model = Model::load(ctx, ma.dir, ma.precision);
+  check_family_options(args, model->config(), "score");
   Session session(model);
   session.set_profile(ma.profile);
-  auto logits = session.score(s, t);
+  auto logits = model->config().decoder_only ? session.score(t) : session.score(s, t);
   write_npy(*out, logits, t.size(), model->config().tgt_vocab_size);
   if (json) {
     nlohmann::json j = {{"logits_file", *out},

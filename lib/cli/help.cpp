@@ -48,15 +48,18 @@ const std::vector<CommandSpec>& commands() {
        "against the CPU. Exit status 0 only when it matches and the validation layer (when\n"
        "on) reported nothing.",
        {kJson}},
-      {"generate", "target token ids from source token ids (greedy, beam or sampling)",
-       "usage: vkformer generate --model DIR --src-ids 5,17,9[;4,2...] [options]",
+      {"generate", "target token ids from source token ids, or a prompt's continuation (greedy, beam or sampling)",
+       "usage: vkformer generate --model DIR --src-ids 5,17,9[;4,2...] [options]   (encoder-decoders)\n"
+       "       vkformer generate --model DIR --ids 5,17,9[;4,2...] [options]       (decoder-only: GPT-2)",
        "Prints the generated target ids after BOS, one line per source (EOS included when\n"
-       "produced); a warning on stderr names any source cut at --max-new-tokens. A Hugging\n"
-       "Face model's generation_config.json gives the defaults, as `translate` takes them;\n"
-       "options override them. Sampling options need --temperature, which does not combine\n"
-       "with --beam above 1.",
+       "produced); a decoder-only model's new ids after each prompt, the prompt's ids used\n"
+       "exactly as given (no BOS added). A warning on stderr names any output cut at\n"
+       "--max-new-tokens. A Hugging Face model's generation_config.json gives the defaults, as\n"
+       "`translate` takes them; options override them. Sampling options need --temperature,\n"
+       "which does not combine with --beam above 1.",
        {kSeq2SeqModel,
-        {"--src-ids", "IDS", K::Text, "comma-separated ids; several sources separated by ';' (required)"},
+        {"--src-ids", "IDS", K::Text, "an encoder-decoder's comma-separated source ids; several separated by ';'"},
+        {"--ids", "IDS", K::Text, "a decoder-only model's comma-separated prompt ids; several separated by ';'"},
         kMaxNewTokens,
         kBeam,
         {"--length-penalty", "A", K::Number, "beam: score / length^A (default 1)", -10, 10},
@@ -74,13 +77,16 @@ const std::vector<CommandSpec>& commands() {
         {"--warmup", nullptr, K::Switch, "generate once untimed first (pipelines compiled, caches warm)"},
         kProfile,
         {"--json", nullptr, K::Switch, "one JSON object: ids, times, counters (schema: docs/cli.md)"}}},
-      {"score", "teacher-forced logits of a target given a source, as .npy",
-       "usage: vkformer score --model DIR --src-ids 5,17,9 --tgt-ids 1,7,8 --logits-out FILE.npy [options]",
-       "Writes the logits [len(tgt), tgt_vocab] as a float32 .npy file (written whole or\n"
-       "not at all: a temporary file renamed after a flushed write; README: files vkformer writes).",
+      {"score", "teacher-forced logits of a target given a source, or of a token sequence, as .npy",
+       "usage: vkformer score --model DIR --src-ids 5,17,9 --tgt-ids 1,7,8 --logits-out FILE.npy [options]\n"
+       "       vkformer score --model DIR --ids 5,17,9 --logits-out FILE.npy [options]   (decoder-only)",
+       "Writes the logits [len(tgt), tgt_vocab] (decoder-only: [len(ids), vocab], row i\n"
+       "predicting token i+1) as a float32 .npy file (written whole or not at all: a temporary\n"
+       "file renamed after a flushed write; README: files vkformer writes).",
        {kSeq2SeqModel,
-        {"--src-ids", "IDS", K::Text, "the source's comma-separated ids (required)"},
-        {"--tgt-ids", "IDS", K::Text, "the target's comma-separated ids, starting with BOS (required)"},
+        {"--src-ids", "IDS", K::Text, "an encoder-decoder's source ids, comma-separated"},
+        {"--tgt-ids", "IDS", K::Text, "its target's ids, starting with BOS"},
+        {"--ids", "IDS", K::Text, "a decoder-only model's token ids, used as given"},
         {"--logits-out", "FILE", K::Text, "where the .npy goes (required)"},
         kPrecision, kProfile,
         {"--json", nullptr, K::Switch, "one JSON object describing what was written (schema: docs/cli.md)"}}},

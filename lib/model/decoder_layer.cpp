@@ -85,7 +85,7 @@ void record_decoder_layer(const LayerRecorder& r, const DecoderLayer& l, size_t 
     r.feed_forward(l.ffn, in, b.hidden, out, residual);
   };
   r.residual_sublayer(l.norm1, b.x, b.y, self_attention);
-  r.residual_sublayer(l.norm2, b.x, b.y, cross_attention);
+  if (l.has_cross_attention()) r.residual_sublayer(l.norm2, b.x, b.y, cross_attention);
   r.residual_sublayer(l.norm3, b.x, b.y, feed_forward);
 }
 
@@ -113,12 +113,15 @@ StepStream record_decoder_layer_step(const LayerRecorder& r, const DecoderLayer&
     const BufferView x = s.x->view();                                                        // [rows, D]
     project_qkv(r, l, index, p, b, cache, x, {&l.norm1});                                   // of LN1(x)
     self_attention(x, x, {});                                                               // x += SelfAttn W_o^T + b
-    r.folded_linear(l.cross_q, x, b.queries.view(), Activation::None, {}, {&l.norm2}, {});  // queries of LN2(x)
-    cross_attention(x, x, {});                                                              // x += CrossAttn W_o^T + b
+    if (l.has_cross_attention()) {
+      r.folded_linear(l.cross_q, x, b.queries.view(), Activation::None, {}, {&l.norm2}, {});  // queries of LN2(x)
+      cross_attention(x, x, {});                                                              // x += CrossAttn W_o^T + b
+    }
     r.folded_linear(l.ffn.linear1, x, b.hidden.view(), r.activation, {}, {&l.norm3}, {});  // hidden [rows, F]
     r.folded_linear(l.ffn.linear2, b.hidden.view(), x, Activation::None, x, {}, {});       // x += FFN
     return {s.x, nullptr};
   }
+  if (!l.has_cross_attention()) throw Error("a post-norm decoder layer without cross-attention is not supported");
   const BufferView h0 = s.x->view(), h1 = other.view(), h2 = s.x->view();  // x = LN_pending(h0)
   project_qkv(r, l, index, p, b, cache, h0, {s.pending});
   self_attention(h1, h0, {s.pending});                                                     // h1 = SelfAttn W^T + b + x

@@ -72,12 +72,15 @@ std::vector<uint32_t> decode_beam(Seq2SeqGraph& s, const std::vector<uint32_t>& 
   return best->ids;
 }
 
-std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
-                                                            const std::vector<std::vector<uint32_t>>& sources,
-                                                            const GenerateOptions& o) {
+namespace {
+
+// Greedy or sampled steps from position t0, where `feed` holds each sequence's input
+// token; the cache holds positions [0, t0) already. Per sequence: the tokens chosen,
+// EOS included when produced.
+std::vector<std::vector<uint32_t>> continue_greedy_or_sampled(Seq2SeqGraph& s, uint32_t t0, std::vector<uint32_t> feed,
+                                                              const GenerateOptions& o) {
   const ModelConfig& c = s.config();
-  s.encode(sources, 1, o.max_new_tokens);  // positions 0 (BOS) .. max_new_tokens - 1 are fed
-  const uint32_t B = uint32_t(sources.size());
+  const uint32_t B = uint32_t(feed.size());
   std::vector<std::vector<uint32_t>> out(B);
   std::vector<bool> done(B, false);
   // Takes one step's tokens; true when every sequence is done.
@@ -97,7 +100,7 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
   if (o.temperature > 0) sampling = Sampling{.temperature = o.temperature, .top_k = o.top_k, .top_p = o.top_p, .seed = o.seed};
   if (!s.profile) {
     // Steps run on the GPU, n per submit, n doubling within the time budget.
-    s.start_steps(0, std::vector<uint32_t>(B, c.bos_id), o.stop_at_eos, sampling);
+    s.start_steps(t0, feed, o.stop_at_eos, sampling);
     const uint32_t most = std::max<uint32_t>(1, o.max_steps_per_submit);
     uint32_t t = 0, n = 1;
     while (t < o.max_new_tokens) {
@@ -118,14 +121,60 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
   }
 
   // Profiled: one step per submit, so the report times one step's dispatches.
-  std::vector<uint32_t> feed(B, c.bos_id);
   for (uint32_t t = 0; t < o.max_new_tokens; ++t) {
     check_cancel(o);
-    const std::vector<uint32_t> next = s.step(t, feed, nullptr, sampling);
+    const std::vector<uint32_t> next = s.step(t0 + t, feed, nullptr, sampling);
     if (take(next)) break;
     for (uint32_t b = 0; b < B; ++b) feed[b] = done[b] ? c.eos_id : next[b];
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
+                                                            const std::vector<std::vector<uint32_t>>& sources,
+                                                            const GenerateOptions& o) {
+  s.encode(sources, 1, o.max_new_tokens);  // positions 0 (BOS) .. max_new_tokens - 1 are fed
+  return continue_greedy_or_sampled(s, 0, std::vector<uint32_t>(sources.size(), s.config().bos_id), o);
+}
+
+std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& s, const std::vector<std::vector<uint32_t>>& prompts,
+                                                    const GenerateOptions& o) {
+  const ModelConfig& c = s.config();
+  std::vector<std::vector<uint32_t>> out;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto& p = prompts[i];
+    check_prompt(c, p, i, o.max_new_tokens);
+    if (o.max_new_tokens == 0) {
+      out.emplace_back();
+      continue;
+    }
+    // Positions 0 .. P - 2 in one pass, then steps from the last prompt token at P - 1:
+    // the first step's logits predict the first new token, and every choice (argmax or a
+    // draw keyed by its position) is the GPU's, as for an encoder-decoder.
+    const uint32_t P = uint32_t(p.size());
+    s.begin_decoder_only(1, P - 1 + o.max_new_tokens);
+    if (P > 1) s.prefill(0, P - 1, std::vector<uint32_t>(p.begin(), p.end() - 1));
+    out.push_back(continue_greedy_or_sampled(s, P - 1, {p.back()}, o)[0]);
+  }
+  return out;
+}
+
+void check_prompt(const ModelConfig& c, const std::vector<uint32_t>& prompt, size_t index, uint32_t new_tokens) {
+  const std::string which = "prompt " + std::to_string(index);
+  if (prompt.empty()) throw Error(which + " is empty (a decoder-only model continues at least one token)");
+  for (uint32_t id : prompt)
+    if (id >= c.tgt_vocab_size)
+      throw Error(which + " has token id " + std::to_string(id) + ", outside the vocabulary of " +
+                  std::to_string(c.tgt_vocab_size));
+  // The last new token is never fed back, so P + N - 1 positions are used.
+  if (uint64_t(prompt.size()) + new_tokens - (new_tokens ? 1 : 0) > c.max_position)
+    throw Error(which + " has " + std::to_string(prompt.size()) + " tokens" +
+                (new_tokens ? " and " + std::to_string(new_tokens) + " new ones need " +
+                                  std::to_string(prompt.size() + new_tokens - 1) + " positions"
+                            : "") +
+                ", more than the model's " + std::to_string(c.max_position) + " (n_positions)");
 }
 
 }  // namespace vkf::model

@@ -14,6 +14,13 @@ std::vector<double> log_softmax(const float* logits, uint32_t n);
 std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& g,
                                                             const std::vector<std::vector<uint32_t>>& sources,
                                                             const GenerateOptions& o);
+// A decoder-only model: each prompt continued by greedy or sampled steps (one prompt at
+// a time), the new tokens only, EOS included when produced.
+std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& g, const std::vector<std::vector<uint32_t>>& prompts,
+                                                    const GenerateOptions& o);
+// A prompt the model can continue by new_tokens: not empty, ids in the vocabulary, and
+// within n_positions; else an error naming the prompt.
+void check_prompt(const ModelConfig& c, const std::vector<uint32_t>& prompt, size_t index, uint32_t new_tokens);
 // Beam search of width o.beam over one source: the best finished hypothesis by
 // score / length^length_penalty.
 std::vector<uint32_t> decode_beam(Seq2SeqGraph& g, const std::vector<uint32_t>& source, const GenerateOptions& o);

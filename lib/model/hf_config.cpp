@@ -103,7 +103,7 @@ ModelConfig read_hf_config(const std::string& directory) {
   ModelConfig c;
   c.architecture = r.string("model_type");
   if (c.architecture != "marian" && c.architecture != "bart")
-    r.fail("model_type '" + c.architecture + "' is not supported (vkformer runs Hugging Face model_type marian and bart)");
+    r.fail("model_type '" + c.architecture + "' is not supported (vkformer runs Hugging Face model_type marian, bart and gpt2)");
   c.hugging_face = true;
   c.d_model = r.count("d_model", 1);
   c.nhead = r.count("encoder_attention_heads", 1);

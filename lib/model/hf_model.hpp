@@ -9,6 +9,10 @@
 
 namespace vkf::model {
 
+// The checkpoint of a save_pretrained directory: model.safetensors, or the index of its
+// shards; an error naming what is there instead (a pickle) or missing.
+std::string hf_checkpoint(const std::string& directory);
+
 // config.json and generation_config.json: errors name the file and the field.
 ModelConfig read_hf_config(const std::string& directory);
 

@@ -78,24 +78,28 @@ std::vector<std::string> with_suffixes(const std::string& p, std::initializer_li
 
 }  // namespace
 
-std::unique_ptr<Model::Impl> load_hf_weights(Context& ctx, const std::string& directory, const ModelConfig& c,
-                                             DType precision) {
+std::string hf_checkpoint(const std::string& directory) {
   namespace fs = std::filesystem;
   const fs::path dir(directory);
   std::error_code ec;
   // One file, or a sharded checkpoint (save_pretrained's default past 5 GB): its index.
   std::string checkpoint = (dir / "model.safetensors").string();
-  if (!fs::exists(checkpoint, ec)) {
-    checkpoint = (dir / "model.safetensors.index.json").string();
-    if (!fs::exists(checkpoint, ec)) {
-      if (fs::exists(dir / "pytorch_model.bin", ec) || fs::exists(dir / "pytorch_model.bin.index.json", ec))
-        throw Error("model " + directory + " has only pytorch_model.bin (a pickle, which vkformer does not read): convert "
-                    "it with `model = AutoModelForSeq2SeqLM.from_pretrained(dir); model.save_pretrained(dir, "
-                    "safe_serialization=True)`, which writes model.safetensors");
-      throw Error("model " + directory + ": missing model.safetensors (or a sharded model.safetensors.index.json)");
-    }
-  }
-  SafeTensors file(checkpoint);
+  if (fs::exists(checkpoint, ec)) return checkpoint;
+  checkpoint = (dir / "model.safetensors.index.json").string();
+  if (fs::exists(checkpoint, ec)) return checkpoint;
+  if (fs::exists(dir / "pytorch_model.bin", ec) || fs::exists(dir / "pytorch_model.bin.index.json", ec))
+    throw Error("model " + directory + " has only pytorch_model.bin (a pickle, which vkformer does not read): convert "
+                "it with transformers: the model's from_pretrained(dir), then save_pretrained(dir, "
+                "safe_serialization=True), which writes model.safetensors");
+  throw Error("model " + directory + ": missing model.safetensors (or a sharded model.safetensors.index.json)");
+}
+
+std::unique_ptr<Model::Impl> load_hf_weights(Context& ctx, const std::string& directory, const ModelConfig& c,
+                                             DType precision) {
+  namespace fs = std::filesystem;
+  const fs::path dir(directory);
+  std::error_code ec;
+  SafeTensors file(hf_checkpoint(directory));
   const Embeddings e = embeddings(file);
   check_layer_count(file, directory, "model.encoder.layers", c.num_encoder_layers, "encoder_layers");
   check_layer_count(file, directory, "model.decoder.layers", c.num_decoder_layers, "decoder_layers");

@@ -108,28 +108,7 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
     ctx_.upload(src_mask_, mask.data(), rows * 4);
   }
 
-  // Activations, shared by the encoder and the decoder's passes (at most capacity tokens).
-  const uint64_t rows_max = std::max(rows, batch_ * target_capacity);
-  ensure(ctx_, x_, rows_max * D, e, "x");                         // [rows, D]
-  ensure(ctx_, y_, rows_max * D, e, "y");                         // [rows, D]
-  ensure(ctx_, attn_, rows_max * D, e, "attn");                   // [rows, D]
-  ensure(ctx_, queries_, rows_max * D, e, "queries");             // [rows, D]
-  ensure(ctx_, hidden_, rows_max * c.dim_feedforward, e, "ffn_hidden");  // [rows, FFN]
-  ensure(ctx_, qkv_, uint64_t(rows) * 3 * D, e, "qkv");           // [B*S, 3D]
-  ensure(ctx_, memory_, uint64_t(rows) * D, e, "memory");         // [B*S, D]
-  cache_.reserve(ctx_, m_.dtype, uint32_t(m_.decoder.size()), batch_, target_capacity, S, D);
-  // Decode steps' fused attention: the larger of its self- and cross-attention needs,
-  // zeroed when new (its ticket counters must start at zero; each dispatch leaves them so).
-  const auto attention_scratch = [&](uint32_t kv_len) {
-    return ops_.decode_attention_scratch_bytes(
-        {.batch = batch_, .heads = c.nhead, .head_dim = D / c.nhead, .q_len = 1, .kv_len = std::max(kv_len, 1u)}, D);
-  };
-  const uint64_t scratch_bytes = std::max(attention_scratch(target_capacity), attention_scratch(S));
-  if (!attention_scratch_ || attention_scratch_.size() < scratch_bytes) {
-    attention_scratch_ = ctx_.buffer(scratch_bytes, "attention_scratch");
-    const std::vector<uint8_t> zeros(scratch_bytes, 0);
-    ctx_.upload(attention_scratch_, zeros.data(), scratch_bytes);
-  }
+  reserve(S, target_capacity);
 
   // A game sharing the queue must not stall on one long submit: with a GPU-time budget
   // the encoder goes in pieces of whole layers, each sized from the last encode's time.
@@ -201,6 +180,55 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   submit();
   encode_ms_per_unit_row_ = submitted_ms / (double(units) * rows);
   encode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+}
+
+void Seq2SeqGraph::reserve(uint32_t S, uint32_t target_capacity) {
+  const ModelConfig& c = m_.config;
+  const uint32_t D = c.d_model, rows = batch_ * S, e = dtype_bytes(m_.dtype);
+  // Activations, shared by the encoder and the decoder's passes (at most capacity tokens).
+  const uint64_t rows_max = std::max(rows, batch_ * target_capacity);
+  ensure(ctx_, x_, rows_max * D, e, "x");                         // [rows, D]
+  ensure(ctx_, y_, rows_max * D, e, "y");                         // [rows, D]
+  ensure(ctx_, attn_, rows_max * D, e, "attn");                   // [rows, D]
+  ensure(ctx_, queries_, rows_max * D, e, "queries");             // [rows, D]
+  ensure(ctx_, hidden_, rows_max * c.dim_feedforward, e, "ffn_hidden");  // [rows, FFN]
+  ensure(ctx_, qkv_, uint64_t(rows) * 3 * D, e, "qkv");           // [B*S, 3D]
+  ensure(ctx_, memory_, uint64_t(rows) * D, e, "memory");         // [B*S, D]
+  cache_.reserve(ctx_, m_.dtype, uint32_t(m_.decoder.size()), batch_, target_capacity, S, D);
+  // Decode steps' fused attention: the larger of its self- and cross-attention needs,
+  // zeroed when new (its ticket counters must start at zero; each dispatch leaves them so).
+  const auto attention_scratch = [&](uint32_t kv_len) {
+    return ops_.decode_attention_scratch_bytes(
+        {.batch = batch_, .heads = c.nhead, .head_dim = D / c.nhead, .q_len = 1, .kv_len = std::max(kv_len, 1u)}, D);
+  };
+  const uint64_t scratch_bytes = std::max(attention_scratch(target_capacity), attention_scratch(S));
+  if (!attention_scratch_ || attention_scratch_.size() < scratch_bytes) {
+    attention_scratch_ = ctx_.buffer(scratch_bytes, "attention_scratch");
+    const std::vector<uint8_t> zeros(scratch_bytes, 0);
+    ctx_.upload(attention_scratch_, zeros.data(), scratch_bytes);
+  }
+}
+
+void Seq2SeqGraph::begin_decoder_only(uint32_t batch, uint32_t target_capacity) {
+  const ModelConfig& c = m_.config;
+  if (!c.decoder_only) throw Error("begin_decoder_only: the model has an encoder");
+  if (!batch || !target_capacity) throw Error("no sequences or no positions to decode");
+  if (target_capacity > c.max_position)
+    throw Error(std::to_string(target_capacity) + " positions exceed the model's " + std::to_string(c.max_position) +
+                " (n_positions)");
+  const uint64_t widest = std::max<uint64_t>({3ull * c.d_model, c.dim_feedforward, c.tgt_vocab_size});
+  const uint64_t largest = uint64_t(batch) * target_capacity * widest * dtype_bytes(m_.dtype);
+  const uint64_t limit = ctx_.capabilities().max_storage_buffer_range;
+  if (batch > (1u << 20) || largest > limit)
+    throw Error(std::to_string(batch) + " sequence(s) x " + std::to_string(target_capacity) + " positions need " +
+                std::to_string(largest >> 20) + " MiB in one buffer, more than device '" + ctx_.capabilities().name +
+                "' binds (" + std::to_string(limit >> 20) + " MiB): use fewer or shorter prompts or fewer new tokens");
+  step_list_.reset();  // they refer to buffers that may be reallocated below
+  steps_list_.reset();
+  batch_ = batch;
+  src_len_ = 0;
+  ensure(ctx_, src_mask_, 1, dtype_bytes(m_.dtype), "src_mask");  // bound, never read: there is no source
+  reserve(0, target_capacity);
 }
 
 uint32_t Seq2SeqGraph::encoder_units_per_submit(uint32_t rows, uint32_t units) const {
@@ -287,6 +315,21 @@ void Seq2SeqGraph::check_target_ids(const std::vector<uint32_t>& ids) const {
     if (id >= m_.config.tgt_vocab_size)
       throw Error("target token id " + std::to_string(id) + " is outside the target vocabulary of " +
                   std::to_string(m_.config.tgt_vocab_size));
+}
+
+void Seq2SeqGraph::prefill(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
+  const uint32_t rows = batch_ * n;
+  if (ids.size() != rows) throw Error("prefill: expected " + std::to_string(rows) + " token ids");
+  if (t0 + n > cache_.capacity())
+    throw Error("position " + std::to_string(t0 + n) + " is past the decoding capacity " +
+                std::to_string(cache_.capacity()));
+  check_target_ids(ids);
+  ensure(ctx_, tgt_ids_, rows, 4, "tgt_ids");
+  ctx_.upload(tgt_ids_, ids.data(), rows * 4);
+  ensure(ctx_, logits_, uint64_t(batch_) * m_.config.tgt_vocab_size, dtype_bytes(m_.dtype), "logits");
+  CommandList cl = begin();
+  record_decoder(cl, {.t0 = t0, .n = n});  // the cache filled; logits of each sequence's last token only
+  finish(cl, decoder_report);
 }
 
 std::vector<float> Seq2SeqGraph::decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {

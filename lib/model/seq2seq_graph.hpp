@@ -20,9 +20,15 @@ class Seq2SeqGraph {
   // every decoder layer's cross-attention keys/values in the cache, and room for
   // target_capacity positions of self-attention.
   void encode(const std::vector<std::vector<uint32_t>>& sources, uint32_t copies, uint32_t target_capacity);
+  // A decoder-only model: room for `batch` sequences of target_capacity positions and no
+  // source; decode() then reads prompts and step()/start_steps() continue them.
+  void begin_decoder_only(uint32_t batch, uint32_t target_capacity);
   // Teacher forcing: n tokens per sequence at positions [t0, t0 + n), appended to the
   // cache; the logits of every token, [batch * n, tgt_vocab].
   std::vector<float> decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids);
+  // The same pass for its cache alone (a prompt before decode steps continue it): no
+  // logits but each sequence's last token's, which stay on the GPU.
+  void prefill(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids);
   // One token per sequence at position t: the argmax of each sequence's logits (or a
   // token drawn from them on the GPU, as `sampling` says), and the logits themselves
   // when logits_out is given (beams).
@@ -62,7 +68,9 @@ class Seq2SeqGraph {
   };
   void record_decoder(CommandList& cl, const DecoderOptions& o);
   void check_target_ids(const std::vector<uint32_t>& ids) const;
-  void ensure_step_buffers();  // what a recorded decode step (step() or greedy) reads and writes
+  void ensure_step_buffers();
+  // Working memory for B = batch_ sequences: a source of S tokens, target_capacity positions.
+  void reserve(uint32_t S, uint32_t target_capacity);  // what a recorded decode step (step() or greedy) reads and writes
   LayerRecorder recorder(CommandList& cl, uint32_t rows);
   CommandList begin();
   void finish(CommandList& cl, std::string& report);

@@ -4,6 +4,7 @@
 
 #include "config_reader.hpp"
 #include "expected_tensors.hpp"
+#include "gpt2.hpp"
 #include "hf_model.hpp"
 #include "seq2seq.hpp"
 #include "uploader.hpp"
@@ -46,14 +47,18 @@ std::shared_ptr<const Model> Model::load(Context& ctx, const std::string& direct
   // A clear error for a missing directory, a file, no config.json; then the family.
   model_architecture(directory);
   // A Hugging Face directory names its model_type instead (read_hf_config names the ones it runs).
-  const bool hugging_face = !model::ConfigReader((fs::path(directory) / "config.json").string()).has("architecture");
-  ModelConfig c = hugging_face ? model::read_hf_config(directory)
-                               : ModelConfig::from_file((fs::path(directory) / "config.json").string());
+  const model::ConfigReader config((fs::path(directory) / "config.json").string());
+  const bool hugging_face = !config.has("architecture");
+  const bool gpt2 = hugging_face && config.has("model_type") && config.string("model_type") == "gpt2";
+  ModelConfig c = gpt2           ? model::read_gpt2_config(directory)
+                  : hugging_face ? model::read_hf_config(directory)
+                                 : ModelConfig::from_file((fs::path(directory) / "config.json").string());
   if (precision == DType::F16 && !ctx.capabilities().storage_16bit)
     throw Error("fp16 precision needs 16-bit storage, which device '" + ctx.capabilities().name + "' lacks");
   if (!Ops(ctx, precision).fused_attention_fits(c.head_dim()))
     throw Error("model " + directory + ": head_dim " + std::to_string(c.head_dim()) +
                 " does not fit vkformer's attention kernel on device '" + ctx.capabilities().name + "'");
+  if (gpt2) return std::shared_ptr<const Model>(new Model(model::load_gpt2_weights(ctx, directory, c, precision)));
   if (hugging_face) return std::shared_ptr<const Model>(new Model(model::load_hf_weights(ctx, directory, c, precision)));
 
   model::SafeTensors file((fs::path(directory) / "model.safetensors").string());

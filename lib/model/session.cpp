@@ -66,19 +66,32 @@ void Session::warmup(const WarmupOptions& options) {
   // A source long enough for the tiled GEMMs (more rows than the decode-step kernel
   // takes), of a token that is not padding; two greedy steps, then the host-stepped path.
   const uint32_t id = c.src_vocab_size > 1 ? (c.pad_id + 1) % c.src_vocab_size : 0;
-  const std::vector<uint32_t> source(std::min<uint32_t>(8, c.max_position), id);
+  // (A decoder-only model's prompt and new tokens share its positions: P + steps - 1.)
   const uint32_t steps = std::min<uint32_t>(2, c.max_position);
+  const uint32_t length = c.decoder_only ? std::min<uint32_t>(8, c.max_position + 1 - steps) : std::min<uint32_t>(8, c.max_position);
+  const std::vector<uint32_t> source(length, id);
   generate({source}, {.max_new_tokens = steps, .stop_at_eos = false, .submit_budget_ms = 0});
   generate({source}, {.max_new_tokens = steps, .temperature = 1.0f, .stop_at_eos = false});
   // A beam search: decode steps of 2 to 4 rows (beams, or batched sources) have their own
-  // GEMM variant (one row has another).
-  generate({source}, {.max_new_tokens = steps, .beam = 2, .stop_at_eos = false});
+  // GEMM variant (one row has another). Decoder-only models have no beam search yet.
+  if (!c.decoder_only) generate({source}, {.max_new_tokens = steps, .beam = 2, .stop_at_eos = false});
 }
 
 void Session::set_profile(bool on) { impl_->graph.profile = on; }
 
 std::string Session::profile_report() const {
   return "encoder:\n" + impl_->graph.encoder_report + "\nlast decoder step:\n" + impl_->graph.decoder_report;
+}
+
+std::vector<float> Session::score(const std::vector<uint32_t>& ids) {
+  const ModelConfig& c = impl_->model->config();
+  if (!c.decoder_only)
+    throw Error("score: model '" + c.architecture + "' is an encoder-decoder: give a source and a target");
+  model::check_prompt(c, ids, 0, 0);
+  model::Seq2SeqGraph& g = impl_->graph;
+  g.submit_budget_ms = GenerateOptions{}.submit_budget_ms;
+  g.begin_decoder_only(1, uint32_t(ids.size()));
+  return g.decode(0, uint32_t(ids.size()), ids);  // [n, V]
 }
 
 std::vector<float> Session::score(const std::vector<uint32_t>& src, const std::vector<uint32_t>& tgt) {
@@ -91,6 +104,8 @@ std::vector<std::vector<float>> Session::score(const std::vector<std::vector<uin
   if (sources.size() != targets.size())
     throw Error("score: " + std::to_string(sources.size()) + " sources but " + std::to_string(targets.size()) + " targets");
   if (sources.empty()) return {};
+  if (impl_->model->config().decoder_only)
+    throw Error("score: model '" + impl_->model->config().architecture + "' is decoder-only: score its token ids alone");
   size_t longest = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
     if (targets[i].empty()) throw Error("score: target " + std::to_string(i) + " is empty (it starts with BOS)");
@@ -133,8 +148,12 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   if (sources.size() > GenerateOptions::kMaxSources)
     throw Error("generate: " + std::to_string(sources.size()) + " sources in one call, more than " +
                 std::to_string(GenerateOptions::kMaxSources) + ": split them into several calls");
+  if (c.decoder_only) {
+    if (o.beam > 1) throw Error("generate: beam search is not supported for decoder-only models yet (use greedy or sampling)");
+    for (size_t i = 0; i < sources.size(); ++i) model::check_prompt(c, sources[i], i, o.max_new_tokens);
+  }
   // Positions 0 (BOS) .. max_new_tokens - 1 are fed to the decoder.
-  if (o.max_new_tokens > c.max_position)
+  if (!c.decoder_only && o.max_new_tokens > c.max_position)
     throw Error("generate: max_new_tokens " + std::to_string(o.max_new_tokens) +
                 " needs more positions than the model's max_position " + std::to_string(c.max_position));
   const bool processors = o.min_length || o.no_repeat_ngram_size || !o.bad_words_ids.empty() || o.forced_bos_id ||
@@ -142,7 +161,7 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   if (processors && !c.hugging_face)
     throw Error("generate: min_length, no_repeat_ngram_size, bad_words_ids, forced_bos_id, forced_eos_id and "
                 "early_stopping are Hugging Face generate() settings; model '" + c.architecture + "' does not take them");
-  if (c.hugging_face && o.temperature > 0)
+  if (c.hugging_face && !c.decoder_only && o.temperature > 0)
     throw Error("generate: sampling is not supported for Hugging Face models yet (use greedy or beam search)");
   for (const auto& bad : o.bad_words_ids)
     if (bad.empty() || std::any_of(bad.begin(), bad.end(), [&](uint32_t id) { return id >= c.tgt_vocab_size; }))
@@ -156,7 +175,9 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   std::vector<std::vector<uint32_t>> results;
   double encode_ms = 0, encode_gpu_ms = 0;
   uint64_t encode_submits = 0;  // the encodes', counted where they are recorded (Seq2SeqGraph::encode)
-  if (c.hugging_face && o.beam > 1) {
+  if (c.decoder_only) {
+    results = model::continue_prompts(impl_->graph, sources, o);  // no encoder: nothing to count there
+  } else if (c.hugging_face && o.beam > 1) {
     for (const auto& src : sources) {
       results.push_back(model::hf_beam(impl_->graph, src, o));
       encode_ms += impl_->graph.encode_ms;

@@ -25,8 +25,8 @@ std::unique_ptr<Tokenizer> Tokenizer::for_model(const std::string& directory) {
   if (architecture == "bart") return std::make_unique<model::BartTokenizer>(directory, config.count("vocab_size", 1));
   if (architecture != "torch-seq2seq")  // the loader's words, so every command says the same
     config.fail(config.has("model_type")
-                    ? "model_type '" + architecture + "' is not supported (vkformer runs Hugging Face model_type marian and bart)"
-                    : "unknown architecture '" + architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian and bart)");
+                    ? "model_type '" + architecture + "' is not supported (vkformer runs Hugging Face model_type marian, bart and gpt2)"
+                    : "unknown architecture '" + architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart and gpt2)");
   const uint32_t vocab = std::max(config.count("src_vocab_size", 1), config.count("tgt_vocab_size", 1));
   std::error_code ec;
   if (!fs::exists(fs::path(directory) / "vocab.json", ec))

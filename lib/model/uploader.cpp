@@ -17,6 +17,17 @@ Linear Uploader::linear(const std::string& p) {
   return {tensor(p + ".weight"), tensor(p + ".bias"), uint32_t(s[0]), uint32_t(s[1])};
 }
 
+Linear Uploader::conv1d(const std::string& p) {
+  const auto& s = file_.at(p + ".weight").shape;
+  const uint64_t in = s[0], out = s[1];
+  const auto w = file_.floats(p + ".weight");
+  std::vector<float> t(w.size());
+  for (uint64_t i = 0; i < in; ++i)
+    for (uint64_t o = 0; o < out; ++o) t[o * in + i] = w[i * out + o];
+  return {upload_floats(ctx_, std::span<const float>(t), dtype_, p + ".weight"), tensor(p + ".bias"), uint32_t(out),
+          uint32_t(in)};
+}
+
 Buffer Uploader::stacked(const std::vector<std::string>& names) {
   std::vector<float> all;
   for (const auto& n : names) {

@@ -15,6 +15,8 @@ class Uploader {
   // Rows [row0, row0 + rows) of a tensor (all of it by default), in the model's precision.
   Buffer tensor(const std::string& name, uint64_t row0 = 0, uint64_t rows = 0);
   Linear linear(const std::string& prefix);
+  // A Conv1D (GPT-2): weight [in, out] transposed to Linear's [out, in], and its bias.
+  Linear conv1d(const std::string& prefix);
   // Several tensors' rows one after another (Hugging Face's q_proj, k_proj, v_proj as
   // one [3D, D] projection).
   Buffer stacked(const std::vector<std::string>& names);

@@ -29,11 +29,14 @@ struct EncoderLayer {
 // split-output GEMM); cross-attention's is split by where the inputs come from: queries
 // from the target (cross_q) and keys/values from the encoder's memory (cross_kv, [2D, D],
 // computed once per source).
+// A decoder-only model's layers (GPT-2) have no cross-attention: cross_* and norm2 are
+// empty, norm1 comes before self-attention and norm3 before the feed-forward block.
 struct DecoderLayer {
   Linear self_qkv, self_out;
   Linear cross_q, cross_kv, cross_out;
   FeedForward ffn;
   Norm norm1, norm2, norm3;
+  bool has_cross_attention() const { return cross_out.out != 0; }
 };
 
 }  // namespace vkf::model

@@ -1,0 +1,119 @@
+// GPT-2 directories (save_pretrained: GPT2LMHeadModel with its "transformer." prefix and
+// lm_head tied, GPT2Model without either, shards, bfloat16) against transformers' own
+// outputs, made by tools/hf_references/make_gpt2_references.py (transformers 4.36.2)
+// into tests/hf/gpt2/references.json.
+//
+// Logits tolerance, ||got - ref|| / ||ref|| per prompt over every position: fp32 1e-4
+// (fp32 accumulation over 48-300 terms per output, a few 2^-24 each, grown by two
+// layers), fp16 1e-2 (weights and activations stored to 11 bits: 2^-11 per rounding,
+// several roundings per layer). Greedy continuations match transformers' generate()
+// token for token in fp32; in fp16 the first tokens too (the references' top logits are
+// apart by ~1, against fp16 errors of ~1e-2).
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/gpu_test.hpp"
+#include "vkformer/model.hpp"
+
+namespace fs = std::filesystem;
+
+namespace vkf::test {
+namespace {
+
+const fs::path kDir = fs::path(VKF_SOURCE_DIR) / "tests" / "hf" / "gpt2";
+
+const nlohmann::json& references() {
+  static const nlohmann::json refs = [] {
+    std::ifstream f(kDir / "references.json");
+    return nlohmann::json::parse(f);
+  }();
+  return refs;
+}
+
+double relative_error(const std::vector<float>& got, const std::vector<double>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / den);
+}
+
+struct Case {
+  const char* model;  // tests/hf/gpt2/<model> and its references
+  DType dtype;
+};
+
+class Gpt2 : public GpuTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(Gpt2, LogitsAndGreedyContinuationsMatchTransformers) {
+  const auto [name, dtype] = GetParam();
+  const bool f16 = dtype == DType::F16;
+  auto model = Model::load(ctx(), (kDir / name).string(), dtype);
+  EXPECT_TRUE(model->config().decoder_only);
+  Session session(model);
+  const uint32_t n = references()["new_tokens"];
+  for (const auto& ref : references()["models"][name]) {
+    const auto ids = ref["ids"].get<std::vector<uint32_t>>();
+    SCOPED_TRACE("prompt of " + std::to_string(ids.size()) + " tokens");
+    const auto logits = session.score(ids);  // [n, V]
+    EXPECT_LT(relative_error(logits, ref["logits"].get<std::vector<double>>()), f16 ? 1e-2 : 1e-4);
+    const auto want = ref["greedy"].get<std::vector<uint32_t>>();
+    const auto got = session.generate({ids}, {.max_new_tokens = n}).at(0);
+    if (f16) {
+      ASSERT_FALSE(got.empty());
+      EXPECT_EQ(got[0], want[0]);
+    } else {
+      EXPECT_EQ(got, want);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(, Gpt2,
+                         ::testing::Values(Case{"lm", DType::F32}, Case{"lm", DType::F16}, Case{"base", DType::F32},
+                                           Case{"sharded", DType::F32}, Case{"bf16", DType::F32},
+                                           Case{"bf16", DType::F16}, Case{"eos", DType::F32}),
+                         [](const auto& info) {
+                           return std::string(info.param.model) + (info.param.dtype == DType::F16 ? "_fp16" : "_fp32");
+                         });
+
+// Several prompts in one call, each continued on its own: the same tokens as one at a time.
+TEST_F(GpuTest, Gpt2SeveralPromptsGiveEachItsOwnContinuation) {
+  auto model = Model::load(ctx(), (kDir / "lm").string(), DType::F32);
+  Session session(model);
+  const auto& refs = references()["models"]["lm"];
+  std::vector<std::vector<uint32_t>> prompts;
+  for (const auto& r : refs) prompts.push_back(r["ids"].get<std::vector<uint32_t>>());
+  const auto got = session.generate(prompts, {.max_new_tokens = references()["new_tokens"]});
+  ASSERT_EQ(got.size(), prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], refs[i]["greedy"].get<std::vector<uint32_t>>()) << i;
+}
+
+// Named errors: a prompt past n_positions (64), an id outside the vocabulary (300), an
+// empty prompt, beam search, the encoder-decoder scoring call.
+TEST_F(GpuTest, Gpt2BadInputsAreNamedErrors) {
+  auto model = Model::load(ctx(), (kDir / "lm").string(), DType::F32);
+  Session session(model);
+  auto fails = [&](const std::function<void()>& f, const std::string& says) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one saying: " << says;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  fails([&] { session.generate({std::vector<uint32_t>(60, 1)}, {.max_new_tokens = 10}); }, "(n_positions)");
+  fails([&] { session.score(std::vector<uint32_t>(65, 1)); }, "more than the model's 64 (n_positions)");
+  fails([&] { session.generate({{1, 300}}, {.max_new_tokens = 2}); }, "token id 300, outside the vocabulary of 300");
+  fails([&] { session.generate({{}}, {.max_new_tokens = 2}); }, "prompt 0 is empty");
+  fails([&] { session.generate({{1, 2}}, {.max_new_tokens = 2, .beam = 2}); }, "beam search is not supported");
+  fails([&] { session.score({1, 2}, {1, 2}); }, "is decoder-only");
+  // The longest prompt that fits: 60 tokens and 5 new ones use 64 positions.
+  EXPECT_EQ(session.generate({std::vector<uint32_t>(60, 1)}, {.max_new_tokens = 5}).at(0).size(), 5u);
+}
+
+}  // namespace
+}  // namespace vkf::test
