@@ -95,7 +95,8 @@ class GptPattern {
   pcre2_code* code_ = nullptr;
 };
 
-BartTokenizer::BartTokenizer(const std::string& directory, uint32_t vocab_size) : pattern_(std::make_unique<GptPattern>()) {
+BartTokenizer::BartTokenizer(const std::string& directory, uint32_t vocab_size, Flavour flavour)
+    : pattern_(std::make_unique<GptPattern>()), wrap_(flavour == Flavour::Bart) {
   namespace fs = std::filesystem;
   const fs::path dir(directory);
 
@@ -179,6 +180,33 @@ BartTokenizer::BartTokenizer(const std::string& directory, uint32_t vocab_size) 
         throw Error("tokenizer " + config_file + ": added token " + id +
                     " is not a special token (vkformer runs BART's own vocabulary and special tokens only)");
 
+  if (flavour == Flavour::Gpt2) {
+    // GPT2Tokenizer: <|endoftext|> (or the config's texts) as BOS, EOS and unknown; a
+    // pad token only when the config names one.
+    const std::string bos = token_text(config, "bos_token", "<|endoftext|>", config_file),
+                      eos = token_text(config, "eos_token", "<|endoftext|>", config_file),
+                      unk = token_text(config, "unk_token", "<|endoftext|>", config_file);
+    std::vector<std::string> named = {bos, eos, unk};
+    if (const auto it = config.find("pad_token"); it != config.end() && !it->is_null())
+      named.push_back(token_text(config, "pad_token", "", config_file));
+    for (const std::string& t : named) {
+      if (t.empty()) throw Error("tokenizer " + config_file + ": a special token is empty");
+      if (!ids_.count(t)) {
+        ids_[t] = uint32_t(tokens_.size());
+        tokens_.push_back(t);
+      }
+      bool known = false;
+      for (const auto& sp : specials_) known |= sp.text == t;
+      if (!known) specials_.push_back({t, ids_.at(t), false});
+    }
+    bos_ = ids_.at(bos);
+    eos_ = ids_.at(eos);
+    unk_ = ids_.at(unk);
+    if (tokens_.size() > vocab_size)
+      throw Error("tokenizer " + vocab + ": with its special tokens, " + std::to_string(tokens_.size()) +
+                  " tokens, more than the model's vocabulary of " + std::to_string(vocab_size) + " (config.json)");
+    return;
+  }
   // The special tokens, in transformers' order: one missing from vocab.json is added after
   // it, as the slow tokenizer does. <mask> takes the space before it (lstrip), the rest none.
   const std::string bos = token_text(config, "bos_token", "<s>", config_file),
@@ -255,9 +283,10 @@ std::vector<uint32_t> BartTokenizer::encode_valid(std::string_view utf8) const {
     if (!python_isspace(utf8_code_point(text, 0, &n))) text.insert(0, " ");
   }
   // Special tokens in the text are tokens of their own (<mask> takes the spaces before it).
-  std::vector<uint32_t> ids{bos_};
+  std::vector<uint32_t> ids;
+  if (wrap_) ids.push_back(bos_);
   split_at_special_tokens(text, specials_, [&](std::string_view part) { encode_text(part, ids); }, ids);
-  ids.push_back(eos_);
+  if (wrap_) ids.push_back(eos_);
   return ids;
 }
 

@@ -18,8 +18,12 @@ class GptPattern;  // GPT-2's pre-tokenizer pattern, compiled by PCRE2
 
 class BartTokenizer : public Tokenizer {
  public:
+  // The two tokenizers of this kind transformers has: BartTokenizer (<s> ... </s> around
+  // the ids; <s>, </s>, <unk>, <pad>, <mask> special) and GPT2Tokenizer (the ids alone;
+  // <|endoftext|> special as BOS, EOS and unknown).
+  enum class Flavour { Bart, Gpt2 };
   // vocab_size: the model's (config.json); a larger vocabulary is refused before its tables are built.
-  BartTokenizer(const std::string& directory, uint32_t vocab_size);
+  BartTokenizer(const std::string& directory, uint32_t vocab_size, Flavour flavour = Flavour::Bart);
   ~BartTokenizer() override;
   std::string decode(const std::vector<uint32_t>& ids) const override;
   uint32_t size() const override { return uint32_t(tokens_.size()); }
@@ -42,6 +46,7 @@ class BartTokenizer : public Tokenizer {
   std::vector<SpecialToken> specials_;               // matched in the text as tokens of their own
   uint32_t bos_ = 0, eos_ = 2, unk_ = 3;
   bool add_prefix_space_ = false, clean_up_spaces_ = true;
+  bool wrap_ = true;  // <s> ... </s> around the ids (BART)
   size_t merges_ = 0;
 };
 

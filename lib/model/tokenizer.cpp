@@ -23,6 +23,9 @@ std::unique_ptr<Tokenizer> Tokenizer::for_model(const std::string& directory) {
     return std::make_unique<model::MarianTokenizer>(directory, vocab);
   }
   if (architecture == "bart") return std::make_unique<model::BartTokenizer>(directory, config.count("vocab_size", 1));
+  if (architecture == "gpt2")
+    return std::make_unique<model::BartTokenizer>(directory, config.count("vocab_size", 1),
+                                                  model::BartTokenizer::Flavour::Gpt2);
   if (architecture != "torch-seq2seq")  // the loader's words, so every command says the same
     config.fail(config.has("model_type")
                     ? "model_type '" + architecture + "' is not supported (vkformer runs Hugging Face model_type marian, bart and gpt2)"

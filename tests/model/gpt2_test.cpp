@@ -16,6 +16,7 @@
 
 #include "support/gpu_test.hpp"
 #include "vkformer/model.hpp"
+#include "vkformer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
 
@@ -92,7 +93,7 @@ TEST_F(GpuTest, Gpt2SeveralPromptsGiveEachItsOwnContinuation) {
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], refs[i]["greedy"].get<std::vector<uint32_t>>()) << i;
 }
 
-// Named errors: a prompt past n_positions (64), an id outside the vocabulary (300), an
+// Named errors: a prompt past n_positions (64), an id outside the vocabulary (357), an
 // empty prompt, beam search, the encoder-decoder scoring call.
 TEST_F(GpuTest, Gpt2BadInputsAreNamedErrors) {
   auto model = Model::load(ctx(), (kDir / "lm").string(), DType::F32);
@@ -107,12 +108,38 @@ TEST_F(GpuTest, Gpt2BadInputsAreNamedErrors) {
   };
   fails([&] { session.generate({std::vector<uint32_t>(60, 1)}, {.max_new_tokens = 10}); }, "(n_positions)");
   fails([&] { session.score(std::vector<uint32_t>(65, 1)); }, "more than the model's 64 (n_positions)");
-  fails([&] { session.generate({{1, 300}}, {.max_new_tokens = 2}); }, "token id 300, outside the vocabulary of 300");
+  fails([&] { session.generate({{1, 357}}, {.max_new_tokens = 2}); }, "token id 357, outside the vocabulary of 357");
   fails([&] { session.generate({{}}, {.max_new_tokens = 2}); }, "prompt 0 is empty");
   fails([&] { session.generate({{1, 2}}, {.max_new_tokens = 2, .beam = 2}); }, "beam search is not supported");
   fails([&] { session.score({1, 2}, {1, 2}); }, "is decoder-only");
   // The longest prompt that fits: 60 tokens and 5 new ones use 64 positions.
   EXPECT_EQ(session.generate({std::vector<uint32_t>(60, 1)}, {.max_new_tokens = 5}).at(0).size(), 5u);
+}
+
+}  // namespace
+}  // namespace vkf::test
+
+namespace vkf::test {
+namespace {
+
+// GPT2Tokenizer's files as save_pretrained writes them: the same ids as transformers'
+// slow and fast tokenizers on the shared sentence list (accents, CJK, emoji, digits,
+// whitespace runs, <|endoftext|> written in the text), no BOS or EOS added, and the same
+// decoded text, of those ids and of the model's greedy continuations.
+TEST(Gpt2Tokenizer, IdsAndTextMatchTransformers) {
+  const auto& ref = references()["tokenizer"];
+  const auto tok = Tokenizer::for_model((kDir / "lm").string());
+  const auto sentences = ref["sentences"].get<std::vector<std::string>>();
+  const auto ids = ref["ids"].get<std::vector<std::vector<uint32_t>>>();
+  const auto decoded = ref["decoded"].get<std::vector<std::string>>();
+  ASSERT_EQ(sentences.size(), ids.size());
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    EXPECT_EQ(tok->encode(sentences[i]), ids[i]) << sentences[i];
+    EXPECT_EQ(tok->decode(ids[i]), decoded[i]) << sentences[i];
+  }
+  const auto& lm = references()["models"]["lm"];
+  const auto greedy_text = ref["greedy_text"].get<std::vector<std::string>>();
+  for (size_t i = 0; i < lm.size(); ++i) EXPECT_EQ(tok->decode(lm[i]["greedy"].get<std::vector<uint32_t>>()), greedy_text[i]);
 }
 
 }  // namespace

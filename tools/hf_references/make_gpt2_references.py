@@ -2,14 +2,18 @@
 """Makes vkformer's GPT-2 references (tests/hf/gpt2/) with real `transformers`:
 
   tests/hf/gpt2/lm/        a random GPT2LMHeadModel saved by save_pretrained (weights
-                           under "transformer.", lm_head tied and dropped)
+                           under "transformer.", lm_head tied and dropped), with a
+                           GPT2Tokenizer's files (a byte-level BPE learned here, as
+                           make_references.py learns BART's)
   tests/hf/gpt2/base/      the same weights as a GPT2Model (no prefix, no lm_head)
   tests/hf/gpt2/sharded/   the same weights in shards (model.safetensors.index.json)
   tests/hf/gpt2/bf16/      the same weights saved in bfloat16
   tests/hf/gpt2/eos/       another random model whose eos_token_id is in its vocabulary
   tests/hf/gpt2/references.json
                            per model: prompts (token ids, used as given), their logits
-                           at every position, and greedy generate() continuations
+                           at every position, and greedy generate() continuations; the
+                           slow and fast GPT-2 tokenizers' ids of tests/hf/sentences.txt
+                           and the decoded text of the lm model's continuations
 
 Random weights are scaled up from GPT-2's initialisation (std 0.02 gives logits within
 1e-3 of each other, where greedy decoding is a coin toss) and the LayerNorms are
@@ -20,21 +24,29 @@ randomised, so the checks see every weight. Run with transformers 4.36.2 (and it
 """
 import json
 import shutil
+import sys
+import tempfile
+from collections import Counter
 from pathlib import Path
 
+import regex
 import torch
 import transformers
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import GPT2Config, GPT2LMHeadModel, GPT2Tokenizer, GPT2TokenizerFast
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_references import CORPUS, bytes_to_unicode  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "hf" / "gpt2"
-PROMPTS = [[5, 17, 9], [42], [7, 7, 7, 7, 7, 7], [int(x) for x in torch.randint(0, 300, (20,), generator=torch.Generator().manual_seed(3))]]
+VOCAB = 357  # the tokenizer's: 256 byte symbols, 100 merges, <|endoftext|>
+PROMPTS = [[5, 17, 9], [42], [7, 7, 7, 7, 7, 7], [int(x) for x in torch.randint(0, VOCAB, (20,), generator=torch.Generator().manual_seed(3))]]
 NEW_TOKENS = 12
 
 
 def random_model(seed, **config):
     torch.manual_seed(seed)
-    cfg = GPT2Config(n_embd=48, n_layer=2, n_head=4, n_positions=64, vocab_size=300, resid_pdrop=0.0, embd_pdrop=0.0,
+    cfg = GPT2Config(n_embd=48, n_layer=2, n_head=4, n_positions=64, vocab_size=VOCAB, resid_pdrop=0.0, embd_pdrop=0.0,
                      attn_pdrop=0.0, **config)
     model = GPT2LMHeadModel(cfg).eval()
     with torch.no_grad():
@@ -46,6 +58,48 @@ def random_model(seed, **config):
             else:
                 p.mul_(8.0)  # std 0.16: logits apart by ~1
     return model
+
+
+def make_gpt2_tokenizer(directory, merges_count=100):
+    """GPT-2's layout: the 256 byte symbols, the merges learned on CORPUS, <|endoftext|>;
+    saved by GPT2Tokenizer.save_pretrained as a hub GPT-2 directory holds it."""
+    pattern = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+    b2u = bytes_to_unicode()
+    words = Counter("".join(b2u[b] for b in w.encode()) for w in pattern.findall(CORPUS))
+    splits = {w: list(w) for w in words}
+    merges = []
+    for _ in range(merges_count):
+        pairs = Counter()
+        for w, n in words.items():
+            s = splits[w]
+            for a, b in zip(s, s[1:]):
+                pairs[a, b] += n
+        if not pairs:
+            break
+        best = max(pairs.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        merges.append(best)
+        for w in words:
+            s, i, out = splits[w], 0, []
+            while i < len(s):
+                if i + 1 < len(s) and (s[i], s[i + 1]) == best:
+                    out.append(s[i] + s[i + 1])
+                    i += 2
+                else:
+                    out.append(s[i])
+                    i += 1
+            splits[w] = out
+    vocab = {}
+    for ch in b2u.values():
+        vocab[ch] = len(vocab)
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    vocab["<|endoftext|>"] = len(vocab)
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
+        (Path(tmp) / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+        tok = GPT2Tokenizer(str(Path(tmp) / "vocab.json"), str(Path(tmp) / "merges.txt"))
+        tok.save_pretrained(directory)
+    return GPT2Tokenizer.from_pretrained(directory), GPT2TokenizerFast.from_pretrained(directory)
 
 
 def references(model):
@@ -66,9 +120,18 @@ def main():
     OUT.mkdir(parents=True)
     refs = {"transformers_version": transformers.__version__, "new_tokens": NEW_TOKENS, "models": {}}
 
+    slow, fast = make_gpt2_tokenizer(OUT / "lm")
+    assert len(slow) == VOCAB, len(slow)
     lm = random_model(1)
     lm.save_pretrained(OUT / "lm")
     refs["models"]["lm"] = references(lm)
+    sentences = (ROOT / "tests" / "hf" / "sentences.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    ids = [slow(t)["input_ids"] for t in sentences]
+    assert ids == [fast(t)["input_ids"] for t in sentences], "the slow and fast GPT-2 tokenizers disagree"
+    refs["tokenizer"] = {"sentences": sentences, "ids": ids,
+                         "decoded": [slow.decode(i, skip_special_tokens=True) for i in ids],
+                         "greedy_text": [slow.decode(r["greedy"], skip_special_tokens=True)
+                                         for r in refs["models"]["lm"]]}
     refs["models"]["sharded"] = refs["models"]["lm"]
     lm.save_pretrained(OUT / "sharded", max_shard_size="40KB")
     lm.transformer.save_pretrained(OUT / "base")
@@ -78,7 +141,7 @@ def main():
     bf16.save_pretrained(OUT / "bf16")
     refs["models"]["bf16"] = references(bf16.float())  # the rounded weights, computed in fp32
 
-    eos = random_model(2, eos_token_id=11, bos_token_id=11)
+    eos = random_model(2, eos_token_id=166, bos_token_id=166)  # a token its greedy continuations reach
     eos.save_pretrained(OUT / "eos")
     refs["models"]["eos"] = references(eos)
 
