@@ -7,6 +7,7 @@
 // (BartForConditionalGeneration).
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -98,6 +99,11 @@ struct GenerateOptions {
   // Set from any thread to stop a generation between two submits: generate() then
   // throws vkf::Cancelled. Null: not cancellable.
   const std::atomic<bool>* cancel = nullptr;
+  // Called on the calling thread with each new token as soon as it is known (greedy and
+  // sampling: after each submit, in order; beam search: the best hypothesis at the end):
+  // the output's index (source or prompt) and the token. For streaming text (a decoder
+  // such as vkformer's TextStream keeps UTF-8 whole across tokens). Empty: not called.
+  std::function<void(size_t output, uint32_t token)> on_token;
 
   // Hugging Face generate() (a model with config().hugging_face; defaults() fills these
   // from its generation config). Lengths count the decoder's start token, as there.

@@ -38,6 +38,24 @@ class Tokenizer {
   virtual std::vector<uint32_t> encode_valid(std::string_view utf8) const = 0;
 };
 
+// The text of a growing sequence of generated ids, a piece at a time as each token
+// arrives (streaming): only whole UTF-8 characters (a byte-level token may end inside
+// one), and nothing from the last space on, which the tokenizer's clean-up of spaces
+// before punctuation (" ." -> ".") may still change. Concatenated, the pieces of push()
+// and finish() are decode() of every id.
+class TextStream {
+ public:
+  explicit TextStream(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+  std::string push(uint32_t id);  // what is now certain, not given before
+  std::string finish();           // the rest
+  const std::vector<uint32_t>& ids() const { return ids_; }
+
+ private:
+  const Tokenizer& tokenizer_;
+  std::vector<uint32_t> ids_;
+  std::string given_;  // the text given so far
+};
+
 // vocab.json lists one token per UTF-8 character, after the special tokens.
 class CharTokenizer : public Tokenizer {
  public:

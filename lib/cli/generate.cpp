@@ -11,6 +11,7 @@
 #include "options.hpp"
 #include "vkformer/files.hpp"
 #include "vkformer/model.hpp"
+#include "vkformer/tokenizer.hpp"
 
 namespace vkf::cli {
 
@@ -100,18 +101,37 @@ int generate(const Args& args) {
   ModelArgs ma = model_args(args);
   const bool json = args.flag("--json");
   const bool warmup = args.flag("--warmup");
-  if (!args.given("--src-ids") && !args.given("--ids"))
-    throw Error("--src-ids 5,17,9 (an encoder-decoder's sources) or --ids 5,17,9 (a decoder-only model's prompts) is "
-                "required; several: separate them with ';'");
+  const bool text_prompt = args.given("--prompt");
+  if (int(args.given("--src-ids")) + int(args.given("--ids")) + int(text_prompt) != 1)
+    throw Error("give one of --src-ids 5,17,9 (an encoder-decoder's sources), --ids 5,17,9 (a decoder-only model's "
+                "prompts; several: separate them with ';') or --prompt \"text\" (a decoder-only model with a tokenizer)");
   ContextOptions co = context_options(args);
   const char* input = args.given("--ids") ? "--ids" : "--src-ids";
-  const std::vector<std::vector<uint32_t>> sources = parse_id_lists(*args.value(input), input);
+  std::vector<std::vector<uint32_t>> sources;
+  if (!text_prompt) sources = parse_id_lists(*args.value(input), input);
 
   Context ctx(co);
   auto t0 = std::chrono::steady_clock::now();
   auto model = Model::load(ctx, ma.dir, ma.precision);
   const ModelConfig& config = model->config();
-  check_family_options(args, config, "generate");
+  if (text_prompt && !config.decoder_only)
+    throw Error("--prompt continues text with a decoder-only model; '" + config.architecture +
+                "' is an encoder-decoder: use `vkformer translate` for text, or --src-ids");
+  if (!text_prompt) check_family_options(args, config, "generate");
+  // A decoder-only model's text: its tokenizer (when the directory has one) encodes
+  // --prompt and decodes what is generated, streamed as the tokens arrive.
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (config.decoder_only) {
+    try {
+      tokenizer = Tokenizer::for_model(ma.dir);
+    } catch (const Error& e) {
+      if (text_prompt) throw Error(std::string("--prompt needs the model's tokenizer: ") + e.what());
+    }
+  }
+  if (text_prompt) {
+    sources = {tokenizer->encode(*args.value("--prompt"))};
+    if (sources[0].empty()) throw Error("--prompt is empty: there is nothing to continue");
+  }
   // The model's own defaults (a Hugging Face generation_config.json), as translate takes
   // them; vkformer's own models: greedy, 64 tokens at most. Options override them.
   GenerateOptions o = GenerateOptions::defaults(config);
@@ -138,8 +158,24 @@ int generate(const Args& args) {
     session.generate(sources, o);
     t1 = std::chrono::steady_clock::now();
   }
+  // --prompt without --json: the text as it is generated.
+  std::optional<TextStream> stream;
+  if (text_prompt && !json) {
+    stream.emplace(*tokenizer);
+    o.on_token = [&](size_t, uint32_t id) {
+      const std::string piece = stream->push(id);
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    };
+  }
   auto out = session.generate(sources, o);
   auto t2 = std::chrono::steady_clock::now();
+  if (stream) {
+    const std::string rest = stream->finish();
+    std::fwrite(rest.data(), 1, rest.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+  }
   size_t tokens = 0;
   std::vector<bool> finished;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -153,6 +189,10 @@ int generate(const Args& args) {
   if (json) {
     nlohmann::json j;
     j["ids"] = out;  // one list per source, always
+    if (tokenizer) {  // a decoder-only model's continuations as text
+      j["text"] = nlohmann::json::array();
+      for (const auto& ids : out) j["text"].push_back(tokenizer->decode(ids));
+    }
     j["finished"] = finished;
     j["device"] = ctx.capabilities().name;
     if (o.temperature > 0) j["seed"] = o.seed;
@@ -171,6 +211,7 @@ int generate(const Args& args) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     for (auto& ids : out) {
+      if (stream) break;  // the text went out as it came
       std::string line;
       for (size_t i = 0; i < ids.size(); ++i) line += (i ? "," : "") + std::to_string(ids[i]);
       std::printf("%s\n", line.c_str());

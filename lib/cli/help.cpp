@@ -60,6 +60,8 @@ const std::vector<CommandSpec>& commands() {
        {kSeq2SeqModel,
         {"--src-ids", "IDS", K::Text, "an encoder-decoder's comma-separated source ids; several separated by ';'"},
         {"--ids", "IDS", K::Text, "a decoder-only model's comma-separated prompt ids; several separated by ';'"},
+        {"--prompt", "TEXT", K::Text, "a decoder-only model's prompt as text (its tokenizer): the continuation\n"
+                                      "is printed as it is generated, tokens/s on stderr at the end"},
         kMaxNewTokens,
         kBeam,
         {"--length-penalty", "A", K::Number, "beam: score / length^A (default 1)", -10, 10},

@@ -78,7 +78,7 @@ namespace {
 // token; the cache holds positions [0, t0) already. Per sequence: the tokens chosen,
 // EOS included when produced.
 std::vector<std::vector<uint32_t>> continue_greedy_or_sampled(Seq2SeqGraph& s, uint32_t t0, std::vector<uint32_t> feed,
-                                                              const GenerateOptions& o) {
+                                                              const GenerateOptions& o, size_t first_output = 0) {
   const ModelConfig& c = s.config();
   const uint32_t B = uint32_t(feed.size());
   std::vector<std::vector<uint32_t>> out(B);
@@ -88,6 +88,7 @@ std::vector<std::vector<uint32_t>> continue_greedy_or_sampled(Seq2SeqGraph& s, u
     for (uint32_t b = 0; b < B; ++b) {
       if (done[b]) continue;
       out[b].push_back(next[b]);
+      if (o.on_token) o.on_token(first_output + b, next[b]);
       done[b] = o.stop_at_eos && next[b] == c.eos_id;
     }
     return std::all_of(done.begin(), done.end(), [](bool d) { return d; });
@@ -156,7 +157,7 @@ std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& s, const std::
     const uint32_t P = uint32_t(p.size());
     s.begin_decoder_only(1, P - 1 + o.max_new_tokens);
     if (P > 1) s.prefill(0, P - 1, std::vector<uint32_t>(p.begin(), p.end() - 1));
-    out.push_back(continue_greedy_or_sampled(s, P - 1, {p.back()}, o)[0]);
+    out.push_back(continue_greedy_or_sampled(s, P - 1, {p.back()}, o, i)[0]);
   }
   return out;
 }

@@ -93,6 +93,7 @@ std::vector<std::vector<uint32_t>> hf_greedy(Seq2SeqGraph& g, const std::vector<
       std::vector<double> scores(logits.begin() + uint64_t(b) * V, logits.begin() + uint64_t(b + 1) * V);
       process(scores, seqs[b], o, c.eos_id, max_length);
       seqs[b].push_back(argmax(scores));
+      if (o.on_token) o.on_token(b, seqs[b].back());
       done[b] = o.stop_at_eos && seqs[b].back() == c.eos_id;
       all_done = all_done && done[b];
     }

@@ -202,6 +202,10 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
     encode_submits = impl_->graph.encode_submits;
     encode_gpu_ms = impl_->graph.encode_gpu_ms;
   }
+  // Beam search knows its tokens only at the end: the callback gets the best hypothesis then.
+  if (o.on_token && o.beam > 1)
+    for (size_t i = 0; i < results.size(); ++i)
+      for (uint32_t t : results[i]) o.on_token(i, t);
   const Counters after = ctx.counters();
   GenerateStats& st = impl_->stats;
   st = {};

@@ -52,8 +52,22 @@ for name in ("lm", "base", "sharded", "bf16", "eos"):
             assert err < (1e-4 if precision == "fp32" else 1e-2), (name, precision, err)
     print("ok", name)
 
-# Each family's input options, refused for the other by name.
+# Text: the JSON's `text` is transformers' decoding of the greedy ids; --prompt streams
+# the continuation of the prompt's tokens (the tokenizer's ids), the same text.
 lm = os.path.join(gpt2, "lm")
+prompts = [r["ids"] for r in refs["models"]["lm"]]
+got = json.loads(run("generate", "--model", lm, "--ids", ";".join(",".join(map(str, p)) for p in prompts),
+                     "--max-new-tokens", str(n), "--json").stdout)
+assert got["text"] == refs["tokenizer"]["greedy_text"], (got["text"], refs["tokenizer"]["greedy_text"])
+sentence, sentence_ids = refs["tokenizer"]["sentences"][0], refs["tokenizer"]["ids"][0]
+by_ids = json.loads(run("generate", "--model", lm, "--ids", ",".join(map(str, sentence_ids)), "--max-new-tokens", "8",
+                        "--json").stdout)
+streamed = run("generate", "--model", lm, "--prompt", sentence, "--max-new-tokens", "8")
+assert streamed.stdout == by_ids["text"][0] + "\n", (streamed.stdout, by_ids["text"][0])
+assert "tokens/s" in streamed.stderr, streamed.stderr
+print("ok: text")
+
+# Each family's input options, refused for the other by name.
 err = run("generate", "--model", lm, "--src-ids", "1,2", ok=False).stderr
 assert "--src-ids is for encoder-decoder models" in err and "--ids" in err, err
 err = run("score", "--model", lm, "--src-ids", "1", "--tgt-ids", "1", "--logits-out", os.path.join(work, "x.npy"),
@@ -64,4 +78,6 @@ assert "(n_positions)" in err, err
 seq2seq = os.path.join(source, "tests", "hf", "bart")
 err = run("generate", "--model", seq2seq, "--ids", "1,2", ok=False).stderr
 assert "--ids is for decoder-only models" in err and "--src-ids" in err, err
+err = run("generate", "--model", seq2seq, "--prompt", "text", ok=False).stderr
+assert "use `vkformer translate`" in err, err
 print("ok: options")

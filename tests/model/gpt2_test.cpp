@@ -142,5 +142,35 @@ TEST(Gpt2Tokenizer, IdsAndTextMatchTransformers) {
   for (size_t i = 0; i < lm.size(); ++i) EXPECT_EQ(tok->decode(lm[i]["greedy"].get<std::vector<uint32_t>>()), greedy_text[i]);
 }
 
+
+// Streaming: TextStream's pieces, pushed a token at a time, are whole UTF-8 characters
+// and add up to decode() of every id (on the sentence list: CJK and emoji split across
+// byte-level tokens, spaces before punctuation); Session::generate's per-token callback
+// sees every token in order.
+TEST(Gpt2Tokenizer, StreamedTextIsWholeCharactersAndAddsUpToTheDecodedText) {
+  const auto& ref = references()["tokenizer"];
+  const auto tok = Tokenizer::for_model((kDir / "lm").string());
+  for (const auto& ids : ref["ids"].get<std::vector<std::vector<uint32_t>>>()) {
+    TextStream stream(*tok);
+    std::string all;
+    for (uint32_t id : ids) {
+      const std::string piece = stream.push(id);
+      EXPECT_EQ(piece.find("\xEF\xBF\xBD"), std::string::npos) << "a broken character was given out";
+      all += piece;
+    }
+    all += stream.finish();
+    EXPECT_EQ(all, tok->decode(ids));
+  }
+}
+
+TEST_F(GpuTest, Gpt2PerTokenCallbackSeesEveryTokenInOrder) {
+  auto model = Model::load(ctx(), (kDir / "lm").string(), DType::F32);
+  Session session(model);
+  std::vector<std::vector<uint32_t>> seen(2);
+  GenerateOptions o{.max_new_tokens = 9};
+  o.on_token = [&](size_t output, uint32_t token) { seen.at(output).push_back(token); };
+  const auto out = session.generate({{5, 17, 9}, {42}}, o);
+  EXPECT_EQ(seen, out);
+}
 }  // namespace
 }  // namespace vkf::test
