@@ -32,6 +32,7 @@ struct GenerationDefaults {
   float length_penalty = 1.0f;
   int early_stopping = 0;  // 0: false (stop when the best unfinished beam cannot win), 1: true, -1: "never"
   uint32_t max_length = 20, min_length = 0, no_repeat_ngram_size = 0;  // lengths count the start token
+  float repetition_penalty = 1.0f;
   std::vector<std::vector<uint32_t>> bad_words_ids;
   std::optional<uint32_t> forced_bos_id, forced_eos_id;
 };
@@ -80,6 +81,11 @@ struct GenerateOptions {
   float length_penalty = 1.0f;  // beam: score / length^penalty
   float temperature = 0.0f;     // > 0: sampling instead of greedy
   uint32_t top_k = 0;           // sampling: keep the k most likely tokens (0: all)
+  // transformers' repetition penalty (> 0; 1: none): before each choice, the logit of
+  // every token the output already holds (a decoder-only model's prompt included) is
+  // divided by it when positive and multiplied when negative.
+  float repetition_penalty = 1.0f;
+  static constexpr float kMaxRepetitionPenalty = 100.0f;
   float top_p = 1.0f;           // sampling: keep the smallest set with this much probability
   // Sampling draws on the GPU (Ops::sample): each draw's uniform number is a hash of
   // (seed, sequence, position), so a seed gives the same tokens however the steps are

@@ -311,6 +311,13 @@ class Ops {
   void add(CommandList& cl, const BufferView& a, const BufferView& b, const BufferView& y, uint32_t count);
   void relu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count);
   void gelu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count, bool tanh_form = false);
+  // transformers' repetition penalty over each row of logits [rows, cols]: a token in the
+  // row's `seen` bitmap ([rows, repetition_penalty_words(cols)] uint32, bit v % 32 of
+  // word v / 32), or the row's token in `ids` [rows] (uint32, which joins the bitmap),
+  // has its logit divided by `penalty` when positive, multiplied when negative.
+  void repetition_penalty(CommandList& cl, const BufferView& logits, const BufferView& seen, const BufferView& ids,
+                          uint32_t rows, uint32_t cols, float penalty);
+  static uint32_t repetition_penalty_words(uint32_t cols) { return (cols + 31) / 32; }
   // Per row of [rows, cols]: index of the largest value (the first on ties), as uint32.
   void argmax(CommandList& cl, const BufferView& x, const BufferView& indices, uint32_t rows, uint32_t cols);
   // Per row: the k largest values, descending, with their uint32 indices (ties: lower index first).

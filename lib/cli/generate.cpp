@@ -142,6 +142,7 @@ int generate(const Args& args) {
   o.temperature = args.number("--temperature", 0.0f);
   o.top_k = args.count("--top-k", 0);
   o.top_p = args.number("--top-p", 1.0f);
+  o.repetition_penalty = args.number("--repetition-penalty", o.repetition_penalty);
   // No --seed: a fresh one each run (as llama.cpp does), reported so the run can be repeated.
   const bool seeded = args.given("--seed");
   o.seed = seeded ? args.count64("--seed", 0) : fresh_seed();

@@ -69,6 +69,10 @@ const std::vector<CommandSpec>& commands() {
          GenerateOptions::kMaxTemperature},
         {"--top-k", "K", K::Integer, "sampling: keep the K most likely tokens (0: all)", 0, 1 << 24},
         {"--top-p", "P", K::Number, "sampling: keep the smallest set with probability P", 1e-9, 1},
+        {"--repetition-penalty", "R", K::Number,
+         "transformers' repetition penalty: logits of tokens already in the output (and a\n"
+         "decoder-only model's prompt) divided by R when positive, times R when negative (1: none)",
+         1e-6, GenerateOptions::kMaxRepetitionPenalty},
         {"--seed", "S", K::Integer,
          "sampling seed (default: a fresh one each run, printed on stderr and in\n"
          "--json as \"seed\"); one seed always draws the same tokens",

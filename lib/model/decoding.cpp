@@ -78,9 +78,11 @@ namespace {
 // token; the cache holds positions [0, t0) already. Per sequence: the tokens chosen,
 // EOS included when produced.
 std::vector<std::vector<uint32_t>> continue_greedy_or_sampled(Seq2SeqGraph& s, uint32_t t0, std::vector<uint32_t> feed,
-                                                              const GenerateOptions& o, size_t first_output = 0) {
+                                                              const GenerateOptions& o, size_t first_output = 0,
+                                                              const std::vector<std::vector<uint32_t>>& seen = {}) {
   const ModelConfig& c = s.config();
   const uint32_t B = uint32_t(feed.size());
+  s.set_repetition_penalty(o.repetition_penalty, seen);
   std::vector<std::vector<uint32_t>> out(B);
   std::vector<bool> done(B, false);
   // Takes one step's tokens; true when every sequence is done.
@@ -157,7 +159,7 @@ std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& s, const std::
     const uint32_t P = uint32_t(p.size());
     s.begin_decoder_only(1, P - 1 + o.max_new_tokens);
     if (P > 1) s.prefill(0, P - 1, std::vector<uint32_t>(p.begin(), p.end() - 1));
-    out.push_back(continue_greedy_or_sampled(s, P - 1, {p.back()}, o, i)[0]);
+    out.push_back(continue_greedy_or_sampled(s, P - 1, {p.back()}, o, i, {p})[0]);  // the prompt counts as seen
   }
   return out;
 }

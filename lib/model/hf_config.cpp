@@ -52,6 +52,8 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
   if (r.has("max_length")) g.max_length = r.count("max_length", 1, c.max_position + 1);
   if (r.has("min_length")) g.min_length = r.count("min_length", 0, c.max_position + 1);
   if (r.has("no_repeat_ngram_size")) g.no_repeat_ngram_size = r.count("no_repeat_ngram_size", 0, 1024);
+  if (r.has("repetition_penalty"))
+    g.repetition_penalty = r.number("repetition_penalty", 1e-6, GenerateOptions::kMaxRepetitionPenalty);
   if (r.has("bad_words_ids")) {
     const auto& v = r.json()["bad_words_ids"];
     auto bad = [&] { r.fail("field 'bad_words_ids' must be a list of non-empty lists of token ids below " + std::to_string(V)); };
@@ -79,12 +81,12 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
                                           "no_repeat_ngram_size", "bad_words_ids", "forced_bos_token_id",
                                           "forced_eos_token_id", "eos_token_id", "decoder_start_token_id",
                                           "bos_token_id", "pad_token_id", "_from_model_config", "transformers_version",
-                                          "use_cache", "return_dict_in_generate", "output_scores",
+                                          "use_cache", "return_dict_in_generate", "output_scores", "repetition_penalty",
                                           "output_attentions", "output_hidden_states"};
   for (const auto& [key, value] : r.json().items()) {
     if (std::find(std::begin(kHonoured), std::end(kHonoured), key) != std::end(kHonoured)) continue;
     const bool neutral = value.is_null() || value == false || (key == "num_return_sequences" && value == 1) ||
-                         (key == "num_beam_groups" && value == 1) || (key == "repetition_penalty" && value == 1.0) ||
+                         (key == "num_beam_groups" && value == 1) ||
                          (key == "diversity_penalty" && value == 0.0) ||
                          // sampling settings are inert while do_sample is false
                          ((key == "temperature" || key == "top_k" || key == "top_p") && r.json().value("do_sample", false) != true);

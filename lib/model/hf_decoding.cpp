@@ -16,6 +16,16 @@ constexpr double kBanned = -INFINITY;
 void process(std::vector<double>& scores, const std::vector<uint32_t>& seq, const GenerateOptions& o, uint32_t eos,
              uint32_t max_length) {
   const size_t cur_len = seq.size();
+  if (o.repetition_penalty != 1.0f) {  // RepetitionPenaltyLogitsProcessor: every token of seq once
+    std::vector<uint32_t> seen(seq);
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (uint32_t t : seen) {
+      // transformers computes in the logits' float32
+      const float sc = float(scores[t]);
+      scores[t] = sc < 0 ? sc * o.repetition_penalty : sc / o.repetition_penalty;
+    }
+  }
   const uint32_t n = o.no_repeat_ngram_size;
   if (n > 0 && cur_len + 1 >= n) {  // ban what would repeat an n-gram already in seq
     const std::vector<uint32_t> prefix(seq.end() - (n - 1), seq.end());

@@ -348,8 +348,27 @@ std::vector<float> Seq2SeqGraph::decode(uint32_t t0, uint32_t n, const std::vect
   return download_floats(ctx_, logits_, uint64_t(rows) * V, m_.dtype);
 }
 
+void Seq2SeqGraph::set_repetition_penalty(float penalty, const std::vector<std::vector<uint32_t>>& seen) {
+  penalty_ = penalty;
+  if (penalty == 1.0f) return;
+  const uint32_t V = m_.config.tgt_vocab_size, words = Ops::repetition_penalty_words(V);
+  if (seen.size() > batch_) throw Error("repetition penalty: more sequences than the batch");
+  std::vector<uint32_t> bits(uint64_t(batch_) * words, 0);
+  for (size_t b = 0; b < seen.size(); ++b)
+    for (uint32_t t : seen[b]) {
+      if (t >= V) throw Error("repetition penalty: token id " + std::to_string(t) + " is outside the vocabulary");
+      bits[b * words + t / 32] |= 1u << (t % 32);
+    }
+  const bool grows = !seen_ || seen_.size() < bits.size() * 4;
+  ensure(ctx_, seen_, bits.size(), 4, "seen_tokens");  // [B, words]
+  if (grows) step_list_.reset(), steps_list_.reset();  // they bound the old buffer
+  ctx_.upload(seen_, bits.data(), bits.size() * 4);
+}
+
 void Seq2SeqGraph::record_choice(CommandList& cl, const std::optional<Sampling>& sampling, const DecodeStep& step) {
   const uint32_t V = m_.config.tgt_vocab_size;
+  if (penalty_ != 1.0f)  // the step's input token (the last one chosen) joins its sequence's seen tokens
+    ops_.repetition_penalty(cl, logits_.view(), seen_.view(), tgt_ids_.view(), batch_, V, penalty_);  // logits [B, V]
   if (sampling)
     ops_.sample(cl, *sampling, logits_.view(), next_ids_.view(), batch_, V, step);  // next_ids [B]
   else
@@ -362,7 +381,7 @@ std::vector<uint32_t> Seq2SeqGraph::step(uint32_t t, const std::vector<uint32_t>
   if (ids.size() != batch_) throw Error("step: expected one id per sequence");
   if (t >= cache_.capacity()) throw Error("step: position " + std::to_string(t) + " is past the decoding capacity");
   check_target_ids(ids);
-  if (!step_list_ || step_sampling_ != sampling) {
+  if (!step_list_ || step_sampling_ != sampling || step_penalty_ != penalty_) {
     step_list_.reset();
     ensure_step_buffers();
     step_list_.emplace(begin());
@@ -370,6 +389,7 @@ std::vector<uint32_t> Seq2SeqGraph::step(uint32_t t, const std::vector<uint32_t>
     record_decoder(*step_list_, {.n = 1, .step = step});
     record_choice(*step_list_, sampling, step);
     step_sampling_ = sampling;
+    step_penalty_ = penalty_;
   }
   // Token t sits at position t, joins the cache at row t and attends over rows [0, t].
   const DecodeStep::State state{.step = t, .position = t, .key_count = t + 1};
@@ -389,7 +409,7 @@ void Seq2SeqGraph::start_steps(uint32_t t0, const std::vector<uint32_t>& ids, bo
   if (ids.size() != batch_) throw Error("decoding: expected one id per sequence");
   if (t0 >= cap) throw Error("decoding: position " + std::to_string(t0) + " is past the decoding capacity");
   check_target_ids(ids);
-  if (!steps_list_ || steps_stop_at_eos_ != stop_at_eos || steps_sampling_ != sampling) {
+  if (!steps_list_ || steps_stop_at_eos_ != stop_at_eos || steps_sampling_ != sampling || steps_penalty_ != penalty_) {
     steps_list_.reset();
     ensure_step_buffers();
     ensure(ctx_, done_, batch_, 4, "done");
@@ -405,6 +425,7 @@ void Seq2SeqGraph::start_steps(uint32_t t0, const std::vector<uint32_t>& ids, bo
                         next_ids_.view(), tgt_ids_.view(), done_.view(), tokens_.view(), step);
     steps_stop_at_eos_ = stop_at_eos;
     steps_sampling_ = sampling;
+    steps_penalty_ = penalty_;
   }
   const DecodeStep::State state{.step = t0, .position = t0, .key_count = t0 + 1};
   ctx_.upload(step_state_, &state, sizeof state);

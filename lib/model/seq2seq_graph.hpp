@@ -41,6 +41,10 @@ class Seq2SeqGraph {
   void start_steps(uint32_t t0, const std::vector<uint32_t>& ids, bool stop_at_eos,
                    const std::optional<Sampling>& sampling);
   std::vector<std::vector<uint32_t>> run_steps(uint32_t n);
+  // The repetition penalty the next start_steps()/step() records (1: none), and the
+  // tokens each sequence holds already (a decoder-only model's prompt); each step's input
+  // token joins them on the GPU.
+  void set_repetition_penalty(float penalty, const std::vector<std::vector<uint32_t>>& seen);
   // Beam search: sequence k continues from sequence parent[k] (positions [0, filled)).
   void reorder(const std::vector<uint32_t>& parent, uint32_t filled);
 
@@ -92,6 +96,8 @@ class Seq2SeqGraph {
   uint32_t steps_t_ = 0;                   // the position the next replayed step decodes
   bool steps_stop_at_eos_ = true;          // what steps_list_ was recorded with
   std::optional<Sampling> steps_sampling_;
+  float penalty_ = 1.0f, step_penalty_ = 1.0f, steps_penalty_ = 1.0f;  // set, and what each list was recorded with
+  Buffer seen_;  // [B, Ops::repetition_penalty_words(V)] uint32 bitmaps: the tokens each sequence holds
   // The token choice at the end of a recorded step: argmax, or a draw.
   void record_choice(CommandList& cl, const std::optional<Sampling>& sampling, const DecodeStep& step);
   double dispatches_per_layer_ = 0;

@@ -29,6 +29,7 @@ GenerateOptions GenerateOptions::defaults(const ModelConfig& c) {
   o.bad_words_ids = g.bad_words_ids;
   o.forced_bos_id = g.forced_bos_id;
   o.forced_eos_id = g.forced_eos_id;
+  o.repetition_penalty = g.repetition_penalty;
   return o;
 }
 
@@ -133,6 +134,9 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
     throw Error("generate: temperature must be from 0 (greedy) to " + std::to_string(int(GenerateOptions::kMaxTemperature)) +
                 ", got " + std::to_string(o.temperature));
   if (!(o.top_p > 0 && o.top_p <= 1)) throw Error("generate: top_p must be in (0, 1], got " + std::to_string(o.top_p));
+  if (!(o.repetition_penalty > 0 && o.repetition_penalty <= GenerateOptions::kMaxRepetitionPenalty))
+    throw Error("generate: repetition_penalty must be in (0, " + std::to_string(int(GenerateOptions::kMaxRepetitionPenalty)) +
+                "] (1: none), got " + std::to_string(o.repetition_penalty));
   if (o.beam == 0 || o.beam > GenerateOptions::kMaxBeam || o.beam > c.tgt_vocab_size)
     throw Error("generate: beam must be from 1 to " +
                 std::to_string(std::min(GenerateOptions::kMaxBeam, c.tgt_vocab_size)) +
@@ -168,8 +172,13 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
       throw Error("generate: bad_words_ids holds an empty list or an id outside the vocabulary");
   for (auto id : {o.forced_bos_id, o.forced_eos_id})
     if (id && *id >= c.tgt_vocab_size) throw Error("generate: a forced token id is outside the target vocabulary");
+  if (o.repetition_penalty != 1.0f && o.beam > 1 && !c.hugging_face)
+    throw Error("generate: repetition_penalty with beam search is supported for Hugging Face models only");
   Context& ctx = impl_->model->impl().ctx;
   impl_->graph.submit_budget_ms = o.submit_budget_ms;
+  // Greedy and sampled steps penalise on the GPU (continue_greedy_or_sampled sets it);
+  // Hugging Face encoder-decoders' processors and beam search run on the host.
+  impl_->graph.set_repetition_penalty(1.0f, {});
   const Counters before = ctx.counters();
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::vector<uint32_t>> results;

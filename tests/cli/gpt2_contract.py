@@ -50,6 +50,9 @@ for name in ("lm", "base", "sharded", "bf16", "eos"):
             assert got.dtype == np.float32 and got.shape == want.shape, (got.dtype, got.shape, want.shape)
             err = np.linalg.norm(got - want) / np.linalg.norm(want)
             assert err < (1e-4 if precision == "fp32" else 1e-2), (name, precision, err)
+    penalised = json.loads(run("generate", "--model", model, "--ids", ids_arg, "--max-new-tokens", str(n), "--json",
+                               "--repetition-penalty", str(refs["repetition_penalty"])).stdout)
+    assert penalised["ids"] == [r["greedy_repetition_penalty"] for r in refs["models"][name]], (name, penalised["ids"])
     print("ok", name)
 
 # Text: the JSON's `text` is transformers' decoding of the greedy ids; --prompt streams

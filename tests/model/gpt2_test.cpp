@@ -8,7 +8,8 @@
 // layers), fp16 1e-2 (weights and activations stored to 11 bits: 2^-11 per rounding,
 // several roundings per layer). Greedy continuations match transformers' generate()
 // token for token in fp32; in fp16 the first tokens too (the references' top logits are
-// apart by ~1, against fp16 errors of ~1e-2).
+// apart by ~1, against fp16 errors of ~1e-2), and with transformers' repetition penalty
+// (fp32).
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -69,6 +70,9 @@ TEST_P(Gpt2, LogitsAndGreedyContinuationsMatchTransformers) {
       EXPECT_EQ(got[0], want[0]);
     } else {
       EXPECT_EQ(got, want);
+      // transformers' repetition penalty (the prompt's tokens and the generated ones), on the GPU.
+      GenerateOptions penalised{.max_new_tokens = n, .repetition_penalty = references()["repetition_penalty"]};
+      EXPECT_EQ(session.generate({ids}, penalised).at(0), ref["greedy_repetition_penalty"].get<std::vector<uint32_t>>());
     }
   }
 }
@@ -171,6 +175,24 @@ TEST_F(GpuTest, Gpt2PerTokenCallbackSeesEveryTokenInOrder) {
   o.on_token = [&](size_t output, uint32_t token) { seen.at(output).push_back(token); };
   const auto out = session.generate({{5, 17, 9}, {42}}, o);
   EXPECT_EQ(seen, out);
+}
+
+// The encoder-decoders' host-side processors take the same repetition penalty: BART under
+// its generation settings (forced BOS and EOS, min_length, no_repeat_ngram_size), greedy
+// and beam search, against transformers' generate(repetition_penalty=...).
+TEST_F(GpuTest, BartRepetitionPenaltyMatchesTransformers) {
+  const auto& ref = references()["bart_repetition_penalty"];
+  auto model = Model::load(ctx(), (kDir.parent_path() / "bart").string(), DType::F32);
+  Session session(model);
+  const auto sources = ref["sources"].get<std::vector<std::vector<uint32_t>>>();
+  for (uint32_t beams : {1u, 4u}) {
+    GenerateOptions o = GenerateOptions::defaults(model->config());
+    o.max_new_tokens = ref["max_new_tokens"];
+    o.beam = beams;
+    o.repetition_penalty = references()["repetition_penalty"];
+    const auto want = ref["beams_" + std::to_string(beams)].get<std::vector<std::vector<uint32_t>>>();
+    for (size_t i = 0; i < sources.size(); ++i) EXPECT_EQ(session.generate({sources[i]}, o).at(0), want[i]) << beams << " beams";
+  }
 }
 }  // namespace
 }  // namespace vkf::test

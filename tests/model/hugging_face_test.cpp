@@ -197,8 +197,12 @@ TEST_F(HuggingFaceBadInput, UnsupportedOrMalformedDirectoriesAreNamed) {
   edit_json(d / "generation_config.json", [](auto& j) { j["do_sample"] = true; });
   expect_error(d, {"generation_config.json", "do_sample", "not supported"});
 
-  d = copy("repetition");
-  edit_json(d / "generation_config.json", [](auto& j) { j["repetition_penalty"] = 1.2; });
+  d = copy("diversity");
+  edit_json(d / "generation_config.json", [](auto& j) { j["diversity_penalty"] = 0.5; });
+  expect_error(d, {"generation_config.json", "diversity_penalty", "not supported"});
+
+  d = copy("repetition");  // honoured, within its range
+  edit_json(d / "generation_config.json", [](auto& j) { j["repetition_penalty"] = -1.2; });
   expect_error(d, {"generation_config.json", "repetition_penalty"});
 
   d = copy("shape");

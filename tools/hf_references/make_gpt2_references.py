@@ -11,9 +11,11 @@
   tests/hf/gpt2/eos/       another random model whose eos_token_id is in its vocabulary
   tests/hf/gpt2/references.json
                            per model: prompts (token ids, used as given), their logits
-                           at every position, and greedy generate() continuations; the
+                           at every position, and greedy generate() continuations, with
+                           and without a repetition penalty; the
                            slow and fast GPT-2 tokenizers' ids of tests/hf/sentences.txt
-                           and the decoded text of the lm model's continuations
+                           and the decoded text of the lm model's continuations; and
+                           tests/hf/bart's generate() with a repetition penalty
 
 Random weights are scaled up from GPT-2's initialisation (std 0.02 gives logits within
 1e-3 of each other, where greedy decoding is a coin toss) and the LayerNorms are
@@ -42,6 +44,7 @@ OUT = ROOT / "tests" / "hf" / "gpt2"
 VOCAB = 357  # the tokenizer's: 256 byte symbols, 100 merges, <|endoftext|>
 PROMPTS = [[5, 17, 9], [42], [7, 7, 7, 7, 7, 7], [int(x) for x in torch.randint(0, VOCAB, (20,), generator=torch.Generator().manual_seed(3))]]
 NEW_TOKENS = 12
+PENALTY = 1.5  # generate(repetition_penalty=...): the prompt's tokens and the generated ones
 
 
 def random_model(seed, **config):
@@ -110,7 +113,10 @@ def references(model):
             logits = model(x).logits[0].float()
             gen = model.generate(x, max_new_tokens=NEW_TOKENS, do_sample=False,
                                  pad_token_id=model.config.eos_token_id)[0, len(ids):]
-            out.append({"ids": ids, "logits": logits.flatten().tolist(), "greedy": gen.tolist()})
+            penalised = model.generate(x, max_new_tokens=NEW_TOKENS, do_sample=False, repetition_penalty=PENALTY,
+                                       pad_token_id=model.config.eos_token_id)[0, len(ids):]
+            out.append({"ids": ids, "logits": logits.flatten().tolist(), "greedy": gen.tolist(),
+                        "greedy_repetition_penalty": penalised.tolist()})
     return out
 
 
@@ -118,7 +124,8 @@ def main():
     if OUT.exists():
         shutil.rmtree(OUT)
     OUT.mkdir(parents=True)
-    refs = {"transformers_version": transformers.__version__, "new_tokens": NEW_TOKENS, "models": {}}
+    refs = {"transformers_version": transformers.__version__, "new_tokens": NEW_TOKENS, "repetition_penalty": PENALTY,
+            "models": {}}
 
     slow, fast = make_gpt2_tokenizer(OUT / "lm")
     assert len(slow) == VOCAB, len(slow)
@@ -145,6 +152,18 @@ def main():
     eos.save_pretrained(OUT / "eos")
     refs["models"]["eos"] = references(eos)
 
+    # The host-side processors of the encoder-decoders take the same penalty: BART's
+    # references (tests/hf/bart, made by make_references.py) under its own generation
+    # settings, greedy and beam search, with repetition_penalty added.
+    from transformers import BartForConditionalGeneration
+    bart = BartForConditionalGeneration.from_pretrained(ROOT / "tests" / "hf" / "bart").eval()
+    sources = json.load(open(ROOT / "tests" / "hf" / "references.json"))["bart"]["sources"][:2]
+    refs["bart_repetition_penalty"] = {"sources": sources, "max_new_tokens": NEW_TOKENS}
+    with torch.no_grad():
+        for beams in (1, 4):
+            refs["bart_repetition_penalty"][f"beams_{beams}"] = [
+                bart.generate(torch.tensor([src]), num_beams=beams, max_new_tokens=NEW_TOKENS,
+                              repetition_penalty=PENALTY)[0, 1:].tolist() for src in sources]
     for d in OUT.iterdir():
         if d.is_dir():
             (d / "generation_config.json").unlink(missing_ok=True)  # defaults only; the test passes its settings
