@@ -92,6 +92,11 @@ struct GenerateOptions {
   // grouped into submits.
   uint64_t seed = 0;
   bool stop_at_eos = true;  // false: always max_new_tokens (benchmarks)
+  // Greedy and sampling: more tokens that end an output as the model's EOS does (it is
+  // kept, as EOS is), and a test called with each output's tokens after each new one
+  // (true: it ends there; `vkformer generate --stop` ends at a stop string this way).
+  std::vector<uint32_t> eos_ids;
+  std::function<bool(size_t output, const std::vector<uint32_t>& tokens)> stop;
   // Greedy decoding and sampling run many steps per submit with no host work between
   // them (argmax or the draw, EOS and positions on the GPU): one step in the first submit, so the first token
   // comes at once, then twice as many each submit, up to max_steps_per_submit, while a

@@ -143,6 +143,14 @@ int generate(const Args& args) {
   o.top_k = args.count("--top-k", 0);
   o.top_p = args.number("--top-p", 1.0f);
   o.repetition_penalty = args.number("--repetition-penalty", o.repetition_penalty);
+  if (const auto ids = args.value("--eos-ids")) o.eos_ids = parse_ids(*ids, "--eos-ids");
+  if (const auto stop = args.value("--stop")) {
+    if (stop->empty()) throw Error("--stop is empty: it would end every output at once");
+    if (!tokenizer) throw Error("--stop needs a decoder-only model with a tokenizer (vocab.json and merges.txt)");
+    o.stop = [&tok = *tokenizer, text = *stop](size_t, const std::vector<uint32_t>& tokens) {
+      return tok.decode(tokens).find(text) != std::string::npos;  // the token that completes it is kept
+    };
+  }
   // No --seed: a fresh one each run (as llama.cpp does), reported so the run can be repeated.
   const bool seeded = args.given("--seed");
   o.seed = seeded ? args.count64("--seed", 0) : fresh_seed();
@@ -181,7 +189,9 @@ int generate(const Args& args) {
   std::vector<bool> finished;
   for (size_t i = 0; i < out.size(); ++i) {
     tokens += out[i].size();
-    finished.push_back(!out[i].empty() && out[i].back() == model->config().eos_id);
+    const bool eos = !out[i].empty() && (out[i].back() == model->config().eos_id ||
+                                         std::find(o.eos_ids.begin(), o.eos_ids.end(), out[i].back()) != o.eos_ids.end());
+    finished.push_back(eos || (!out[i].empty() && o.stop && o.stop(i, out[i])));
     if (!finished.back() && o.max_new_tokens > 0)
       std::fprintf(stderr, "vkformer generate: warning: %s %zu stopped at --max-new-tokens %u before the end token\n",
                    config.decoder_only ? "prompt" : "source", i, o.max_new_tokens);

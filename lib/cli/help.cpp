@@ -69,6 +69,8 @@ const std::vector<CommandSpec>& commands() {
          GenerateOptions::kMaxTemperature},
         {"--top-k", "K", K::Integer, "sampling: keep the K most likely tokens (0: all)", 0, 1 << 24},
         {"--top-p", "P", K::Number, "sampling: keep the smallest set with probability P", 1e-9, 1},
+        {"--eos-ids", "IDS", K::Text, "more token ids that end an output, as the model's EOS does (comma-separated)"},
+        {"--stop", "TEXT", K::Text, "a decoder-only model with a tokenizer: end an output once its text holds TEXT"},
         {"--repetition-penalty", "R", K::Number,
          "transformers' repetition penalty: logits of tokens already in the output (and a\n"
          "decoder-only model's prompt) divided by R when positive, times R when negative (1: none)",

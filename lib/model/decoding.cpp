@@ -72,6 +72,13 @@ std::vector<uint32_t> decode_beam(Seq2SeqGraph& s, const std::vector<uint32_t>& 
   return best->ids;
 }
 
+bool ends_output(const GenerateOptions& o, const ModelConfig& c, size_t output, const std::vector<uint32_t>& tokens) {
+  const uint32_t last = tokens.back();
+  if (o.stop_at_eos && (last == c.eos_id || std::find(o.eos_ids.begin(), o.eos_ids.end(), last) != o.eos_ids.end()))
+    return true;
+  return o.stop && o.stop(output, tokens);
+}
+
 namespace {
 
 // Greedy or sampled steps from position t0, where `feed` holds each sequence's input
@@ -91,7 +98,7 @@ std::vector<std::vector<uint32_t>> continue_greedy_or_sampled(Seq2SeqGraph& s, u
       if (done[b]) continue;
       out[b].push_back(next[b]);
       if (o.on_token) o.on_token(first_output + b, next[b]);
-      done[b] = o.stop_at_eos && next[b] == c.eos_id;
+      done[b] = ends_output(o, c, first_output + b, out[b]);
     }
     return std::all_of(done.begin(), done.end(), [](bool d) { return d; });
   };

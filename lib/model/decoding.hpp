@@ -10,6 +10,9 @@ void check_cancel(const GenerateOptions& o);
 // log(softmax(logits)) in double precision.
 std::vector<double> log_softmax(const float* logits, uint32_t n);
 
+// Whether an output ends with its last token: the model's EOS or one of o.eos_ids (with
+// stop_at_eos), or o.stop says so.
+bool ends_output(const GenerateOptions& o, const ModelConfig& c, size_t output, const std::vector<uint32_t>& tokens);
 // Greedy or (temperature > 0) sampling, every source together; each stops at its own EOS.
 std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& g,
                                                             const std::vector<std::vector<uint32_t>>& sources,

@@ -104,7 +104,7 @@ std::vector<std::vector<uint32_t>> hf_greedy(Seq2SeqGraph& g, const std::vector<
       process(scores, seqs[b], o, c.eos_id, max_length);
       seqs[b].push_back(argmax(scores));
       if (o.on_token) o.on_token(b, seqs[b].back());
-      done[b] = o.stop_at_eos && seqs[b].back() == c.eos_id;
+      done[b] = ends_output(o, c, b, std::vector<uint32_t>(seqs[b].begin() + 1, seqs[b].end()));  // after the start token
       all_done = all_done && done[b];
     }
     if (all_done) break;

@@ -172,6 +172,12 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
       throw Error("generate: bad_words_ids holds an empty list or an id outside the vocabulary");
   for (auto id : {o.forced_bos_id, o.forced_eos_id})
     if (id && *id >= c.tgt_vocab_size) throw Error("generate: a forced token id is outside the target vocabulary");
+  for (uint32_t id : o.eos_ids)
+    if (id >= c.tgt_vocab_size)
+      throw Error("generate: eos_ids holds " + std::to_string(id) + ", outside the vocabulary of " +
+                  std::to_string(c.tgt_vocab_size));
+  if (o.beam > 1 && (!o.eos_ids.empty() || o.stop))
+    throw Error("generate: eos_ids and stop end greedy or sampled outputs; beam search ends at the model's EOS only");
   if (o.repetition_penalty != 1.0f && o.beam > 1 && !c.hugging_face)
     throw Error("generate: repetition_penalty with beam search is supported for Hugging Face models only");
   Context& ctx = impl_->model->impl().ctx;

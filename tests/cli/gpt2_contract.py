@@ -68,6 +68,16 @@ by_ids = json.loads(run("generate", "--model", lm, "--ids", ",".join(map(str, se
 streamed = run("generate", "--model", lm, "--prompt", sentence, "--max-new-tokens", "8")
 assert streamed.stdout == by_ids["text"][0] + "\n", (streamed.stdout, by_ids["text"][0])
 assert "tokens/s" in streamed.stderr, streamed.stderr
+# Several EOS ids and a stop string end an output where they appear (the token kept).
+greedy = refs["models"]["lm"][0]["greedy"]
+got = json.loads(run("generate", "--model", lm, "--ids", ",".join(map(str, prompts[0])), "--max-new-tokens", str(n),
+                     "--eos-ids", str(greedy[3]), "--json").stdout)
+assert got["ids"][0] == greedy[:greedy.index(greedy[3]) + 1] and got["finished"] == [True], got
+full_text = refs["tokenizer"]["greedy_text"][0]
+stop = full_text.strip()[:3]
+got = json.loads(run("generate", "--model", lm, "--ids", ",".join(map(str, prompts[0])), "--max-new-tokens", str(n),
+                     "--stop", stop, "--json").stdout)
+assert stop in got["text"][0] and got["finished"] == [True] and len(got["ids"][0]) < n, (stop, got)
 print("ok: text")
 
 # Each family's input options, refused for the other by name.

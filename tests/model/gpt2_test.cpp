@@ -194,5 +194,27 @@ TEST_F(GpuTest, BartRepetitionPenaltyMatchesTransformers) {
     for (size_t i = 0; i < sources.size(); ++i) EXPECT_EQ(session.generate({sources[i]}, o).at(0), want[i]) << beams << " beams";
   }
 }
+
+// Outputs end at any of several EOS ids (kept, as EOS is) or where a stop test says so:
+// transformers' greedy continuation cut at the first such token.
+TEST_F(GpuTest, Gpt2EndsAtAnyOfSeveralEosIdsOrAStopTest) {
+  auto model = Model::load(ctx(), (kDir / "lm").string(), DType::F32);
+  Session session(model);
+  const auto& ref = references()["models"]["lm"][3];
+  const auto ids = ref["ids"].get<std::vector<uint32_t>>();
+  const auto full = ref["greedy"].get<std::vector<uint32_t>>();
+  const uint32_t n = references()["new_tokens"];
+  auto cut_at = [&](size_t k) { return std::vector<uint32_t>(full.begin(), full.begin() + long(k) + 1); };
+  const size_t k = 3;
+  const size_t first = size_t(std::find(full.begin(), full.end(), full[k]) - full.begin());  // its first occurrence
+  GenerateOptions o{.max_new_tokens = n};
+  o.eos_ids = {full[k], 9999 % 357};
+  EXPECT_EQ(session.generate({ids}, o).at(0), cut_at(std::min(first, k)));
+  GenerateOptions s{.max_new_tokens = n};
+  s.stop = [](size_t output, const std::vector<uint32_t>& tokens) { return output == 0 && tokens.size() == 5; };
+  EXPECT_EQ(session.generate({ids}, s).at(0), cut_at(4));
+  o.eos_ids = {357};
+  EXPECT_THROW(session.generate({ids}, o), Error);  // outside the vocabulary
+}
 }  // namespace
 }  // namespace vkf::test
