@@ -18,6 +18,10 @@ layout(push_constant) uniform Push {
   uint rows, vocab, dim, seq_len, position_offset, positional;
   float scale;
   uint positions_from_step;  // 1: the first position is the decode step state's position
+  // The bound part of the table: rows [first_id, first_id + id_count) from element table_base
+  // (a table larger than one binding is read in parts, a dispatch each); last_part: the
+  // part that also writes the rows of ids outside the vocabulary.
+  uint first_id, id_count, last_part, table_base;
 } pc;
 
 void main() {
@@ -25,8 +29,10 @@ void main() {
   if (e >= pc.rows * pc.dim) return;
   uint r = e / pc.dim, c = e % pc.dim;
   uint id = ids[r];
+  const bool mine = id >= pc.first_id && id - pc.first_id < pc.id_count;
+  if (!mine && !(id >= pc.vocab && pc.last_part != 0u)) return;  // another part's row
   // The host rejects bad ids; a bad id that slips through reads nothing and poisons.
-  float v = id < pc.vocab ? float(table[id * pc.dim + c]) * pc.scale : uintBitsToFloat(0x7fc00000u);
+  float v = mine ? float(table[pc.table_base + (id - pc.first_id) * pc.dim + c]) * pc.scale : uintBitsToFloat(0x7fc00000u);
   const uint offset = pc.positions_from_step != 0u ? step_state[DECODE_POSITION_WORD] : pc.position_offset;
   if (pc.positional != 0u) v += pe[(offset + r % pc.seq_len) * pc.dim + c];
   result[e] = store_t(v);

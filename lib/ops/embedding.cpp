@@ -40,11 +40,27 @@ void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, 
     uint32_t rows, vocab, dim, seq_len, position_offset, positional;
     float scale;
     uint32_t positions_from_step;
-  } push{e.rows, e.vocab, e.dim, e.seq_len, e.position_offset, pe ? 1u : 0u, e.scale, step ? 1u : 0u};
-  static_assert(sizeof push == 32, "matches Push in shaders/embedding.comp");
+    uint32_t first_id, id_count, last_part, table_base;
+  } push{e.rows, e.vocab, e.dim, e.seq_len, e.position_offset, pe ? 1u : 0u, e.scale, step ? 1u : 0u, 0, 0, 0, 0};
+  static_assert(sizeof push == 48, "matches Push in shaders/embedding.comp");
   Kernel k = kernel("embedding.comp", {}, 5, sizeof push);
-  cl.dispatch(k, ops::grid(ops::ceil_div(uint64_t(e.rows) * e.dim, 256)),
-              {in(ids), in(table), in(pe ? *pe : table), out(out_view), in(step ? step->state : ids)}, push, "embedding");
+  // A table larger than one binding (a 50k-token embedding in fp32 on a device that binds
+  // 128 MiB) is read in parts of whole rows, a dispatch each: each writes the rows whose
+  // ids fall in its part (the last also those outside the vocabulary).
+  const uint64_t row_bytes = uint64_t(e.dim) * dtype_bytes(dtype_);
+  const uint64_t range = ctx_.capabilities().max_storage_buffer_range;
+  const uint32_t per_part = uint32_t(std::min<uint64_t>(e.vocab, std::max<uint64_t>(1, (range - 256) / row_bytes)));
+  for (uint32_t first = 0; first < e.vocab; first += per_part) {
+    const uint32_t count = std::min(per_part, e.vocab - first);
+    const Placed part = place({table.alloc, table.offset + first * row_bytes, count * row_bytes}, "embedding");
+    push.first_id = first;
+    push.id_count = count;
+    push.last_part = first + count == e.vocab ? 1u : 0u;
+    push.table_base = part.base;
+    cl.dispatch(k, ops::grid(ops::ceil_div(uint64_t(e.rows) * e.dim, 256)),
+                {in(ids), in(part.view), in(pe ? *pe : ids), out(out_view), in(step ? step->state : ids)}, push,
+                "embedding");
+  }
 }
 
 }  // namespace vkf

@@ -137,6 +137,30 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
                 " N=" + std::to_string(g.N) + " K=" + std::to_string(g.K) + ")");
   if (!g.lda) g.lda = g.trans_a ? g.M : g.K;
   if (!g.ldb) g.ldb = g.trans_b ? g.K : g.N;
+  // A weight larger than one binding may hold (a 50k-token output projection in fp32 on a
+  // device that binds 128 MiB): the product in slices of its rows, each a column range
+  // of C (and of the bias and residual), every slice a binding of its own.
+  const uint64_t e = dtype_bytes(dtype_), range = ctx_.capabilities().max_storage_buffer_range;
+  if (g.trans_b && g.batch == 1 && g.heads == 1 && !g.split.column && g.norm_of != NormOf::Residual && !step &&
+      b.size > range && uint64_t(g.N) * g.ldb * e > range) {
+    const uint32_t rows = uint32_t(std::max<uint64_t>(1, range / (uint64_t(g.ldb) * e)) / 64 * 64);
+    if (rows == 0) throw Error("gemm: a single row of B is larger than one binding of device '" + ctx_.capabilities().name + "'");
+    if (!g.ldc) g.ldc = g.N;
+    if (!g.ldr) g.ldr = g.N;
+    auto from = [&](const BufferView& v, uint64_t elements) {
+      if (elements * e > v.size) throw Error("gemm: a view is too small for its columns");
+      return BufferView{v.alloc, v.offset + elements * e, v.size - elements * e};
+    };
+    for (uint32_t n0 = 0; n0 < g.N; n0 += rows) {
+      Gemm part = g;
+      part.N = std::min(rows, g.N - n0);
+      const BufferView bp{b.alloc, b.offset + uint64_t(n0) * g.ldb * e,
+                          std::min<uint64_t>(b.size - uint64_t(n0) * g.ldb * e, uint64_t(part.N) * g.ldb * e)};
+      gemm(cl, part, a, bp, from(c, n0), bias ? std::optional(from(*bias, n0)) : std::nullopt,
+           residual ? std::optional(from(*residual, n0)) : std::nullopt, std::nullopt, std::nullopt, norm);
+    }
+    return;
+  }
   const GemmSplit& sp = g.split;
   if (sp.column && (sp.column >= g.N || !split_out || g.heads != 1))
     throw Error("gemm: a split output needs its buffer, a split column inside N and heads = 1");

@@ -1,6 +1,7 @@
 // Embedding: table rows scaled, sinusoidal positions added; bad ids poison, never read.
 #include "support/ops_test.hpp"
 #include "ops/reference.hpp"
+#include "vkformer/tensor_io.hpp"
 
 namespace vkf::test {
 namespace {
@@ -95,6 +96,39 @@ TEST_P(EmbeddingTest, TakesThePositionFromADecodeStep) {
 }
 
 VKF_FOR_EACH_DTYPE(EmbeddingTest);
+
+}  // namespace
+}  // namespace vkf::test
+
+namespace vkf::test {
+namespace {
+
+// A table larger than one binding (a 50k-token embedding in fp32 on a device that binds
+// 128 MiB) is read in parts: rows from the first part, the last and either side of the
+// boundary, and an id outside the vocabulary (NaN, written once), all exact.
+TEST_P(EmbeddingTest, TableLargerThanOneBindingIsReadInParts) {
+  const uint64_t range = ctx().capabilities().max_storage_buffer_range, e = dtype_bytes(dtype());
+  if (range > (256ull << 20)) GTEST_SKIP() << "this device binds " << (range >> 20) << " MiB: the table would be too large";
+  const uint32_t dim = 4096, vocab = uint32_t(range / (dim * e)) + 7, part = uint32_t((range - 256) / (dim * e));
+  std::vector<float> table(uint64_t(vocab) * dim);
+  for (uint64_t i = 0; i < table.size(); ++i) table[i] = float(int64_t(i % 2003) - 1001) / 64.0f;  // exact in fp16
+  Buffer bt = upload_floats(ctx(), table, dtype(), "table");
+  const std::vector<uint32_t> ids = {0, part - 1, part, vocab - 1, 5, vocab, part + 3};
+  Buffer bid = upload_u32(ctx(), ids, "ids"), out = poisoned(ctx(), ids.size() * dim, dtype(), "out");
+  auto cl = ctx().command_list();
+  ops().embedding(cl, {.rows = uint32_t(ids.size()), .vocab = vocab, .dim = dim, .seq_len = uint32_t(ids.size())},
+                  bid.view(), bt.view(), std::nullopt, out.view());
+  cl.submit();
+  const auto got = download_as(ctx(), out, ids.size() * dim, dtype());
+  for (size_t r = 0; r < ids.size(); ++r)
+    for (uint32_t c = 0; c < dim; c += 97) {
+      if (ids[r] >= vocab) {
+        EXPECT_TRUE(std::isnan(got[r * dim + c])) << "id " << ids[r];
+        continue;
+      }
+      ASSERT_EQ(got[r * dim + c], table[uint64_t(ids[r]) * dim + c]) << "id " << ids[r] << " column " << c;
+    }
+}
 
 }  // namespace
 }  // namespace vkf::test

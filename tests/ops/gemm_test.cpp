@@ -177,6 +177,19 @@ TEST_P(GemmTest, LargeProductAndLongK) {
   check({.M = 130, .N = 200, .K = 512, .trans_b = true, .act = Activation::Gelu}, true, true, rng);  // vec4 loads
 }
 
+// B larger than one binding (a 50k-token output projection in fp32 on a device that binds
+// 128 MiB): the product in slices of B's rows, each a column range of C, the bias and the
+// residual; the last slice partial. The decode-step and the tiled or direct kernels.
+TEST_P(GemmTest, WeightLargerThanOneBindingIsSplitByRows) {
+  const uint64_t range = ctx().capabilities().max_storage_buffer_range, e = dtype_bytes(dtype());
+  if (range > (256ull << 20)) GTEST_SKIP() << "this device binds " << (range >> 20) << " MiB: B would be too large";
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t K = 1024, N = uint32_t(range / (K * e)) + 70;
+  for (uint32_t m : {1u, 9u}) check({.M = m, .N = N, .K = K, .trans_b = true}, true, true, rng);
+}
+
 TEST_P(GemmTest, BatchedWithHeadStrides) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
