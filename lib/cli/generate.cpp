@@ -136,6 +136,11 @@ int generate(const Args& args) {
   // them; vkformer's own models: greedy, 64 tokens at most. Options override them.
   GenerateOptions o = GenerateOptions::defaults(config);
   if (!config.hugging_face) o.max_new_tokens = std::min<uint32_t>(64, config.max_position);
+  if (config.decoder_only && !args.given("--max-new-tokens")) {  // the default, within the positions the prompts leave
+    size_t longest = 0;
+    for (const auto& p : sources) longest = std::max(longest, p.size());
+    if (longest <= config.max_position) o.max_new_tokens = std::min<uint32_t>(o.max_new_tokens, uint32_t(config.max_position - longest + 1));
+  }
   o.max_new_tokens = args.count("--max-new-tokens", o.max_new_tokens);
   o.beam = args.count("--beam", o.beam);
   o.length_penalty = args.number("--length-penalty", o.length_penalty);

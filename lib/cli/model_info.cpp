@@ -26,16 +26,19 @@ int model_info(const std::string& dir, bool json, const ContextOptions& options)
   const GenerateOptions g = GenerateOptions::defaults(c);
   nlohmann::json bad = g.bad_words_ids;
   nlohmann::json out = {
-      {"architecture", c.architecture}, {"d_model", c.d_model}, {"heads", c.nhead},
+      {"architecture", c.architecture}, {"family", c.decoder_only ? "decoder-only" : "encoder-decoder"},
+      {"d_model", c.d_model}, {"heads", c.nhead},
       {"encoder_layers", c.num_encoder_layers}, {"decoder_layers", c.num_decoder_layers},
       {"ffn_dim", c.dim_feedforward}, {"activation", kActivations[int(c.activation)]},
       {"norm", c.norm_first ? "pre-norm" : "post-norm"}, {"positions", kPositions[int(c.positions)]},
       {"max_position", c.max_position}, {"src_vocab_size", c.src_vocab_size}, {"tgt_vocab_size", c.tgt_vocab_size},
-      {"pad_id", c.pad_id}, {"decoder_start_id", c.bos_id}, {"eos_id", c.eos_id}, {"tokenizer", tokenizer},
+      {"pad_id", c.pad_id}, {c.decoder_only ? "bos_id" : "decoder_start_id", c.bos_id}, {"eos_id", c.eos_id},
+      {"tokenizer", tokenizer},
       {"generation",
        {{"num_beams", g.beam}, {"max_new_tokens", g.max_new_tokens}, {"length_penalty", g.length_penalty},
         {"early_stopping", g.early_stopping == -1 ? nlohmann::json("never") : nlohmann::json(g.early_stopping == 1)},
-        {"min_length", g.min_length}, {"no_repeat_ngram_size", g.no_repeat_ngram_size}, {"bad_words_ids", bad},
+        {"min_length", g.min_length}, {"no_repeat_ngram_size", g.no_repeat_ngram_size},
+        {"repetition_penalty", g.repetition_penalty}, {"bad_words_ids", bad},
         {"forced_bos_id", g.forced_bos_id ? nlohmann::json(*g.forced_bos_id) : nlohmann::json()},
         {"forced_eos_id", g.forced_eos_id ? nlohmann::json(*g.forced_eos_id) : nlohmann::json()}}}};
   if (json) {
@@ -47,7 +50,9 @@ int model_info(const std::string& dir, bool json, const ContextOptions& options)
     if (key == "generation") continue;
     std::printf("  %-16s %s\n", key.c_str(), value.is_string() ? value.get<std::string>().c_str() : value.dump().c_str());
   }
-  std::printf("  generation defaults%s:\n", c.hugging_face ? " (generation_config.json)" : "");
+  std::printf("  generation defaults%s:\n",
+              c.decoder_only ? " (max_new_tokens within max_position with the prompt)"
+                             : c.hugging_face ? " (generation_config.json)" : "");
   for (const auto& [key, value] : out["generation"].items()) std::printf("    %-22s %s\n", key.c_str(), value.dump().c_str());
   return 0;
 }

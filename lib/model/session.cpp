@@ -18,6 +18,10 @@ struct Session::Impl {
 
 GenerateOptions GenerateOptions::defaults(const ModelConfig& c) {
   GenerateOptions o;
+  if (c.decoder_only) {  // GPT-2: greedy, 64 new tokens at most (generation_config.json is not read yet)
+    o.max_new_tokens = std::min<uint32_t>(64, c.max_position);
+    return o;
+  }
   if (!c.hugging_face) return o;
   const GenerationDefaults& g = c.generation;
   o.beam = g.num_beams;

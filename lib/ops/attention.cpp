@@ -67,21 +67,6 @@ uint32_t tiled_block_keys(const Capabilities& caps, uint32_t head_dim) {
 
 }  // namespace
 
-const char* attention_kernel_name(AttentionKernel k) {
-  switch (k) {
-    case AttentionKernel::Rows: return "rows";
-    case AttentionKernel::Tiled: return "tiled";
-    case AttentionKernel::Direct: return "direct";
-  }
-  return "?";
-}
-
-std::optional<AttentionKernel> attention_kernel_from_name(const std::string& name) {
-  for (AttentionKernel k : kAttentionKernels)
-    if (name == attention_kernel_name(k)) return k;
-  return std::nullopt;
-}
-
 std::string attention_kernel_problem(const Capabilities& caps, AttentionKernel kernel, uint32_t head_dim, DType) {
   if (head_dim < 1 || head_dim > Ops::kMaxFusedHeadDim)
     return "head_dim " + std::to_string(head_dim) + " is outside 1.." + std::to_string(Ops::kMaxFusedHeadDim) +

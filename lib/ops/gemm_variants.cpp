@@ -142,6 +142,22 @@ std::string checksum(const nlohmann::json& classes, const nlohmann::json& attent
 
 }  // namespace
 
+// The attention kernels by name (the tuning file's words; attention.cpp runs them).
+const char* attention_kernel_name(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::Rows: return "rows";
+    case AttentionKernel::Tiled: return "tiled";
+    case AttentionKernel::Direct: return "direct";
+  }
+  return "?";
+}
+
+std::optional<AttentionKernel> attention_kernel_from_name(const std::string& name) {
+  for (AttentionKernel k : kAttentionKernels)
+    if (name == attention_kernel_name(k)) return k;
+  return std::nullopt;
+}
+
 uint32_t attention_length_class(uint32_t q_len) {
   uint32_t c = 0;
   while (q_len > kAttentionLengthClassLimits[c]) ++c;
