@@ -149,7 +149,6 @@ def main():
                           str(args.tokens), "--json", "--warmup", "--precision", args.precision],
                          capture_output=True, text=True, check=True)
     vk = json.loads(out.stdout)
-    load_line = [l for l in out.stderr.splitlines() if "model loaded" in l]
     runs = {}
     for threads in range(1, (os.cpu_count() or 1) + 1):
         torch.set_num_threads(threads)
@@ -165,7 +164,7 @@ def main():
     print(f"  vkformer on {vk['device']} ({args.precision}): {vk['decode_tokens_per_second']:8.1f} tokens/s")
     print(f"  ratio vkformer / PyTorch ({best} threads): {vk['decode_tokens_per_second'] / runs[best][1]:.2f}")
     print(f"  vkformer gives PyTorch's tokens: {same}")
-    print(f"  load: vkformer {load_line[-1].split('model loaded in ')[-1] if load_line else '?'}, this script's reader {torch_load:.2f} s")
+    print(f"  load: vkformer {vk['load_seconds']:.2f} s ({args.precision}), this script's reader {torch_load:.2f} s")
     if not same:
         sys.exit("vkformer's tokens differ from the baseline's")
 

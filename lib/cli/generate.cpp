@@ -166,6 +166,7 @@ int generate(const Args& args) {
     throw Error("--max-new-tokens " + std::to_string(o.max_new_tokens) + " is more than the model's max_position " +
                 std::to_string(config.max_position));
   auto t1 = std::chrono::steady_clock::now();
+  const auto t1_load = t1;
   Session session(model);
   session.set_profile(ma.profile);
   if (warmup) {  // compiles every pipeline, fills the caches: what follows times decoding alone
@@ -213,6 +214,7 @@ int generate(const Args& args) {
     j["device"] = ctx.capabilities().name;
     if (o.temperature > 0) j["seed"] = o.seed;
     j["seconds"] = secs;
+    j["load_seconds"] = std::chrono::duration<double>(t1_load - t0).count();  // the model and its tokenizer
     j["tokens_per_second"] = tokens / secs;  // encode and decode together
     const GenerateStats& st = session.last_stats();
     j["encode_ms"] = st.encode_ms;
