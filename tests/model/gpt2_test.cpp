@@ -216,5 +216,26 @@ TEST_F(GpuTest, Gpt2EndsAtAnyOfSeveralEosIdsOrAStopTest) {
   o.eos_ids = {357};
   EXPECT_THROW(session.generate({ids}, o), Error);  // outside the vocabulary
 }
+
+// Sampling a decoder-only model: one seed draws the same tokens whatever the steps per
+// submit (each draw keyed by seed, sequence and position); other seeds draw others; top-k
+// of 1 is greedy.
+TEST_F(GpuTest, Gpt2SampledIdsAreReproduciblePerSeed) {
+  auto model = Model::load(ctx(), (kDir / "lm").string(), DType::F32);
+  Session session(model);
+  const std::vector<uint32_t> prompt = {5, 17, 9};
+  GenerateOptions o{.max_new_tokens = 24, .temperature = 1.5f, .seed = 7};
+  const auto a = session.generate({prompt}, o).at(0);
+  o.max_steps_per_submit = 1;  // one step per submit: the same draws
+  EXPECT_EQ(session.generate({prompt}, o).at(0), a);
+  int differ = 0;
+  for (uint64_t seed : {8u, 9u, 10u}) {
+    o.seed = seed;
+    differ += session.generate({prompt}, o).at(0) != a;
+  }
+  EXPECT_GE(differ, 2) << "other seeds drew the same tokens";
+  GenerateOptions k1{.max_new_tokens = 12, .temperature = 1.0f, .top_k = 1, .seed = 3};
+  EXPECT_EQ(session.generate({prompt}, k1).at(0), references()["models"]["lm"][0]["greedy"].get<std::vector<uint32_t>>());
+}
 }  // namespace
 }  // namespace vkf::test
