@@ -22,6 +22,34 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
   Session session(model);
   const auto& c = model->config();
   nlohmann::json out = {{"model", dir}, {"d_model", c.d_model}, {"layers", c.num_encoder_layers + c.num_decoder_layers}};
+  if (c.decoder_only) {
+    // A decoder-only model: prompt processing (a prompt of 128 and of 512 tokens, within
+    // its positions, then one token) and greedy decoding after a short prompt. Prompts
+    // in one call run one after another, so only batch 1 is measured.
+    auto prompt = [&](uint32_t n) {
+      std::vector<uint32_t> p;
+      for (uint32_t i = 0; i < n; ++i) p.push_back((4 + i * 7) % c.tgt_vocab_size);
+      return p;
+    };
+    session.generate({prompt(8)}, {.max_new_tokens = 2, .stop_at_eos = false});  // warm-up: pipelines compiled
+    for (uint32_t n : {quick ? 16u : 128u, quick ? 32u : 512u}) {
+      if (n >= c.max_position) continue;
+      const auto p = prompt(n);
+      auto t0 = std::chrono::steady_clock::now();
+      session.generate({p}, {.max_new_tokens = 1, .stop_at_eos = false});
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      out["prompt"].push_back({{"tokens", n}, {"seconds", s}, {"tokens_per_second", n / s}});
+      if (print) std::printf("%-24s %12.1f tokens/s (%u tokens)\n", "prompt processing", n / s, n);
+    }
+    const uint32_t tokens = std::min<uint32_t>(quick ? 8 : 64, c.max_position - 8);
+    auto t0 = std::chrono::steady_clock::now();
+    const auto ids = session.generate({prompt(8)}, {.max_new_tokens = tokens, .stop_at_eos = false});
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const size_t n = ids[0].size();
+    out["greedy"].push_back({{"batch", 1}, {"tokens", n}, {"seconds", s}, {"tokens_per_second", n / s}});
+    if (print) std::printf("%-24s %12.1f tokens/s (batch 1, %zu tokens)\n", "greedy decoding", n / s, n);
+    return out;
+  }
   std::vector<uint32_t> src;
   for (uint32_t i = 0; i < 20; ++i) src.push_back(4 + (i * 7) % (c.src_vocab_size - 4));
   const uint32_t tokens = quick ? 8 : 24;

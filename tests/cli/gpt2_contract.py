@@ -80,6 +80,13 @@ got = json.loads(run("generate", "--model", lm, "--ids", ",".join(map(str, promp
 assert stop in got["text"][0] and got["finished"] == [True] and len(got["ids"][0]) < n, (stop, got)
 print("ok: text")
 
+# bench model on a decoder-only model: prompt processing and greedy decoding.
+report = os.path.join(work, "gpt2_bench.json")
+run("bench", "model", "--model", lm, "--quick", "--json-out", report)
+model_run = json.load(open(report))["runs"][0]["model"]
+assert [p["tokens"] for p in model_run["prompt"]] == [16, 32] and model_run["greedy"][0]["tokens"] == 8, model_run
+print("ok: bench model")
+
 # Each family's input options, refused for the other by name.
 err = run("generate", "--model", lm, "--src-ids", "1,2", ok=False).stderr
 assert "--src-ids is for encoder-decoder models" in err and "--ids" in err, err
