@@ -317,15 +317,19 @@ void Seq2SeqGraph::check_target_ids(const std::vector<uint32_t>& ids) const {
                   std::to_string(m_.config.tgt_vocab_size));
 }
 
-void Seq2SeqGraph::prefill(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
+void Seq2SeqGraph::upload_tokens(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
   const uint32_t rows = batch_ * n;
-  if (ids.size() != rows) throw Error("prefill: expected " + std::to_string(rows) + " token ids");
+  if (ids.size() != rows) throw Error("decode: expected " + std::to_string(rows) + " target ids");
   if (t0 + n > cache_.capacity())
-    throw Error("position " + std::to_string(t0 + n) + " is past the decoding capacity " +
+    throw Error("target position " + std::to_string(t0 + n) + " is past the decoding capacity " +
                 std::to_string(cache_.capacity()));
   check_target_ids(ids);
   ensure(ctx_, tgt_ids_, rows, 4, "tgt_ids");
   ctx_.upload(tgt_ids_, ids.data(), rows * 4);
+}
+
+void Seq2SeqGraph::prefill(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
+  upload_tokens(t0, n, ids);
   ensure(ctx_, logits_, uint64_t(batch_) * m_.config.tgt_vocab_size, dtype_bytes(m_.dtype), "logits");
   CommandList cl = begin();
   record_decoder(cl, {.t0 = t0, .n = n});  // the cache filled; logits of each sequence's last token only
@@ -334,13 +338,7 @@ void Seq2SeqGraph::prefill(uint32_t t0, uint32_t n, const std::vector<uint32_t>&
 
 std::vector<float> Seq2SeqGraph::decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
   const uint32_t rows = batch_ * n, V = m_.config.tgt_vocab_size;
-  if (ids.size() != rows) throw Error("decode: expected " + std::to_string(rows) + " target ids");
-  if (t0 + n > cache_.capacity())
-    throw Error("target position " + std::to_string(t0 + n) + " is past the decoding capacity " +
-                std::to_string(cache_.capacity()));
-  check_target_ids(ids);
-  ensure(ctx_, tgt_ids_, rows, 4, "tgt_ids");
-  ctx_.upload(tgt_ids_, ids.data(), rows * 4);
+  upload_tokens(t0, n, ids);
   ensure(ctx_, logits_, uint64_t(rows) * V, dtype_bytes(m_.dtype), "logits");
   CommandList cl = begin();
   record_decoder(cl, {.t0 = t0, .n = n, .logits_of_every_token = true});

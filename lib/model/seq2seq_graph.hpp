@@ -72,6 +72,8 @@ class Seq2SeqGraph {
   };
   void record_decoder(CommandList& cl, const DecoderOptions& o);
   void check_target_ids(const std::vector<uint32_t>& ids) const;
+  // Checks n tokens per sequence at [t0, t0 + n) against the capacity and vocabulary, and uploads them.
+  void upload_tokens(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids);
   void ensure_step_buffers();
   // Working memory for B = batch_ sequences: a source of S tokens, target_capacity positions.
   void reserve(uint32_t S, uint32_t target_capacity);  // what a recorded decode step (step() or greedy) reads and writes

@@ -21,15 +21,12 @@ using clock_type = std::chrono::steady_clock;
 
 double since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
-// Seconds per product of `g`: one command list of many products (so a submit's cost is
-// shared), submitted until `min_seconds` have passed and at least three times, the
-// median. Submits wait by blocking, never spinning, which would starve a CPU driver.
-double time_product(Context& ctx, Ops& ops, const Gemm& g, const Buffer& a, const Buffer& b, const Buffer& c,
-                    double min_seconds) {
-  const uint32_t reps = uint32_t(std::clamp(2e8 / (2.0 * g.M * g.N * g.K), 1.0, 50.0));
-  CommandList cl = ctx.command_list();
-  for (uint32_t r = 0; r < reps; ++r) ops.gemm(cl, g, a.view(), b.view(), c.view());
-  cl.submit();  // warm: pipelines compiled, caches filled
+// Seconds per run of `reps` recorded in `cl`: submitted once to warm (pipelines compiled,
+// caches filled), then until `min_seconds` have passed and at least three times, the
+// median over reps (a submit's cost shared by many). Submits wait by blocking, never
+// spinning, which would starve a CPU driver.
+double time_submits(CommandList& cl, uint32_t reps, double min_seconds) {
+  cl.submit();
   std::vector<double> t;
   const auto start = clock_type::now();
   while (t.size() < 3 || (since(start) < min_seconds && t.size() < 50)) {
@@ -41,23 +38,23 @@ double time_product(Context& ctx, Ops& ops, const Gemm& g, const Buffer& a, cons
   return t[t.size() / 2] / reps;
 }
 
-// Seconds per attention, as time_product.
+// Seconds per product of `g`.
+double time_product(Context& ctx, Ops& ops, const Gemm& g, const Buffer& a, const Buffer& b, const Buffer& c,
+                    double min_seconds) {
+  const uint32_t reps = uint32_t(std::clamp(2e8 / (2.0 * g.M * g.N * g.K), 1.0, 50.0));
+  CommandList cl = ctx.command_list();
+  for (uint32_t r = 0; r < reps; ++r) ops.gemm(cl, g, a.view(), b.view(), c.view());
+  return time_submits(cl, reps, min_seconds);
+}
+
+// Seconds per self-attention of `a` over q (as queries, keys and values) into o.
 double time_attention(Context& ctx, Ops& ops, const Attention& a, const Buffer& q, const Buffer& o,
                       double min_seconds) {
   const double work = 4.0 * a.heads * a.q_len * a.kv_len * a.head_dim;
   const uint32_t reps = uint32_t(std::clamp(2e8 / work, 1.0, 50.0));
   CommandList cl = ctx.command_list();
   for (uint32_t r = 0; r < reps; ++r) ops.attention(cl, a, q.view(), q.view(), q.view(), o.view());
-  cl.submit();
-  std::vector<double> t;
-  const auto start = clock_type::now();
-  while (t.size() < 3 || (since(start) < min_seconds && t.size() < 50)) {
-    const auto t0 = clock_type::now();
-    cl.submit();
-    t.push_back(since(t0));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2] / reps;
+  return time_submits(cl, reps, min_seconds);
 }
 
 }  // namespace

@@ -28,16 +28,14 @@ import json
 import shutil
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 
-import regex
 import torch
 import transformers
 from transformers import GPT2Config, GPT2LMHeadModel, GPT2Tokenizer, GPT2TokenizerFast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_references import CORPUS, bytes_to_unicode  # noqa: E402
+from make_references import bytes_to_unicode, learn_merges  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "hf" / "gpt2"
@@ -66,31 +64,8 @@ def random_model(seed, **config):
 def make_gpt2_tokenizer(directory, merges_count=100):
     """GPT-2's layout: the 256 byte symbols, the merges learned on CORPUS, <|endoftext|>;
     saved by GPT2Tokenizer.save_pretrained as a hub GPT-2 directory holds it."""
-    pattern = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
     b2u = bytes_to_unicode()
-    words = Counter("".join(b2u[b] for b in w.encode()) for w in pattern.findall(CORPUS))
-    splits = {w: list(w) for w in words}
-    merges = []
-    for _ in range(merges_count):
-        pairs = Counter()
-        for w, n in words.items():
-            s = splits[w]
-            for a, b in zip(s, s[1:]):
-                pairs[a, b] += n
-        if not pairs:
-            break
-        best = max(pairs.items(), key=lambda kv: (kv[1], kv[0]))[0]
-        merges.append(best)
-        for w in words:
-            s, i, out = splits[w], 0, []
-            while i < len(s):
-                if i + 1 < len(s) and (s[i], s[i + 1]) == best:
-                    out.append(s[i] + s[i + 1])
-                    i += 2
-                else:
-                    out.append(s[i])
-                    i += 1
-            splits[w] = out
+    merges = learn_merges(merges_count)
     vocab = {}
     for ch in b2u.values():
         vocab[ch] = len(vocab)

@@ -148,8 +148,9 @@ def bytes_to_unicode():
     return dict(zip(bs, map(chr, cs)))
 
 
-def make_bart_tokenizer(directory, merges_count=300):
-    """A byte-level BPE learned on CORPUS: every byte symbol, then the most frequent pairs."""
+def learn_merges(merges_count):
+    """Byte-level BPE merges learned on CORPUS: the most frequent adjacent pair of symbols,
+    merged everywhere, merges_count times (fewer when nothing is left to merge)."""
     pattern = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
     b2u = bytes_to_unicode()
     words = Counter("".join(b2u[b] for b in w.encode()) for w in pattern.findall(CORPUS))
@@ -175,6 +176,13 @@ def make_bart_tokenizer(directory, merges_count=300):
                     out.append(s[i])
                     i += 1
             splits[w] = out
+    return merges
+
+
+def make_bart_tokenizer(directory, merges_count=300):
+    """A byte-level BPE learned on CORPUS: every byte symbol, then the most frequent pairs."""
+    b2u = bytes_to_unicode()
+    merges = learn_merges(merges_count)
     vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
     for ch in b2u.values():
         vocab[ch] = len(vocab)
