@@ -68,6 +68,10 @@ ModelConfig read_gpt2_config(const std::string& directory) {
   c.pad_id = c.eos_id;
   c.positions = ModelConfig::Positions::Learned;
   c.final_norms = true;  // ln_f
+  // generation_config.json as for the encoder-decoders: repetition_penalty honoured, a
+  // setting vkformer would drop (do_sample, ...) refused by name. Its max_length counts
+  // the prompt, so the default number of new tokens stays vkformer's.
+  read_hf_generation(directory, c);
   return c;
 }
 

@@ -70,7 +70,9 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
   }
   if (r.has("forced_bos_token_id")) g.forced_bos_id = token_id(r, "forced_bos_token_id", V);
   if (r.has("forced_eos_token_id")) g.forced_eos_id = token_id(r, "forced_eos_token_id", V);
-  if (r.has("eos_token_id") && token_id(r, "eos_token_id", V) != c.eos_id)
+  // (A decoder-only model may name an EOS outside its vocabulary, as a small random GPT-2
+  // keeps 50256: it is then never produced, as in transformers.)
+  if (r.has("eos_token_id") && token_id(r, "eos_token_id", c.decoder_only ? UINT32_MAX : V) != c.eos_id)
     r.fail("field 'eos_token_id' differs from config.json's");
   if (r.has("decoder_start_token_id") && token_id(r, "decoder_start_token_id", V) != c.bos_id)
     r.fail("field 'decoder_start_token_id' differs from config.json's");
@@ -98,6 +100,16 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
 }
 
 }  // namespace
+
+void read_hf_generation(const std::string& directory, ModelConfig& c) {
+  namespace fs = std::filesystem;
+  const fs::path gen = fs::path(directory) / "generation_config.json";
+  std::error_code ec;
+  if (fs::exists(gen, ec))
+    read_generation(ConfigReader(gen.string()), true, c);
+  else
+    read_generation(ConfigReader((fs::path(directory) / "config.json").string()), false, c);
+}
 
 ModelConfig read_hf_config(const std::string& directory) {
   namespace fs = std::filesystem;
@@ -143,12 +155,7 @@ ModelConfig read_hf_config(const std::string& directory) {
       r.fail("field 'normalize_embedding' is false; vkformer runs BART with its layernorm_embedding");
   }
   c.final_norms = false;
-  const fs::path gen = fs::path(directory) / "generation_config.json";
-  std::error_code ec;
-  if (fs::exists(gen, ec))
-    read_generation(ConfigReader(gen.string()), true, c);
-  else
-    read_generation(r, false, c);
+  read_hf_generation(directory, c);
   return c;
 }
 

@@ -13,6 +13,11 @@ namespace vkf::model {
 // shards; an error naming what is there instead (a pickle) or missing.
 std::string hf_checkpoint(const std::string& directory);
 
+// generation_config.json (or, in older checkpoints, the same keys in config.json) into
+// c.generation: what generate() honours is read, what would change its output and
+// vkformer does not do is refused by name.
+void read_hf_generation(const std::string& directory, ModelConfig& c);
+
 // config.json and generation_config.json: errors name the file and the field.
 ModelConfig read_hf_config(const std::string& directory);
 

@@ -18,8 +18,9 @@ struct Session::Impl {
 
 GenerateOptions GenerateOptions::defaults(const ModelConfig& c) {
   GenerateOptions o;
-  if (c.decoder_only) {  // GPT-2: greedy, 64 new tokens at most (generation_config.json is not read yet)
+  if (c.decoder_only) {  // GPT-2: greedy, 64 new tokens at most, generation_config.json's penalty
     o.max_new_tokens = std::min<uint32_t>(64, c.max_position);
+    o.repetition_penalty = c.generation.repetition_penalty;
     return o;
   }
   if (!c.hugging_face) return o;

@@ -237,5 +237,33 @@ TEST_F(GpuTest, Gpt2SampledIdsAreReproduciblePerSeed) {
   GenerateOptions k1{.max_new_tokens = 12, .temperature = 1.0f, .top_k = 1, .seed = 3};
   EXPECT_EQ(session.generate({prompt}, k1).at(0), references()["models"]["lm"][0]["greedy"].get<std::vector<uint32_t>>());
 }
+
+// generation_config.json as save_pretrained writes it (EOS 50256 outside a small random
+// model's vocabulary: never produced) loads; its repetition_penalty becomes the default;
+// a setting vkformer would drop (do_sample) is refused by name.
+TEST_F(GpuTest, Gpt2GenerationConfigIsHonouredOrRefusedByName) {
+  const fs::path dir = fs::path(scratch_dir("gpt2_generation")) / "lm";
+  fs::create_directories(dir);
+  for (const auto& f : fs::directory_iterator(kDir / "lm")) fs::copy_file(f.path(), dir / f.path().filename());
+  auto write = [&](const nlohmann::json& j) { std::ofstream(dir / "generation_config.json") << j.dump(); };
+  write({{"bos_token_id", 50256}, {"eos_token_id", 50256}, {"repetition_penalty", references()["repetition_penalty"]}});
+  auto model = Model::load(ctx(), dir.string(), DType::F32);
+  const GenerateOptions o = GenerateOptions::defaults(model->config());
+  EXPECT_FLOAT_EQ(o.repetition_penalty, references()["repetition_penalty"].get<float>());
+  Session session(model);
+  const auto& ref = references()["models"]["lm"][0];
+  GenerateOptions n = o;
+  n.max_new_tokens = references()["new_tokens"];
+  EXPECT_EQ(session.generate({ref["ids"].get<std::vector<uint32_t>>()}, n).at(0),
+            ref["greedy_repetition_penalty"].get<std::vector<uint32_t>>());
+  write({{"eos_token_id", 50256}, {"do_sample", true}, {"temperature", 0.7}});
+  try {
+    Model::load(ctx(), dir.string(), DType::F32);
+    ADD_FAILURE() << "do_sample was not refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("do_sample"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir.parent_path());
+}
 }  // namespace
 }  // namespace vkf::test
