@@ -14,13 +14,12 @@ timing, it must reproduce transformers' greedy tokens in tests/hf/gpt2/reference
 (made by tools/hf_references/make_gpt2_references.py) token for token, and vkformer's
 tokens on the benchmarked model.
 
-Needs only Debian's torch and numpy: the safetensors files are read here.
+Needs only Debian's torch and numpy: the safetensors files are read by tools/export.py's reader.
 """
 import argparse
 import json
 import math
 import os
-import struct
 import subprocess
 import sys
 import time
@@ -29,30 +28,8 @@ import numpy as np
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def read_safetensors(path):
-    """{name: float32 tensor} from one .safetensors file (F32, F16, BF16)."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = info["data_offsets"]
-        raw = data[a:b]
-        if info["dtype"] == "F32":
-            t = torch.from_numpy(np.frombuffer(raw, dtype=np.float32).copy())
-        elif info["dtype"] == "F16":
-            t = torch.from_numpy(np.frombuffer(raw, dtype=np.float16).astype(np.float32))
-        elif info["dtype"] == "BF16":
-            t = torch.from_numpy((np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32).copy())
-        else:
-            raise SystemExit(f"{path}: tensor {name} is {info['dtype']}")
-        out[name] = t.reshape(info["shape"])
-    return out
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from export import read_safetensors  # noqa: E402
 
 
 def load(directory):
@@ -61,7 +38,7 @@ def load(directory):
     files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else ["model.safetensors"]
     tensors = {}
     for f in files:
-        tensors.update(read_safetensors(os.path.join(directory, f)))
+        tensors.update({k: torch.from_numpy(v.astype(np.float32)) for k, v in read_safetensors(os.path.join(directory, f)).items()})
     return {k[len("transformer."):] if k.startswith("transformer.") else k: v for k, v in tensors.items()}
 
 

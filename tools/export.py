@@ -35,6 +35,7 @@ def write_safetensors(path, tensors, dtype="F32", metadata=None):
 
 
 def read_safetensors(path):
+    """{name: numpy array} of a .safetensors file; BF16 tensors (which numpy lacks) as float32."""
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
@@ -44,7 +45,13 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         a, b = info["data_offsets"]
-        out[name] = np.frombuffer(data[a:b], dtype=DTYPES[info["dtype"]]).reshape(info["shape"])
+        if info["dtype"] == "BF16":  # the upper half of a float32
+            array = (np.frombuffer(data[a:b], dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+        elif info["dtype"] in DTYPES:
+            array = np.frombuffer(data[a:b], dtype=DTYPES[info["dtype"]])
+        else:
+            raise ValueError(f"{path}: tensor {name} is {info['dtype']} (F32, F16 and BF16 are read)")
+        out[name] = array.reshape(info["shape"])
     return out
 
 
