@@ -22,15 +22,16 @@ supp=$PWD/tests/sanitizers
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite (build-asan/)"
 build asan
 # Not run here: what compiles other projects or documents (no vkformer code runs in them),
-# and two reruns whose host code the suite already runs under the sanitizers: the model
+# and reruns whose host code the suite already runs under the sanitizers: the model
 # suite again under the portable profile (it changes which kernels run on the device, not
 # the host's code paths; 3 minutes here) and the GPT-2 contract through the command (the
-# same library calls as tests/model/gpt2_test.cpp, 60 processes).
+# same library calls as tests/model/gpt2_test.cpp, 60 processes), and bench_gemm_torch
+# (PyTorch's timings beside `bench ops`, whose code bench_json_schema runs here).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0 \
 LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -j2 --timeout 900 --output-on-failure --progress \
-        -E '^(layering\.|consumer_projects|api_docs|glslangValidator\.|kernel_files|model_goldens_portable_profile|gpt2_command_line_contract)' "$@"
+        -E '^(layering\.|consumer_projects|api_docs|glslangValidator\.|kernel_files|model_goldens_portable_profile|gpt2_command_line_contract|bench_gemm_torch)' "$@"
 
 echo "== ThreadSanitizer: threads sharing one context (build-tsan/)"
 build tsan model_tests capi_tests
