@@ -104,7 +104,10 @@ std::vector<std::vector<uint32_t>> hf_greedy(Seq2SeqGraph& g, const std::vector<
       process(scores, seqs[b], o, c.eos_id, max_length);
       seqs[b].push_back(argmax(scores));
       if (o.on_token) o.on_token(b, seqs[b].back());
-      done[b] = ends_output(o, c, b, std::vector<uint32_t>(seqs[b].begin() + 1, seqs[b].end()));  // after the start token
+      // EOS first; the tokens after the start token are copied only for a stop test.
+      const uint32_t last = seqs[b].back();
+      done[b] = (o.stop_at_eos && (last == c.eos_id || std::count(o.eos_ids.begin(), o.eos_ids.end(), last))) ||
+                (o.stop && ends_output(o, c, b, std::vector<uint32_t>(seqs[b].begin() + 1, seqs[b].end())));
       all_done = all_done && done[b];
     }
     if (all_done) break;

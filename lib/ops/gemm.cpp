@@ -143,8 +143,9 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   const uint64_t e = dtype_bytes(dtype_), range = ctx_.capabilities().max_storage_buffer_range;
   if (g.trans_b && g.batch == 1 && g.heads == 1 && !g.split.column && g.norm_of != NormOf::Residual && !step &&
       b.size > range && uint64_t(g.N) * g.ldb * e > range) {
-    const uint32_t rows = uint32_t(std::max<uint64_t>(1, range / (uint64_t(g.ldb) * e)) / 64 * 64);
-    if (rows == 0) throw Error("gemm: a single row of B is larger than one binding of device '" + ctx_.capabilities().name + "'");
+    const uint64_t fit = range / (uint64_t(g.ldb) * e);  // rows of B one binding holds
+    if (fit == 0) throw Error("gemm: a single row of B is larger than one binding of device '" + ctx_.capabilities().name + "'");
+    const uint32_t rows = uint32_t(std::min<uint64_t>(fit >= 64 ? fit / 64 * 64 : fit, g.N));
     if (!g.ldc) g.ldc = g.N;
     if (!g.ldr) g.ldr = g.N;
     auto from = [&](const BufferView& v, uint64_t elements) {
