@@ -21,6 +21,7 @@ layout(std430, set = 0, binding = 6) writeonly buffer BufC2 { store_t C2[]; };  
 const uint FLAG_TRANS_A = GEMM_FLAG_TRANS_A, FLAG_TRANS_B = GEMM_FLAG_TRANS_B;
 const uint FLAG_BIAS = GEMM_FLAG_BIAS, FLAG_RESIDUAL = GEMM_FLAG_RESIDUAL, FLAG_STEP_ROWS = GEMM_FLAG_STEP_ROWS;
 const uint FLAG_NORM_A = GEMM_FLAG_NORM_A, FLAG_NORM_R = GEMM_FLAG_NORM_R;
+const uint FLAG_STATS_IN = GEMM_FLAG_STATS_IN, FLAG_STATS_OUT = GEMM_FLAG_STATS_OUT;
 
 #ifdef GEMM_NORM
 // A folded LayerNorm's weights, and the statistics of the rows it normalises (each
@@ -66,6 +67,7 @@ layout(push_constant) uniform Push {
   // values to a cache. 0: no split.
   uint split_n, ldc2, stride_c2, base_c2;
   float norm_eps;  // FLAG_NORM_A / FLAG_NORM_R
+  uint stats_parts;  // FLAG_STATS_IN: partials per row in the statistics read
 } pc;
 
 bool flag(uint f) { return (pc.flags & f) != 0u; }
@@ -84,7 +86,24 @@ float activate_flagged(float v) {
 }
 
 // norm_r: row m's place in the folded norm's statistics (see normalized_at).
-void store_c_at(uint z, uint m, uint n, float acc, uint norm_r) {
+// v rounded to the storage type as a store rounds it (to nearest even: VKF_RTE_FP16, or
+// an ulp apart where the device's conversion rounds otherwise). By arithmetic: drivers
+// fold float(float16_t(v)) and unpackHalf2x16(packHalf2x16(v)) back to v (lavapipe
+// does, `precise` or not).
+float as_stored(float v) {
+#ifdef VKF_FP16_STORAGE
+  if (isnan(v) || abs(v) >= 65520.0) return v * 65536.0;  // past the largest half (65504 + half an ulp): inf
+  int e;
+  frexp(v, e);  // |v| = m 2^e, m in [0.5, 1): 11 significant bits are 2^(e - 11) apart
+  const float step = exp2(float(max(e - 11, -24)));  // below 2^-14 halves are subnormal, 2^-24 apart
+  return roundEven(v / step) * step;
+#else
+  return v;
+#endif
+}
+
+// Returns the value stored, as a reader of C will see it (rounded to the storage type).
+float store_c_at(uint z, uint m, uint n, float acc, uint norm_r) {
   float v = pc.alpha * acc;
   if (flag(FLAG_BIAS)) v += float(bias[n]);
   v = activate_flagged(v);
@@ -100,10 +119,11 @@ void store_c_at(uint z, uint m, uint n, float acc, uint norm_r) {
   const uint step_row = flag(FLAG_STEP_ROWS) ? step_state[DECODE_STEP_WORD] + m : m;
   if (pc.split_n != 0u && n >= pc.split_n) {
     C2[pc.base_c2 + z * pc.stride_c2 + step_row * pc.ldc2 + (n - pc.split_n)] = store_t(v);
-    return;
+    return as_stored(v);
   }
   const uint row = pc.split_n != 0u ? m : step_row;
   C[pc.base_c + batch_offset(z, pc.stride_c) + row * pc.ldc + n] = store_t(v);
+  return as_stored(v);
 }
 #ifdef GEMM_NORM
 void store_c(uint z, uint m, uint n, float acc) { store_c_at(z, m, n, acc, m - norm_row0); }

@@ -29,8 +29,24 @@
 // workgroup through shared memory (NORM_ROWS, gemm_norm_rows.glsl). On lavapipe a
 // barrier anywhere in a kernel makes all of it a coroutine per SIMD chunk: the shared
 // version ran this kernel's products 7-10x slower.
+//
+// ROW_STATS (with NORM_SUBGROUP and SHUFFLE_A): FLAG_STATS_OUT writes, for every row of C,
+// each subgroup's partial statistics (count, mean, M2) of the values it stored, at
+// binding 10; FLAG_STATS_IN takes a folded norm's row statistics from such partials of
+// its rows (binding 9, stats_parts per row) instead of re-reading the rows: a consumer
+// merges 16 partials per row of a 512-wide model where it read 1024 elements, and on
+// lavapipe that re-reading by every subgroup was ~40% of the loads of an FFN-up product.
 #ifdef NORM_FOLDED
 #define GEMM_NORM
+#endif
+#ifdef ROW_STATS
+#if !defined(NORM_FOLDED) || !defined(NORM_SUBGROUP) || !defined(SHUFFLE_A)
+#error ROW_STATS needs NORM_FOLDED, NORM_SUBGROUP and SHUFFLE_A
+#endif
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+layout(std430, set = 0, binding = 9) readonly buffer StatsIn { vec4 stats_in[]; };     // (count, mean, M2, 0)
+layout(std430, set = 0, binding = 10) writeonly buffer StatsOut { vec4 stats_out[]; };
 #endif
 #ifdef NORM_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -103,9 +119,45 @@ float norm_row_sum(uint row, uint count, bool residual, bool deviations, float m
 // The mean and 1/std of the rows row0 .. row0 + TM - 1 (past the edge: the last row),
 // each by the whole subgroup, summed with subgroupAdd; two passes (the mean, then
 // squared deviations from it), as the other kernels take them.
+#ifdef ROW_STATS
+// Row `row`'s mean and M2 from the stats_parts partials a previous product wrote: each
+// lane sums a share, then the subgroup, by the parallel formula (Chan et al.): mean =
+// sum(n_i mean_i) / n, M2 = sum(M2_i + n_i (mean_i - mean)^2). Exact, as the two
+// passes over the row are: no E[v^2] - mean^2.
+void merge_row_partials(uint row, out float mean, out float m2) {
+  const uint lane = gl_SubgroupInvocationID, size = gl_SubgroupSize, parts = pc.stats_parts;
+  float n = 0.0, sum = 0.0;
+  for (uint p0 = 0; p0 < parts; p0 += size) {
+    const uint p = p0 + lane;
+    const vec4 v = stats_in[row * parts + min(p, parts - 1u)];
+    if (p < parts) n += v.x, sum += v.x * v.y;
+  }
+  mean = subgroupAdd(sum) / subgroupAdd(n);
+  float dev = 0.0;
+  for (uint p0 = 0; p0 < parts; p0 += size) {
+    const uint p = p0 + lane;
+    const vec4 v = stats_in[row * parts + min(p, parts - 1u)];
+    if (p < parts) dev += v.z + v.x * (v.y - mean) * (v.y - mean);
+  }
+  m2 = subgroupAdd(dev);
+}
+#endif
+
 void norm_row_statistics(uint z, uint row0) {
   norm_row0 = row0;
   const bool residual = flag(FLAG_NORM_R);
+#ifdef ROW_STATS
+  if (flag(FLAG_STATS_IN)) {
+    const uint count = residual ? pc.N : pc.K;
+    for (uint r = 0; r < TM; ++r) {
+      float mean, m2;
+      merge_row_partials(min(row0 + r, pc.M - 1u), mean, m2);
+      norm_mean[r] = mean;
+      norm_rstd[r] = inversesqrt(m2 / float(count) + pc.norm_eps);
+    }
+    return;
+  }
+#endif
   const uint count = residual ? pc.N : pc.K;
   const uint base = residual ? pc.base_r + batch_offset(z, pc.stride_r) : offset_a(z);
   const uint ld = residual ? pc.ldr : pc.lda;
@@ -258,14 +310,33 @@ void main() {
 
   for (uint i = 0; i < TM; ++i) {
     const uint m = m0 + i;
-    if (m >= pc.M) break;
+    if (m >= pc.M) break;  // uniform: the workgroup's rows
+    float stored[TN];
     for (uint j = 0; j < TN; ++j) {
       const uint n = n0 + lane + j * WG;
+      stored[j] = 0.0;
 #ifdef NORM_FOLDED
-      if (n < pc.N) store_c_at(z, m, n, acc[i * TN + j], i);  // i: row m's statistics, a constant
+      if (n < pc.N) stored[j] = store_c_at(z, m, n, acc[i * TN + j], i);  // i: row m's statistics, a constant
 #else
       if (n < pc.N) store_c(z, m, n, acc[i * TN + j]);
 #endif
     }
+#ifdef ROW_STATS
+    // This subgroup's partial of row m: the count, mean and M2 of the values it stored
+    // (two passes over registers), one vec4 per (row, subgroup).
+    if (flag(FLAG_STATS_OUT)) {
+      float count = 0.0, sum = 0.0;
+      for (uint j = 0; j < TN; ++j)
+        if (n0 + lane + j * WG < pc.N) count += 1.0, sum += stored[j];
+      const float n = subgroupAdd(count), total = subgroupAdd(sum);
+      const float mean = n > 0.0 ? total / n : 0.0;  // n = 0: the subgroup's columns are all past N
+      float dev = 0.0;
+      for (uint j = 0; j < TN; ++j)
+        if (n0 + lane + j * WG < pc.N) dev += (stored[j] - mean) * (stored[j] - mean);
+      const float m2 = subgroupAdd(dev);
+      const uint per_group = WG / gl_SubgroupSize, parts = gl_NumWorkGroups.x * per_group;
+      if (subgroupElect()) stats_out[m * parts + gl_WorkGroupID.x * per_group + gl_SubgroupID] = vec4(n, mean, m2, 0.0);
+    }
+#endif
   }
 }

@@ -20,6 +20,11 @@
 // of the residual, are normalised with the norm's gamma and beta as they are read.
 #define GEMM_FLAG_NORM_A 256u
 #define GEMM_FLAG_NORM_R 512u
+// The direct kernel with ROW_STATS (gemm_direct.comp): a folded norm's row statistics
+// from partials another GEMM wrote (binding 9), and this product's own partials of C's
+// rows written out (binding 10), so the next folded norm need not re-read whole rows.
+#define GEMM_FLAG_STATS_IN 1024u
+#define GEMM_FLAG_STATS_OUT 2048u
 
 // gemm_small_m.comp: products with at most this many rows of C take the decode-step
 // kernel, which keeps MAX_M accumulators per invocation (and a folded norm one row

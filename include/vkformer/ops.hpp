@@ -45,6 +45,22 @@ struct GemmSplit {
 // such a product runs the default table's tiles).
 enum class NormOf { None, A, Residual };
 
+// Partial statistics of the rows of a [rows, cols] matrix that a GEMM wrote with it
+// (GemmRowStats::out): `parts` partials per row, each 4 floats (count, mean, M2, 0), in
+// fp32 whatever the storage type. A later product that folds the LayerNorm of that
+// matrix takes its rows' statistics from them (GemmRowStats::in) instead of reading
+// whole rows in every workgroup. Only the direct kernel with subgroup arithmetic writes
+// and reads them (Ops::gemm_row_stats_parts); any other product ignores `in` (it computes
+// the statistics itself) and writes nothing.
+struct RowStats {
+  BufferView view;    // [rows, parts, 4] floats, descriptor-aligned
+  uint32_t parts = 0;
+};
+struct GemmRowStats {
+  std::optional<RowStats> in;     // of the rows the folded norm normalises (A's or the residual's)
+  std::optional<BufferView> out;  // room for C's: M * gemm_row_stats_parts(g) * 16 bytes
+};
+
 // A GEMM variant: its strategy and parameters (its kernel's specialization constants).
 // How a GEMM variant computes C:
 //   Tiled (shaders/gemm.comp): BM x BN blocks of C through shared memory, BK of K at a
@@ -240,7 +256,20 @@ class Ops {
   void gemm(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b, const BufferView& c,
             const std::optional<BufferView>& bias = {}, const std::optional<BufferView>& residual = {},
             const std::optional<DecodeStep>& step = {}, const std::optional<BufferView>& split_out = {},
-            const std::optional<NormWeights>& norm = {});
+            const std::optional<NormWeights>& norm = {}) {
+    gemm(cl, g, a, b, c, bias, residual, step, split_out, norm, GemmRowStats{});
+  }
+  // The same, reading and writing row statistics (RowStats): returns those it wrote to
+  // `stats.out`, or none where this product cannot.
+  std::optional<RowStats> gemm(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b,
+                               const BufferView& c, const std::optional<BufferView>& bias,
+                               const std::optional<BufferView>& residual, const std::optional<DecodeStep>& step,
+                               const std::optional<BufferView>& split_out, const std::optional<NormWeights>& norm,
+                               const GemmRowStats& stats);
+  // The partials per row gemm() writes for `g` (GemmRowStats::out), 0 where it writes
+  // none: products of more than kMaxFoldedNormRows rows, one batch of heads, no split
+  // output, on the direct kernel with subgroup shuffles and arithmetic (CPU drivers).
+  uint32_t gemm_row_stats_parts(const Gemm& g) const;
   // Which kernel variant gemm() runs for `g` on this device ("small_m", or "tiled
   // BMxBNxBK/TMxTN"): reports (bench ops) say what ran.
   std::string gemm_variant(const Gemm& g) const;
@@ -292,11 +321,10 @@ class Ops {
   // lavapipe pays dearly for). VKF_FOLD_NORMS=1 or 0 overrides (measuring both on one device).
   bool fold_norms_in_decode_steps() const;
   // Whether an encoder (and prompt processing) folds each LayerNorm into the GEMMs that
-  // read it: 5 dispatches per layer instead of 7. On GPUs and the portable profile; not
-  // on CPU drivers, where dispatches are cheap and each folded GEMM's workgroups
-  // recomputing their rows' statistics cost more (lavapipe, Transformer-base, 24
-  // tokens: 58-62 ms folded, 40-41 ms not). VKF_FOLD_NORMS=1 or 0 overrides, as for
-  // decode steps.
+  // read it: 5 dispatches per layer instead of 7. On GPUs and the portable profile, and
+  // on CPU drivers where the direct GEMM passes row statistics on (RowStats; without
+  // them each folded GEMM's workgroups re-read their rows, which cost lavapipe ~45%).
+  // VKF_FOLD_NORMS=1 or 0 overrides, as for decode steps.
   bool fold_norms_in_encoder() const;
   static constexpr uint32_t kMaxFusedHeadDim = 128;  // q and o live in registers: 2 * head_dim floats
   // Products of at most this many rows run the decode-step (small-M) kernel, which a

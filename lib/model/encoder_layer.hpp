@@ -12,7 +12,15 @@ struct EncoderBuffers {
   Buffer qkv;     // [rows, 3D]   self-attention queries, keys and values
   Buffer attn;    // [rows, D]    attention output, heads side by side
   Buffer hidden;  // [rows, FFN]  feed-forward hidden layer
+  // [rows, parts, 4] fp32 each: partial statistics of the rows of x or y (RowStats) that
+  // the fused layer's residual GEMMs write and its folded norms read, in turn; empty
+  // where the device's GEMMs write none (encoder_row_stats_parts() == 0).
+  Buffer stats[2];
 };
+
+// The partials per row the fused layer's residual GEMMs write for rows of width d_model
+// (the size of EncoderBuffers::stats: rows * parts * 16 bytes), 0 where they write none.
+uint32_t encoder_row_stats_parts(const Ops& ops, uint32_t rows, uint32_t d_model, uint32_t dim_feedforward);
 
 struct EncoderShape {
   uint32_t batch = 1, seq_len = 1, heads = 1;
@@ -29,6 +37,7 @@ void record_encoder_layer(const LayerRecorder& r, const EncoderLayer& layer, con
 struct EncoderStream {
   const Buffer* x = nullptr;  // &b.x or &b.y of the EncoderBuffers passed to every layer
   const Norm* pending = nullptr;
+  std::optional<RowStats> stats;  // of *x's rows, where the GEMM that wrote it wrote them
 };
 
 // The same layer in 5 dispatches (QKV projection, attention, output projection, FFN up,

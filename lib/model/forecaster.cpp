@@ -104,11 +104,16 @@ std::vector<float> Forecaster::predict(const std::vector<float>& windows) const 
   Ops ops(ctx, m.dtype);
   const uint32_t e = dtype_bytes(m.dtype);
   Buffer series = upload_floats(ctx, norm, m.dtype, "series");
-  const model::EncoderBuffers buf{ctx.buffer(uint64_t(rows) * D * e, "x"),          // [B*P, D]
+  model::EncoderBuffers buf{ctx.buffer(uint64_t(rows) * D * e, "x"),          // [B*P, D]
                                   ctx.buffer(uint64_t(rows) * D * e, "y"),          // [B*P, D]
                                   ctx.buffer(uint64_t(rows) * 3 * D * e, "qkv"),    // [B*P, 3D]
                                   ctx.buffer(uint64_t(rows) * D * e, "attn"),       // [B*P, D]
-                                  ctx.buffer(uint64_t(rows) * c.dim_feedforward * e, "hidden")};  // [B*P, FFN]
+                                  ctx.buffer(uint64_t(rows) * c.dim_feedforward * e, "hidden"),  // [B*P, FFN]
+                                  {}};
+  // The fused layers' row statistics, where the device's GEMMs write them: [B*P, parts, 4] fp32.
+  if (const uint32_t parts = model::encoder_row_stats_parts(ops, rows, D, c.dim_feedforward);
+      parts && ops.fold_norms_in_encoder())
+    for (Buffer& b : buf.stats) b = ctx.buffer(uint64_t(rows) * parts * 16, "row_stats");
   Buffer out = ctx.buffer(uint64_t(B) * c.horizon * e, "forecast");  // [B, horizon]
 
   CommandList cl = ctx.command_list();

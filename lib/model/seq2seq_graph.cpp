@@ -140,7 +140,8 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
                       .positions = c.max_position},
                  src_ids_.view(), m_.src_embed.view(), m_.positions.view(), embedded.view());  // [B*S, D]
   if (embed_norm_alone) recorder(cl, rows).norm(m_.encoder_embed_norm, y_.view(), x_.view());  // x [B*S, D]
-  const EncoderBuffers buffers{x_, y_, qkv_, attn_, hidden_};
+  const bool stats = fused && encoder_row_stats_parts(ops_, rows, D, c.dim_feedforward) != 0;
+  const EncoderBuffers buffers{x_, y_, qkv_, attn_, hidden_, {stats ? row_stats_[0] : Buffer{}, stats ? row_stats_[1] : Buffer{}}};
   EncoderStream stream{&buffers.x, c.embedding_norm && !embed_norm_alone ? &m_.encoder_embed_norm : nullptr};
   uint64_t layer_dispatches = 0;  // counted in the one place every layer is recorded
   for (size_t l = 0; l < m_.encoder.size(); ++l) {
@@ -194,6 +195,8 @@ void Seq2SeqGraph::reserve(uint32_t S, uint32_t target_capacity) {
   ensure(ctx_, hidden_, rows_max * c.dim_feedforward, e, "ffn_hidden");  // [rows, FFN]
   ensure(ctx_, qkv_, uint64_t(rows) * 3 * D, e, "qkv");           // [B*S, 3D]
   ensure(ctx_, memory_, uint64_t(rows) * D, e, "memory");         // [B*S, D]
+  if (const uint32_t parts = rows ? encoder_row_stats_parts(ops_, rows, D, c.dim_feedforward) : 0)
+    for (Buffer& b : row_stats_) ensure(ctx_, b, uint64_t(rows) * parts * 4, 4, "row_stats");  // [B*S, parts, 4] fp32
   cache_.reserve(ctx_, m_.dtype, uint32_t(m_.decoder.size()), batch_, target_capacity, S, D);
   // Decode steps' fused attention: the larger of its self- and cross-attention needs,
   // zeroed when new (its ticket counters must start at zero; each dispatch leaves them so).

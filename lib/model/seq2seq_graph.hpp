@@ -88,6 +88,7 @@ class Seq2SeqGraph {
   uint32_t batch_ = 0, src_len_ = 0;  // sequences, padded source length
   Buffer src_ids_, src_mask_, tgt_ids_;  // [B, S] uint32, [B, S] additive mask, [B, n] uint32
   Buffer x_, y_, attn_, queries_, hidden_, qkv_, memory_, logits_, next_ids_;
+  Buffer row_stats_[2];  // the fused encoder's (EncoderBuffers::stats)
   KvCache cache_;
   Buffer step_state_;                     // DecodeStep::State
   Buffer attention_scratch_;              // decode steps' decode_attention: tickets and partial results

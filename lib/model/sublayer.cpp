@@ -8,13 +8,16 @@ void LayerRecorder::linear(const Linear& l, const BufferView& in, const BufferVi
            l.bias.view(), residual);
 }
 
-void LayerRecorder::folded_linear(const Linear& l, const BufferView& in, const BufferView& out, Activation act,
-                                  const std::optional<BufferView>& residual, Folded in_norm,
-                                  Folded residual_norm) const {
+std::optional<RowStats> LayerRecorder::folded_linear(const Linear& l, const BufferView& in, const BufferView& out,
+                                                     Activation act, const std::optional<BufferView>& residual,
+                                                     Folded in_norm, Folded residual_norm,
+                                                     const GemmRowStats& stats) const {
   Gemm g{.M = rows, .N = l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps};
   g.norm_of = in_norm.norm ? NormOf::A : residual_norm.norm ? NormOf::Residual : NormOf::None;
-  ops.gemm(cl, g, in, l.weight.view(), out, l.bias.view(), residual, std::nullopt, std::nullopt,
-           in_norm.norm ? in_norm.weights() : residual_norm.weights());
+  GemmRowStats st = stats;
+  if (g.norm_of == NormOf::None) st.in.reset();  // statistics of rows no norm reads
+  return ops.gemm(cl, g, in, l.weight.view(), out, l.bias.view(), residual, std::nullopt, std::nullopt,
+                  in_norm.norm ? in_norm.weights() : residual_norm.weights(), st);
 }
 
 void LayerRecorder::norm(const Norm& n, const BufferView& in, const BufferView& out) const {

@@ -34,8 +34,11 @@ struct LayerRecorder {
   void norm(const Norm& n, const BufferView& in, const BufferView& out) const;
   // out[rows, l.out] = act(LN?(in) W^T + b) + LN?(residual): `in_norm` folded into the
   // reading of `in`, `residual_norm` into the reading of the residual (at most one).
-  void folded_linear(const Linear& l, const BufferView& in, const BufferView& out, Activation act,
-                     const std::optional<BufferView>& residual, Folded in_norm, Folded residual_norm) const;
+  // Row statistics (RowStats): those of the rows the folded norm reads, where a GEMM
+  // wrote them, and room for out's; returns out's where they were written.
+  std::optional<RowStats> folded_linear(const Linear& l, const BufferView& in, const BufferView& out, Activation act,
+                                        const std::optional<BufferView>& residual, Folded in_norm,
+                                        Folded residual_norm, const GemmRowStats& stats = {}) const;
   // out = residual + linear2(act(linear1(in))), hidden: [rows, dim_feedforward]
   void feed_forward(const FeedForward& f, const BufferView& in, const Buffer& hidden, const BufferView& out,
                     const BufferView& residual) const;

@@ -72,8 +72,9 @@ struct GemmPush {
   uint32_t base_a, base_b, base_c, base_r;
   uint32_t split_n, ldc2, stride_c2, base_c2;
   float norm_eps;
+  uint32_t stats_parts;
 };
-static_assert(sizeof(GemmPush) == 108, "matches Push in shaders/gemm_common.glsl");
+static_assert(sizeof(GemmPush) == 112, "matches Push in shaders/gemm_common.glsl");
 
 constexpr uint32_t kSmallM = GEMM_SMALL_M_MAX_M;  // MAX_M of gemm_small_m.comp
 static_assert(Ops::kMaxFoldedNormRows == kSmallM, "the decode-step kernel's rows");
@@ -98,8 +99,14 @@ bool Ops::fold_norms_in_decode_steps() const {
   return ctx_.capabilities().type != DeviceType::Cpu;  // the portable profile counts as a GPU
 }
 
-// The same rule and override as decode steps: both measured slower on CPU drivers.
-bool Ops::fold_norms_in_encoder() const { return fold_norms_in_decode_steps(); }
+// The same override as decode steps. CPU drivers fold where the direct GEMM passes row
+// statistics from the GEMM that writes a norm's input to those that read it (RowStats):
+// lavapipe, Transformer-base encode of 24 tokens, 5 dispatches per layer at ~7% more
+// time than 7 unfolded (each workgroup re-reading its rows for their statistics cost ~45%).
+bool Ops::fold_norms_in_encoder() const {
+  if (std::getenv("VKF_FOLD_NORMS") || ctx_.capabilities().type != DeviceType::Cpu) return fold_norms_in_decode_steps();
+  return gemm_row_stats_parts({.M = 2 * kSmallM + 1, .N = 64, .K = 64, .trans_b = true}) != 0;
+}
 
 
 // The tiles gemm() runs: the caller's (the tuner's candidates), else the device's tuning
@@ -127,10 +134,26 @@ std::string Ops::gemm_variant(const Gemm& g) const {
   return gemm_tiles(g).name();
 }
 
-void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b, const BufferView& c,
-               const std::optional<BufferView>& bias, const std::optional<BufferView>& residual,
-               const std::optional<DecodeStep>& step, const std::optional<BufferView>& split_out,
-               const std::optional<NormWeights>& norm) {
+// Row statistics (RowStats) need the direct kernel's subgroups: shuffles for its rows,
+// arithmetic for the sums; the host-side rule, shared by gemm() and the callers sizing
+// the buffers.
+static bool direct_row_stats(const Capabilities& caps, const GemmTiles& t) {
+  return t.strategy == GemmStrategy::Direct && ops::direct_gemm_shuffles(caps, t) && caps.subgroup_arithmetic;
+}
+
+uint32_t Ops::gemm_row_stats_parts(const Gemm& g) const {
+  if (g.M <= kSmallM || g.batch != 1 || g.heads != 1 || g.split.column || g.trans_a) return 0;
+  GemmTiles t = gemm_tiles(g);
+  const Capabilities& caps = ctx_.capabilities();
+  if (!direct_row_stats(caps, t)) return 0;
+  return (g.N + t.bn - 1) / t.bn * (t.invocations() / caps.subgroup_size);
+}
+
+std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b,
+                                  const BufferView& c, const std::optional<BufferView>& bias,
+                                  const std::optional<BufferView>& residual, const std::optional<DecodeStep>& step,
+                                  const std::optional<BufferView>& split_out, const std::optional<NormWeights>& norm,
+                                  const GemmRowStats& stats) {
   Gemm g = g0;
   if (g.M == 0 || g.N == 0 || g.K == 0 || g.batch == 0 || g.heads == 0)
     throw Error("gemm: M, N, K, batch and heads must be at least 1 (got M=" + std::to_string(g.M) +
@@ -160,7 +183,7 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
       gemm(cl, part, a, bp, from(c, n0), bias ? std::optional(from(*bias, n0)) : std::nullopt,
            residual ? std::optional(from(*residual, n0)) : std::nullopt, std::nullopt, std::nullopt, norm);
     }
-    return;
+    return std::nullopt;  // the slices' statistics would be partial rows: none written
   }
   const GemmSplit& sp = g.split;
   if (sp.column && (sp.column >= g.N || !split_out || g.heads != 1))
@@ -204,6 +227,8 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   } else if (norm) {
     throw Error("gemm: norm weights were given but Gemm::norm_of is None");
   }
+  if (stats.in && g.norm_of == NormOf::None) throw Error("gemm: row statistics in need a folded norm (Gemm::norm_of)");
+  if (stats.in && stats.in->parts == 0) throw Error("gemm: row statistics in with 0 partials per row");
 
   const uint32_t flags = (g.trans_a ? GEMM_FLAG_TRANS_A : 0u) | (g.trans_b ? GEMM_FLAG_TRANS_B : 0u) |
                          (bias ? GEMM_FLAG_BIAS : 0u) | (residual ? GEMM_FLAG_RESIDUAL : 0u) |
@@ -237,6 +262,9 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   Kernel k;
   Groups groups;
   std::string label;
+  uint32_t bindings = 9;  // the decode-step kernel's (it has the fold's weights always)
+  Placed stats_in = placeholder, stats_out = placeholder;
+  std::optional<RowStats> written;
   const bool small = g.M <= kSmallM;
   if (small) {
     // Decode step: stream the weights once.
@@ -284,14 +312,35 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
     const bool vec4_nt = !g.trans_a && g.trans_b && g.K % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
                          push.stride_a[0] % 4 == 0 && push.stride_a[1] % 4 == 0 && push.stride_b[0] % 4 == 0 &&
                          push.stride_b[1] % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0;
+    // Row statistics: read where given and this kernel can, written where asked and it
+    // can (the fold's variant, with ROW_STATS, runs both, its norm flags off when unused).
+    const bool row_stats = direct_row_stats(caps, t) && g.batch == 1 && g.heads == 1 && !sp.column && !step &&
+                           ((stats.in && folded) || stats.out);
+    if (row_stats) {
+      const uint32_t parts_out = (g.N + t.bn - 1) / t.bn * (t.invocations() / caps.subgroup_size);
+      if (stats.in) {
+        need(stats.in->view, uint64_t(g.M) * stats.in->parts * 4, "gemm", "row statistics in", DType::F32);
+        push.flags |= GEMM_FLAG_STATS_IN;
+        push.stats_parts = stats.in->parts;
+        stats_in = place(stats.in->view, "gemm");
+      }
+      if (stats.out) {
+        need(*stats.out, uint64_t(g.M) * parts_out * 4, "gemm", "row statistics out", DType::F32);
+        push.flags |= GEMM_FLAG_STATS_OUT;
+        stats_out = place(*stats.out, "gemm");
+        written = RowStats{*stats.out, parts_out};
+      }
+      if (stats_in.base || stats_out.base) throw Error("gemm: row statistics must start at descriptor-aligned offsets");
+    }
     Defines d;
     if (vec4_nt) d.emplace_back("VEC4_NT", "1");
-    if (folded) {
+    if (folded || row_stats) {
       d.emplace_back("NORM_FOLDED", "1");
       if (t.strategy == GemmStrategy::Direct && ops::direct_gemm_shuffles(caps, t) && caps.subgroup_arithmetic) {
         // Each subgroup its rows' statistics, in registers (gemm_direct.comp).
         d.emplace_back("NORM_SUBGROUP", "1");
         d.emplace_back("NORM_PRIVATE_ROWS", std::to_string(t.tm));
+        if (row_stats) d.emplace_back("ROW_STATS", "1");
       } else {
         // Each workgroup its rows' statistics (gemm_norm_rows.glsl): NORM_ROWS rows in
         // NORM_PARTS slices, one invocation each, in shared memory beside the tiles.
@@ -300,7 +349,7 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
         d.emplace_back("NORM_PARTS", std::to_string(n.parts));
       }
     }
-    const uint32_t bindings = folded ? 9 : 7;
+    bindings = row_stats ? 11 : folded ? 9 : 7;
     if (t.strategy == GemmStrategy::CoopMatNV) {
       k = kernel("gemm_coopmat.comp", {}, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     } else if (t.strategy == GemmStrategy::Direct) {
@@ -318,7 +367,12 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
   // Absent operands are bound to A (or C) as placeholders; the kernel never touches them.
   const BufferView step_view = step ? step->state : pa.view;
-  if (small || g.norm_of != NormOf::None)  // + the folded norm's gamma and beta
+  if (bindings == 11)  // + the folded norm's gamma and beta, the row statistics in and out
+    cl.dispatch(k, groups,
+                {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step_view), out(pc2.view),
+                 in(pgamma.view), in(pbeta.view), in(stats_in.view), out(stats_out.view)},
+                push, label);
+  else if (small || g.norm_of != NormOf::None)  // + the folded norm's gamma and beta
     cl.dispatch(k, groups,
                 {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step_view), out(pc2.view),
                  in(pgamma.view), in(pbeta.view)},
@@ -327,6 +381,7 @@ void Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const Buffe
     cl.dispatch(k, groups,
                 {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step_view), out(pc2.view)},
                 push, label);
+  return written;
 }
 
 }  // namespace vkf

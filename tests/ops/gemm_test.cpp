@@ -329,6 +329,124 @@ TEST_P(GemmTest, FoldedLayerNormInEveryTunerCandidate) {
   EXPECT_GT(ran, 0u);
 }
 
+// Row statistics (RowStats) handed from the GEMM that writes a norm's input to those that
+// fold the norm: the partials the producer writes merge, in double, to its stored rows'
+// count, mean and M2, and products folding the norm of those rows as A and as the
+// residual match LN then GEMM in double. Devices whose GEMMs write none (GPUs, the
+// portable profile) must say so by returning none and writing nothing.
+// Tolerance: each partial is fp32 over at most a few hundred stored values, merged in
+// fp32 (the parallel formula has no cancellation): ~1e-6 relative, checked at 1e-5 of
+// the mean's scale (|mean| + std) and of M2 + n mean^2 (fp16: 1e-3, the stored values'
+// rounding, which a kernel may do differently from the store by an ulp); the folded
+// products as in the test above.
+TEST_P(GemmTest, RowStatisticsPassedFromTheProductThatWritesTheRows) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const DType dt = dtype();
+  Context& c_ = ctx();
+  Ops o = ops();
+  const uint32_t shapes[][3] = {{5, 1, 17}, {17, 3, 64}, {24, 255, 45}, {255, 17, 3}, {37, 512, 64}, {1030, 70, 33}};
+  for (auto& sh : shapes) {
+    const uint32_t M = sh[0], N = sh[1], K = sh[2];
+    SCOPED_TRACE("M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
+    const Gemm g{.M = M, .N = N, .K = K, .trans_b = true};
+    const uint32_t parts = o.gemm_row_stats_parts(g);
+    auto A = random_values(size_t(M) * K, rng), W = random_values(size_t(N) * K, rng);
+    auto bias = random_values(N, rng, 1, 3), R = random_values(size_t(M) * N, rng);
+    for (auto* v : {&A, &W, &bias, &R})
+      for (auto& x : *v) x = stored(x, dt);
+    Buffer a = upload_as(c_, A, dt, "A"), w = upload_as(c_, W, dt, "W"), bb = upload_as(c_, bias, dt, "bias");
+    Buffer r = upload_as(c_, R, dt, "R"), c = poisoned(c_, size_t(M) * N, dt, "C");
+    Buffer st = poisoned(c_, size_t(M) * std::max(parts, 1u) * 4, DType::F32, "stats");
+    auto cl = c_.command_list();
+    const auto written = o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), r.view(), std::nullopt, std::nullopt,
+                                std::nullopt, {.out = st.view()});  // C = A W^T + bias + R
+    cl.submit();
+    const auto C = download_as(c_, c, size_t(M) * N, dt);
+    if (parts == 0) {
+      EXPECT_FALSE(written) << "a device that writes no row statistics returned some";
+      for (double v : download_as(c_, st, size_t(M) * 4, DType::F32)) ASSERT_TRUE(std::isnan(v)) << "it wrote some";
+      continue;
+    }
+    ASSERT_TRUE(written);
+    EXPECT_EQ(written->parts, parts);
+    const auto P = download_as(c_, st, size_t(M) * parts * 4, DType::F32);
+    const double rtol = dt == DType::F16 ? 1e-3 : 1e-5;  // fp16: the statistics of values as rounded, within an ulp (2^-11)
+    for (uint32_t m = 0; m < M; ++m) {
+      double n = 0, mean = 0, m2 = 0, want_mean = 0, want_m2 = 0;
+      for (uint32_t j = 0; j < N; ++j) want_mean += C[size_t(m) * N + j] / N;
+      for (uint32_t j = 0; j < N; ++j) want_m2 += (C[size_t(m) * N + j] - want_mean) * (C[size_t(m) * N + j] - want_mean);
+      for (uint32_t p = 0; p < parts; ++p) {
+        const double* v = &P[(size_t(m) * parts + p) * 4];
+        ASSERT_TRUE(std::isfinite(v[0]) && std::isfinite(v[1]) && std::isfinite(v[2])) << "row " << m << " part " << p;
+        if (v[0] == 0) continue;
+        const double total = n + v[0], delta = v[1] - mean;
+        mean += delta * v[0] / total;
+        m2 += v[2] + delta * delta * n * v[0] / total;
+        n = total;
+      }
+      ASSERT_EQ(n, double(N)) << "row " << m;
+      ASSERT_NEAR(mean, want_mean, rtol * (std::abs(want_mean) + std::sqrt(want_m2 / N))) << "row " << m;
+      ASSERT_NEAR(m2, want_m2, rtol * (want_m2 + N * want_mean * want_mean) + 1e-30) << "row " << m;
+    }
+    // Products folding LN(C) as A (K' = N) and as the residual (N' = N), from the partials.
+    const LayerNorm ln{.rows = M, .cols = N, .eps = 1e-5f};
+    auto gamma = random_values(N, rng, 0.5, 1.5), beta = random_values(N, rng);
+    for (auto* v : {&gamma, &beta})
+      for (auto& x : *v) x = stored(x, dt);
+    const auto normed = ref::layer_norm(ln, C, gamma, beta, nullptr);
+    Buffer gm = upload_as(c_, gamma, dt, "gamma"), bt = upload_as(c_, beta, dt, "beta");
+    for (NormOf where : {NormOf::A, NormOf::Residual}) {
+      SCOPED_TRACE(where == NormOf::A ? "norm of A" : "norm of the residual");
+      const uint32_t N2 = where == NormOf::A ? 19 : N, K2 = where == NormOf::A ? N : 23;
+      Gemm g2{.M = M, .N = N2, .K = K2, .trans_b = true, .norm_of = where};
+      auto A2 = random_values(size_t(M) * K2, rng), W2 = random_values(size_t(N2) * K2, rng);
+      for (auto* v : {&A2, &W2})
+        for (auto& x : *v) x = stored(x, dt);
+      Gemm plain = g2;
+      plain.norm_of = NormOf::None;
+      const auto want = where == NormOf::A ? ref::gemm(plain, normed, W2, nullptr, nullptr)
+                                           : ref::gemm(plain, A2, W2, nullptr, &normed);
+      Buffer a2 = upload_as(c_, A2, dt, "A2"), w2 = upload_as(c_, W2, dt, "W2"), out = poisoned(c_, want.c.size(), dt, "D");
+      auto cl2 = c_.command_list();
+      o.gemm(cl2, g2, where == NormOf::A ? c.view() : a2.view(), w2.view(), out.view(), std::nullopt,
+             where == NormOf::A ? std::nullopt : std::optional(c.view()), std::nullopt, std::nullopt,
+             NormWeights{gm.view(), bt.view()}, {.in = written});
+      cl2.submit();
+      std::vector<double> scale(want.c.size());
+      const double store = dt == DType::F16 ? 1e-3 : 0;
+      for (size_t i = 0; i < scale.size(); ++i) scale[i] = want.scale[i] + (store / 1e-5) * std::abs(want.c[i]);
+      EXPECT_TRUE(close(download_as(c_, out, want.c.size(), dt), want.c, scale, 1e-5, dt == DType::F16 ? 6e-8 : 1e-30));
+    }
+  }
+}
+
+TEST_P(GemmTest, RowStatisticsMisuseIsAClearError) {
+  Buffer x = ctx().buffer(64 * 64 * 4, "x");
+  Ops o = ops();
+  auto cl = ctx().command_list();
+  auto message = [&](const Gemm& g, const GemmRowStats& st, bool norm) {
+    try {
+      o.gemm(cl, g, x.view(), x.view(), x.view(), std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+             norm ? std::optional(NormWeights{x.view(), x.view()}) : std::nullopt, st);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const Gemm plain{.M = 16, .N = 8, .K = 8, .trans_b = true};
+  EXPECT_NE(message(plain, {.in = RowStats{x.view(), 2}}, false).find("need a folded norm"), std::string::npos);
+  Gemm folded = plain;
+  folded.norm_of = NormOf::A;
+  EXPECT_NE(message(folded, {.in = RowStats{x.view(), 0}}, true).find("0 partials"), std::string::npos);
+  if (o.gemm_row_stats_parts(plain)) {
+    const BufferView tiny{x.view().alloc, 0, 16};
+    EXPECT_NE(message(plain, {.out = tiny}, false).find("row statistics out"), std::string::npos);
+    EXPECT_NE(message(folded, {.in = RowStats{tiny, 2}}, true).find("row statistics in"), std::string::npos);
+  }
+}
+
 TEST_P(GemmTest, FoldedLayerNormMisuseIsAClearError) {
   Buffer x = ctx().buffer(64 * 64 * 4, "x");
   Ops o = ops();
