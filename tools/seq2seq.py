@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 # Every config.json field of a torch-seq2seq model: its type and what vkformer accepts
-# (lib/model/config.cpp checks each, and an error names the field and its range).
+# (lib/model/formats/vkformer_config.cpp checks each, and an error names the field and its range).
 CONFIG = {
     "architecture": ("str", '"torch-seq2seq"'),
     "d_model": ("int", "1 to 2^31; divisible by nhead, d_model / nhead at most the attention kernel's head size"),
@@ -109,7 +109,7 @@ def greedy(model, sources, max_new_tokens):
 
 @torch.no_grad()
 def beam_search(model, source, width, max_new_tokens, length_penalty=1.0):
-    """vkformer's beam search, step for step (lib/model/decoding.cpp):
+    """vkformer's beam search, step for step (lib/model/decoding/decoding.cpp):
     every step ranks all (beam, token) continuations by total log-probability (ties:
     lower beam, then lower token), keeps the best `width`; a continuation ending in EOS
     is finished with score / len^length_penalty; search stops when `width` hypotheses

@@ -35,7 +35,7 @@ class SampleTest : public OpsTest {
   }
 };
 
-// The host sampler's distribution (lib/model/decoding.cpp) in double: tokens ranked by
+// The host sampler's distribution (lib/model/decoding/decoding.cpp) in double: tokens ranked by
 // probability (ties: lower index first), the first top_k kept, then the shortest prefix
 // whose share of their mass reaches top_p. Tokens outside it have probability 0.
 std::vector<double> reference(const std::vector<double>& logits, const Sampling& s) {

@@ -4,18 +4,21 @@
 // projection tied to the token embedding. Conv1D layers store their weights [in, out]:
 // they are transposed once at load into Linear's [out, in]; c_attn's fused q, k, v
 // projection is already the one [3D, D] projection vkformer's self-attention takes.
-#include "gpt2.hpp"
-
 #include <filesystem>
 
 #include "config_reader.hpp"
 #include "expected_tensors.hpp"
-#include "hf_model.hpp"
+#include "family.hpp"
+#include "hugging_face.hpp"
 #include "uploader.hpp"
 #include "vkformer/tensor_io.hpp"
 
 namespace vkf::model {
 
+namespace {
+
+// config.json (model_type "gpt2"): errors name the file and the field; settings that
+// would change the computation and vkformer does not run are refused by name.
 ModelConfig read_gpt2_config(const std::string& directory) {
   namespace fs = std::filesystem;
   const ConfigReader r((fs::path(directory) / "config.json").string());
@@ -147,5 +150,9 @@ std::unique_ptr<Model::Impl> load_gpt2_weights(Context& ctx, const std::string& 
                   .bias = upload_floats(ctx, zeros, precision, "lm_head.bias"), .out = uint32_t(V), .in = uint32_t(D)};
   return m;
 }
+
+}  // namespace
+
+const Family kGpt2{"gpt2", true, read_gpt2_config, load_gpt2_weights};
 
 }  // namespace vkf::model

@@ -1,3 +1,5 @@
+// vkformer's own config.json (the torch-seq2seq family's, as tools/seq2seq.py writes it),
+// and the name any model directory's config.json gives its family.
 #include <filesystem>
 
 #include "config_reader.hpp"

@@ -1,0 +1,47 @@
+// Model::load: the family config.json names, its config, the checks every family's model
+// must pass on this device, then its weights.
+#include "family.hpp"
+
+#include <filesystem>
+
+#include "config_reader.hpp"
+#include "vkformer/model.hpp"
+
+namespace vkf {
+
+namespace {
+
+const model::Family* const kFamilies[] = {&model::kTorchSeq2Seq, &model::kMarian, &model::kBart, &model::kGpt2};
+
+const model::Family& family_of(const std::string& directory) {
+  namespace fs = std::filesystem;
+  const std::string name = model_architecture(directory);  // first: a clear error for a missing directory or file
+  const model::ConfigReader r((fs::path(directory) / "config.json").string());
+  const bool hugging_face = !r.has("architecture");  // a Hugging Face directory names its model_type instead
+  for (const model::Family* f : kFamilies)
+    if (f->hugging_face == hugging_face && name == f->name) return *f;
+  if (hugging_face)
+    r.fail("model_type '" + name + "' is not supported (vkformer runs Hugging Face model_type marian, bart and gpt2)");
+  r.fail("unknown architecture '" + name +
+         "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart and gpt2)");
+}
+
+}  // namespace
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+const ModelConfig& Model::config() const { return impl_->config; }
+DType Model::precision() const { return impl_->dtype; }
+
+std::shared_ptr<const Model> Model::load(Context& ctx, const std::string& directory, DType precision) {
+  const model::Family& family = family_of(directory);
+  const ModelConfig c = family.read_config(directory);
+  if (precision == DType::F16 && !ctx.capabilities().storage_16bit)
+    throw Error("fp16 precision needs 16-bit storage, which device '" + ctx.capabilities().name + "' lacks");
+  if (!Ops(ctx, precision).fused_attention_fits(c.head_dim()))
+    throw Error("model " + directory + ": head_dim " + std::to_string(c.head_dim()) +
+                " does not fit vkformer's attention kernel on device '" + ctx.capabilities().name + "'");
+  return std::shared_ptr<const Model>(new Model(family.load_weights(ctx, directory, c, precision)));
+}
+
+}  // namespace vkf
