@@ -1,5 +1,7 @@
 #version 450
-// out[r, c] = table[ids[r], c] * scale + pe[position_offset + r % seq_len, c].
+// out[r, c] = table[ids[r], c] * scale + pe[position_offset + r % seq_len - shift[r / seq_len], c]
+// (shift: each sequence's left padding, with FLAG_SHIFTED; positions below 0 take row 0:
+// the padding's own rows, which nothing reads).
 // The positional table is computed on the host in double precision: GPU sin/cos of
 // large arguments differ between vendors, and PyTorch's table is exact to fp32.
 #extension GL_GOOGLE_include_directive : require
@@ -13,6 +15,7 @@ layout(std430, set = 0, binding = 2) readonly buffer Pe { float pe[]; };  // fp3
 layout(std430, set = 0, binding = 3) writeonly buffer Out { store_t result[]; };
 #define STEP_BINDING 4
 #include "step.glsl"
+layout(std430, set = 0, binding = 5) readonly buffer Shift { uint position_shift[]; };  // [rows / seq_len], pc.shifted
 
 layout(push_constant) uniform Push {
   uint rows, vocab, dim, seq_len, position_offset, positional;
@@ -22,6 +25,7 @@ layout(push_constant) uniform Push {
   // (a table larger than one binding is read in parts, a dispatch each); last_part: the
   // part that also writes the rows of ids outside the vocabulary.
   uint first_id, id_count, last_part, table_base;
+  uint shifted;  // 1: each sequence's positions start position_shift[sequence] earlier
 } pc;
 
 void main() {
@@ -34,6 +38,13 @@ void main() {
   // The host rejects bad ids; a bad id that slips through reads nothing and poisons.
   float v = mine ? float(table[pc.table_base + (id - pc.first_id) * pc.dim + c]) * pc.scale : uintBitsToFloat(0x7fc00000u);
   const uint offset = pc.positions_from_step != 0u ? step_state[DECODE_POSITION_WORD] : pc.position_offset;
-  if (pc.positional != 0u) v += pe[(offset + r % pc.seq_len) * pc.dim + c];
+  if (pc.positional != 0u) {
+    uint position = offset + r % pc.seq_len;
+    if (pc.shifted != 0u) {
+      const uint shift = position_shift[r / pc.seq_len];
+      position = position >= shift ? position - shift : 0u;
+    }
+    v += pe[position * pc.dim + c];
+  }
   result[e] = store_t(v);
 }

@@ -206,6 +206,7 @@ struct Embedding {
 //              split output only the split part's rows are (C2 is the cache)
 //   attention  kv_len is key_count (Attention::kv_len is then the most there can be, for
 //              the size checks), causal_offset is key_count - q_len; no padding mask
+//              (decode_attention takes one: [batch, kv_len], its rows the cache's capacity)
 //   embedding  positions start at `position` instead of Embedding::position_offset
 // max_step bounds step and position for the size checks; the host must keep to it.
 struct DecodeStep {
@@ -289,7 +290,9 @@ class Ops {
   // Attention for decoding: one query per sequence (a.q_len = 1) over every key up to
   // a.kv_len, or up to the step's key count with a DecodeStep (the query is the newest
   // token: nothing after it is cached, so no causal mask is needed and a.causal must be
-  // false). Split over keys so a GPU is busy at batch 1 (flash-decoding); the stretches
+  // false). A key padding mask is [batch, a.kv_len], with a DecodeStep too (a.kv_len is
+  // then the cache's capacity: a decoder-only batch's left padding, masked at every
+  // step). Split over keys so a GPU is busy at batch 1 (flash-decoding); the stretches
   // are combined by the last workgroup of each head, never by another dispatch. With a
   // projection, `out` is [batch, N] = attn W^T + ..., all in this one dispatch; without,
   // `out` is the attention output laid out as Attention's o. `scratch`:
@@ -334,8 +337,12 @@ class Ops {
   // out[r, :] = table[ids[r], :] * scale + pe[position_offset + r % seq_len, :], with pe
   // an fp32 [positions, dim] table (sinusoidal_positions) or none. ids are uint32; an
   // id >= vocab gives a row of NaN (hosts check ids before they get here).
+  // position_shift: uint32 [rows / seq_len], each sequence's positions that many earlier
+  // (left padding: a sequence padded by s tokens starts at position 0 at its row s; the
+  // padding's rows take position 0).
   void embedding(CommandList& cl, const Embedding& e, const BufferView& ids, const BufferView& table,
-                 const std::optional<BufferView>& pe, const BufferView& out, const std::optional<DecodeStep>& step = {});
+                 const std::optional<BufferView>& pe, const BufferView& out, const std::optional<DecodeStep>& step = {},
+                 const std::optional<BufferView>& position_shift = {});
   void add(CommandList& cl, const BufferView& a, const BufferView& b, const BufferView& y, uint32_t count);
   void relu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count);
   void gelu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count, bool tanh_form = false);

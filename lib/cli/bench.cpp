@@ -24,8 +24,8 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
   nlohmann::json out = {{"model", dir}, {"d_model", c.d_model}, {"layers", c.num_encoder_layers + c.num_decoder_layers}};
   if (c.decoder_only) {
     // A decoder-only model: prompt processing (a prompt of 128 and of 512 tokens, within
-    // its positions, then one token) and greedy decoding after a short prompt. Prompts
-    // in one call run one after another, so only batch 1 is measured.
+    // its positions, then one token) and greedy decoding at batch 1, 4 and 16 after
+    // prompts of 5 to 8 tokens (one batch, left-padded to the longest).
     auto prompt = [&](uint32_t n) {
       std::vector<uint32_t> p;
       for (uint32_t i = 0; i < n; ++i) p.push_back((4 + i * 7) % c.tgt_vocab_size);
@@ -42,12 +42,18 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
       if (print) std::printf("%-24s %12.1f tokens/s (%u tokens)\n", "prompt processing", n / s, n);
     }
     const uint32_t tokens = std::min<uint32_t>(quick ? 8 : 64, c.max_position - 8);
-    auto t0 = std::chrono::steady_clock::now();
-    const auto ids = session.generate({prompt(8)}, {.max_new_tokens = tokens, .stop_at_eos = false});
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const size_t n = ids[0].size();
-    out["greedy"].push_back({{"batch", 1}, {"tokens", n}, {"seconds", s}, {"tokens_per_second", n / s}});
-    if (print) std::printf("%-24s %12.1f tokens/s (batch 1, %zu tokens)\n", "greedy decoding", n / s, n);
+    for (uint32_t batch : {1u, 4u, 16u}) {
+      std::vector<std::vector<uint32_t>> prompts;
+      for (uint32_t b = 0; b < batch; ++b) prompts.push_back(prompt(5 + b % 4));
+      if (batch > 1) session.generate(prompts, {.max_new_tokens = 2, .stop_at_eos = false});  // warm-up at this batch
+      auto t0 = std::chrono::steady_clock::now();
+      const auto ids = session.generate(prompts, {.max_new_tokens = tokens, .stop_at_eos = false});
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      size_t n = 0;
+      for (const auto& v : ids) n += v.size();
+      out["greedy"].push_back({{"batch", batch}, {"tokens", n}, {"seconds", s}, {"tokens_per_second", n / s}});
+      if (print) std::printf("%-24s %12.1f tokens/s (batch %u, %zu tokens)\n", "greedy decoding", n / s, batch, n);
+    }
     return out;
   }
   std::vector<uint32_t> src;

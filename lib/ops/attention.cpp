@@ -128,7 +128,6 @@ void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, c
                     const std::optional<DecodeStep>& step) {
   const Attention a = resolve(a0);
   const uint64_t width = uint64_t(a.heads) * a.head_dim;
-  if (step && key_padding_mask) throw Error("attention: a key padding mask cannot be used with a decode step");
   if (step && uint64_t(step->max_step) + a.q_len > a.kv_len)
     throw Error("attention: a decode step up to " + std::to_string(step->max_step) + " with " + std::to_string(a.q_len) +
                 " queries needs kv_len of at least " + std::to_string(uint64_t(step->max_step) + a.q_len));

@@ -48,7 +48,6 @@ void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferVie
   if (!fused_attention_fits(a.head_dim))
     throw Error("decode_attention: head_dim " + std::to_string(a.head_dim) + " does not fit this device (at most " +
                 std::to_string(kMaxFusedHeadDim) + ")");
-  if (step && key_padding_mask) throw Error("decode_attention: a key padding mask cannot be used with a decode step");
   if (step && uint64_t(step->max_step) + 1 > a.kv_len)
     throw Error("decode_attention: a decode step up to " + std::to_string(step->max_step) +
                 " needs kv_len of at least " + std::to_string(uint64_t(step->max_step) + 1));

@@ -21,7 +21,7 @@ std::vector<float> sinusoidal_positions(uint32_t positions, uint32_t dim, bool h
 
 void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, const BufferView& table,
                     const std::optional<BufferView>& pe, const BufferView& out_view,
-                    const std::optional<DecodeStep>& step) {
+                    const std::optional<DecodeStep>& step, const std::optional<BufferView>& position_shift) {
   if (e.rows == 0 || e.dim == 0 || e.vocab == 0 || e.seq_len == 0)
     throw Error("embedding: rows, vocab, dim and seq_len must be at least 1");
   need(ids, e.rows, "embedding", "ids", DType::F32);  // uint32: same size as fp32
@@ -36,14 +36,20 @@ void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, 
     need(*pe, uint64_t(e.positions) * e.dim, "embedding", "positional table", DType::F32);
   }
   if (step) need_step(*step, "embedding");
+  if (position_shift) {
+    if (!pe) throw Error("embedding: a position shift needs the positional table");
+    need(*position_shift, (e.rows + e.seq_len - 1) / e.seq_len, "embedding", "position shift", DType::F32);  // uint32
+  }
   struct {
     uint32_t rows, vocab, dim, seq_len, position_offset, positional;
     float scale;
     uint32_t positions_from_step;
     uint32_t first_id, id_count, last_part, table_base;
-  } push{e.rows, e.vocab, e.dim, e.seq_len, e.position_offset, pe ? 1u : 0u, e.scale, step ? 1u : 0u, 0, 0, 0, 0};
-  static_assert(sizeof push == 48, "matches Push in shaders/embedding.comp");
-  Kernel k = kernel("embedding.comp", {}, 5, sizeof push);
+    uint32_t shifted;
+  } push{e.rows, e.vocab, e.dim, e.seq_len, e.position_offset, pe ? 1u : 0u, e.scale, step ? 1u : 0u, 0, 0, 0, 0,
+         position_shift ? 1u : 0u};
+  static_assert(sizeof push == 52, "matches Push in shaders/embedding.comp");
+  Kernel k = kernel("embedding.comp", {}, 6, sizeof push);
   // A table larger than one binding (a 50k-token embedding in fp32 on a device that binds
   // 128 MiB) is read in parts of whole rows, a dispatch each: each writes the rows whose
   // ids fall in its part (the last also those outside the vocabulary).
@@ -58,7 +64,9 @@ void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, 
     push.last_part = first + count == e.vocab ? 1u : 0u;
     push.table_base = part.base;
     cl.dispatch(k, ops::grid(ops::ceil_div(uint64_t(e.rows) * e.dim, 256)),
-                {in(ids), in(part.view), in(pe ? *pe : ids), out(out_view), in(step ? step->state : ids)}, push,
+                {in(ids), in(part.view), in(pe ? *pe : ids), out(out_view), in(step ? step->state : ids),
+                 in(position_shift ? *position_shift : ids)},
+                push,
                 "embedding");
   }
 }

@@ -85,16 +85,35 @@ INSTANTIATE_TEST_SUITE_P(, Gpt2,
                            return std::string(info.param.model) + (info.param.dtype == DType::F16 ? "_fp16" : "_fp32");
                          });
 
-// Several prompts in one call, each continued on its own: the same tokens as one at a time.
+// Several prompts in one call, one batch left-padded to the longest (3, 1, 6 and 20
+// tokens): each continued as transformers continues it alone, greedy and with the
+// repetition penalty, in both orders (the longest first and last); with fewer new tokens
+// too (a shorter cache); sampled, reproducible per seed.
 TEST_F(GpuTest, Gpt2SeveralPromptsGiveEachItsOwnContinuation) {
   auto model = Model::load(ctx(), (kDir / "lm").string(), DType::F32);
   Session session(model);
   const auto& refs = references()["models"]["lm"];
+  const uint32_t n = references()["new_tokens"];
   std::vector<std::vector<uint32_t>> prompts;
-  for (const auto& r : refs) prompts.push_back(r["ids"].get<std::vector<uint32_t>>());
-  const auto got = session.generate(prompts, {.max_new_tokens = references()["new_tokens"]});
-  ASSERT_EQ(got.size(), prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], refs[i]["greedy"].get<std::vector<uint32_t>>()) << i;
+  std::vector<std::vector<uint32_t>> greedy, penalised;
+  for (const auto& r : refs) {
+    prompts.push_back(r["ids"].get<std::vector<uint32_t>>());
+    greedy.push_back(r["greedy"].get<std::vector<uint32_t>>());
+    penalised.push_back(r["greedy_repetition_penalty"].get<std::vector<uint32_t>>());
+  }
+  for (bool reversed : {false, true}) {
+    SCOPED_TRACE(reversed ? "reversed" : "as listed");
+    auto p = prompts, g = greedy, rp = penalised;
+    if (reversed) std::reverse(p.begin(), p.end()), std::reverse(g.begin(), g.end()), std::reverse(rp.begin(), rp.end());
+    EXPECT_EQ(session.generate(p, {.max_new_tokens = n}), g);
+    EXPECT_EQ(session.generate(p, {.max_new_tokens = n, .repetition_penalty = references()["repetition_penalty"]}), rp);
+    const auto three = session.generate(p, {.max_new_tokens = 3});
+    for (size_t i = 0; i < p.size(); ++i) EXPECT_EQ(three[i], std::vector<uint32_t>(g[i].begin(), g[i].begin() + 3)) << i;
+  }
+  GenerateOptions sampled{.max_new_tokens = n, .temperature = 0.8f, .seed = 99};
+  const auto a = session.generate(prompts, sampled);
+  EXPECT_EQ(session.generate(prompts, sampled), a);
+  for (const auto& out : a) EXPECT_EQ(out.size(), size_t(n));
 }
 
 // Named errors: a prompt past n_positions (64), an id outside the vocabulary (357), an

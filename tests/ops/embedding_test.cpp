@@ -95,6 +95,66 @@ TEST_P(EmbeddingTest, TakesThePositionFromADecodeStep) {
   cl3.submit();
 }
 
+// Left padding: each sequence's positions start its shift earlier (rows before the
+// shift take position 0), recorded and from a decode step; the double reference of the
+// sinusoid at those positions, every sequence with its own shift (0, 1, the whole
+// sequence and past it).
+TEST_P(EmbeddingTest, EachSequenceShiftsItsPositionsByItsLeftPadding) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t vocab = 23, dim = 17, batch = 4, seq = 5, offset = 3, positions = 16;
+  const std::vector<uint32_t> shift = {0, 1, offset + seq - 1, 255};
+  auto table = random_values(size_t(vocab) * dim, rng);
+  for (auto& e : table) e = stored(e, dtype());
+  std::vector<uint32_t> ids(batch * seq);
+  for (auto& id : ids) id = uint32_t(rng() % vocab);
+  auto pe = sinusoidal_positions(positions, dim);
+  auto want_at = [&](uint32_t first) {  // rows' values when the sequences' first row is at `first`
+    std::vector<double> want(size_t(batch) * seq * dim), mag(want.size());
+    for (uint32_t r = 0; r < batch * seq; ++r)
+      for (uint32_t c = 0; c < dim; ++c) {
+        const int64_t unshifted = first + r % seq, shifted = unshifted - int64_t(shift[r / seq]);
+        const double p = double(std::max<int64_t>(shifted, 0)), angle = p / std::pow(10000.0, double(c - c % 2) / dim);
+        const double e = table[size_t(ids[r]) * dim + c];
+        want[size_t(r) * dim + c] = e + (c % 2 ? std::cos(angle) : std::sin(angle));
+        mag[size_t(r) * dim + c] = std::abs(e) + 1;
+      }
+    return std::pair{want, mag};
+  };
+  Buffer bid = upload_u32(ctx(), ids, "ids"), bt = upload_as(ctx(), table, dtype(), "table");
+  Buffer bs = upload_u32(ctx(), shift, "shift");
+  Buffer bpe = ctx().buffer(pe.size() * 4, "pe");
+  ctx().upload(bpe, std::span<const float>(pe));
+  Buffer out = poisoned(ctx(), size_t(batch) * seq * dim, dtype(), "out");
+  Ops o = ops();
+  const Embedding e{.rows = batch * seq, .vocab = vocab, .dim = dim, .seq_len = seq, .position_offset = offset,
+                    .positions = positions};
+  auto cl = ctx().command_list();
+  o.embedding(cl, e, bid.view(), bt.view(), bpe.view(), out.view(), std::nullopt, bs.view());
+  cl.submit();
+  const auto [want, mag] = want_at(offset);
+  EXPECT_TRUE(close(download_as(ctx(), out, want.size(), dtype()), want, mag, dtype() == DType::F16 ? 1e-3 : 1e-6));
+  // One token per sequence from a decode step at position 9.
+  Buffer state = upload_u32(ctx(), {9, 9, 10}, "decode_step");
+  Buffer one = poisoned(ctx(), size_t(batch) * dim, dtype(), "one");
+  std::vector<uint32_t> last(batch);
+  for (uint32_t b = 0; b < batch; ++b) last[b] = ids[b * seq];
+  Buffer blast = upload_u32(ctx(), last, "last");
+  auto cl2 = ctx().command_list();
+  o.embedding(cl2, {.rows = batch, .vocab = vocab, .dim = dim, .positions = positions}, blast.view(), bt.view(),
+              bpe.view(), one.view(), DecodeStep{state.view(), 9}, bs.view());
+  cl2.submit();
+  const auto [w9, m9] = want_at(9);
+  std::vector<double> want1, mag1;
+  for (uint32_t b = 0; b < batch; ++b)
+    for (uint32_t c = 0; c < dim; ++c) want1.push_back(w9[size_t(b * seq) * dim + c]), mag1.push_back(m9[size_t(b * seq) * dim + c]);
+  EXPECT_TRUE(close(download_as(ctx(), one, want1.size(), dtype()), want1, mag1, dtype() == DType::F16 ? 1e-3 : 1e-6));
+  // A shift without a positional table, or too few shifts: named errors.
+  EXPECT_THROW(o.embedding(cl, e, bid.view(), bt.view(), std::nullopt, out.view(), std::nullopt, bs.view()), Error);
+  EXPECT_THROW(o.embedding(cl, e, bid.view(), bt.view(), bpe.view(), out.view(), std::nullopt, bs.view(0, 8)), Error);
+}
+
 VKF_FOR_EACH_DTYPE(EmbeddingTest);
 
 }  // namespace

@@ -152,23 +152,27 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
 std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& s, const std::vector<std::vector<uint32_t>>& prompts,
                                                     const GenerateOptions& o) {
   const ModelConfig& c = s.config();
-  std::vector<std::vector<uint32_t>> out;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const auto& p = prompts[i];
-    check_prompt(c, p, i, o.max_new_tokens);
-    if (o.max_new_tokens == 0) {
-      out.emplace_back();
-      continue;
-    }
-    // Positions 0 .. P - 2 in one pass, then steps from the last prompt token at P - 1:
-    // the first step's logits predict the first new token, and every choice (argmax or a
-    // draw keyed by its position) is the GPU's, as for an encoder-decoder.
-    const uint32_t P = uint32_t(p.size());
-    s.begin_decoder_only(1, P - 1 + o.max_new_tokens);
-    if (P > 1) s.prefill(0, P - 1, std::vector<uint32_t>(p.begin(), p.end() - 1));
-    out.push_back(continue_greedy_or_sampled(s, P - 1, {p.back()}, o, i, {p})[0]);  // the prompt counts as seen
+  for (size_t i = 0; i < prompts.size(); ++i) check_prompt(c, prompts[i], i, o.max_new_tokens);
+  const uint32_t B = uint32_t(prompts.size());
+  if (o.max_new_tokens == 0 || B == 0) return std::vector<std::vector<uint32_t>>(B);
+  // One batch, every prompt left-padded to the longest (Seq2SeqGraph::set_left_padding):
+  // positions 0 .. P - 2 in one pass, then steps from each prompt's last token at row
+  // P - 1, the first step's logits predicting the first new token; every choice (argmax
+  // or a draw keyed by its row) is the GPU's, as for an encoder-decoder.
+  uint32_t P = 0;
+  for (const auto& p : prompts) P = std::max(P, uint32_t(p.size()));
+  s.begin_decoder_only(B, P - 1 + o.max_new_tokens);
+  std::vector<uint32_t> pads(B), ids, feed(B);
+  for (uint32_t b = 0; b < B; ++b) {
+    const auto& p = prompts[b];
+    pads[b] = P - uint32_t(p.size());
+    ids.insert(ids.end(), pads[b], 0u);  // padding: any id (masked as a key, never predicted from)
+    ids.insert(ids.end(), p.begin(), p.end() - 1);
+    feed[b] = p.back();
   }
-  return out;
+  s.set_left_padding(pads, P - 1);
+  if (P > 1) s.prefill(0, P - 1, ids);
+  return continue_greedy_or_sampled(s, P - 1, feed, o, 0, prompts);  // the prompts count as seen
 }
 
 void check_prompt(const ModelConfig& c, const std::vector<uint32_t>& prompt, size_t index, uint32_t new_tokens) {

@@ -17,8 +17,9 @@ bool ends_output(const GenerateOptions& o, const ModelConfig& c, size_t output, 
 std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& g,
                                                             const std::vector<std::vector<uint32_t>>& sources,
                                                             const GenerateOptions& o);
-// A decoder-only model: each prompt continued by greedy or sampled steps (one prompt at
-// a time), the new tokens only, EOS included when produced.
+// A decoder-only model: the prompts continued together by greedy or sampled steps, left-
+// padded to the longest (each computes what it would alone); the new tokens only, EOS
+// included when produced.
 std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& g, const std::vector<std::vector<uint32_t>>& prompts,
                                                     const GenerateOptions& o);
 // A prompt the model can continue by new_tokens: not empty, ids in the vocabulary, and

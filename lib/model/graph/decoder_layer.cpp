@@ -32,7 +32,7 @@ void self_attend(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
   Attention a{.batch = p.batch, .heads = p.heads, .head_dim = d, .q_len = p.n,
               .kv_len = p.step ? cache.capacity() : p.t0 + p.n, .causal = true, .causal_offset = p.t0,
               .kv_batch_stride = cache.self_batch_stride(), .kv_row_stride = cache.row_stride()};
-  r.ops.attention(r.cl, a, b.queries.view(), r.at(self_cache, 0), r.at(self_cache, D), b.attn.view(), std::nullopt,
+  r.ops.attention(r.cl, a, b.queries.view(), r.at(self_cache, 0), r.at(self_cache, D), b.attn.view(), b.self_mask,
                   p.step);  // attn [rows, D]
 }
 
@@ -53,7 +53,7 @@ void attend_and_project(const LayerRecorder& r, const DecoderPass& p, const Deco
   const AttentionProjection proj{.weight = out_proj.weight.view(), .bias = out_proj.bias.view(), .residual = residual,
                                  .residual_norm = residual_norm.weights(), .N = D, .norm_eps = r.eps};
   r.ops.decode_attention(r.cl, a, b.queries.view(), r.at(kv, 0), r.at(kv, D), out, b.attention_scratch,
-                         self ? std::nullopt : std::optional(b.src_mask), self ? p.step : std::nullopt, proj);
+                         self ? b.self_mask : std::optional(b.src_mask), self ? p.step : std::nullopt, proj);
 }
 
 // Cross-attention's middle: queries (already projected) over the keys and values of

@@ -17,6 +17,9 @@ struct DecoderBuffers {
   // Decode steps: decode_attention's scratch, zero before the first step (tickets and
   // partial results; Ops::decode_attention_scratch_bytes for the larger of the two caches).
   BufferView attention_scratch;
+  // Additive [batch, keys of the pass] (a decode step's: [batch, capacity]): a left-padded
+  // decoder-only batch's padding, dropped as keys of self-attention; none without padding.
+  std::optional<BufferView> self_mask;
 };
 
 // Which positions a pass decodes: n new tokens per sequence at positions [t0, t0 + n),

@@ -230,8 +230,37 @@ void Seq2SeqGraph::begin_decoder_only(uint32_t batch, uint32_t target_capacity) 
   steps_list_.reset();
   batch_ = batch;
   src_len_ = 0;
+  left_pad_.clear();
   ensure(ctx_, src_mask_, 1, dtype_bytes(m_.dtype), "src_mask");  // bound, never read: there is no source
   reserve(0, target_capacity);
+}
+
+void Seq2SeqGraph::set_left_padding(const std::vector<uint32_t>& pads, uint32_t prompt_len) {
+  if (!m_.config.decoder_only) throw Error("left padding: the model has an encoder (its sources are padded on the right)");
+  if (pads.size() != batch_) throw Error("left padding: one count per sequence of the batch");
+  step_list_.reset();  // recorded without (or with other) masks
+  steps_list_.reset();
+  left_pad_.clear();
+  prompt_mask_len_ = prompt_len;
+  if (std::all_of(pads.begin(), pads.end(), [](uint32_t p) { return p == 0; })) return;
+  const uint32_t capacity = cache_.capacity();
+  for (uint32_t p : pads)
+    if (p >= prompt_len + 1 || p >= capacity) throw Error("left padding: a sequence would be padding only");
+  left_pad_ = pads;
+  ensure(ctx_, pad_shift_, batch_, 4, "pad_shift");  // [B] uint32
+  ctx_.upload(pad_shift_, pads.data(), uint64_t(batch_) * 4);
+  // The most negative fp16 rather than -inf: exp(score - 65504) is 0 in fp32 for any score
+  // a model produces, and the padding's own queries, which see nothing but padding, stay
+  // finite (with -inf they would be NaN, and NaN keys and values poison even at weight 0).
+  auto mask = [&](Buffer& b, uint32_t keys, const char* name) {
+    if (!keys) return;
+    std::vector<float> m(uint64_t(batch_) * keys, 0.0f);
+    for (uint32_t s = 0; s < batch_; ++s)
+      for (uint32_t j = 0; j < std::min(pads[s], keys); ++j) m[uint64_t(s) * keys + j] = -65504.0f;
+    b = upload_floats(ctx_, m, m_.dtype, name);
+  };
+  mask(prompt_mask_, prompt_len, "prompt_mask");  // [B, prompt_len]
+  mask(step_mask_, capacity, "step_mask");        // [B, capacity]
 }
 
 uint32_t Seq2SeqGraph::encoder_units_per_submit(uint32_t rows, uint32_t units) const {
@@ -258,12 +287,17 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   const bool embed_norm_pending = fold && c.embedding_norm && !c.norm_first;
   const bool embed_norm_alone = c.embedding_norm && !embed_norm_pending;
   const Buffer& embedded = embed_norm_alone ? y_ : x_;
+  const bool padded = !left_pad_.empty();  // a left-padded decoder-only batch
+  if (padded && !o.step && o.t0 + o.n != prompt_mask_len_)
+    throw Error("left padding: a pass over positions other than the padded prompt's");
   ops_.embedding(cl, {.rows = rows, .vocab = V, .dim = D, .scale = scale, .seq_len = o.n, .position_offset = o.t0,
                       .positions = c.max_position},
-                 tgt_ids_.view(), m_.tgt_embed.view(), m_.tgt_positions.view(), embedded.view(), o.step);  // [B*n, D]
+                 tgt_ids_.view(), m_.tgt_embed.view(), m_.tgt_positions.view(), embedded.view(), o.step,
+                 padded ? std::optional(pad_shift_.view()) : std::nullopt);  // [B*n, D]
   if (embed_norm_alone) r.norm(m_.decoder_embed_norm, y_.view(), x_.view());  // x [B*n, D]
   const DecoderPass pass{.batch = batch_, .n = o.n, .heads = c.nhead, .t0 = o.t0, .step = o.step};
-  const DecoderBuffers buffers{x_, y_, queries_, attn_, hidden_, src_mask_.view(), attention_scratch_.view()};
+  DecoderBuffers buffers{x_, y_, queries_, attn_, hidden_, src_mask_.view(), attention_scratch_.view()};
+  if (padded) buffers.self_mask = (o.step ? step_mask_ : prompt_mask_).view();
   const uint32_t before = cl.stats().dispatches;
   const Buffer* out = &y_;  // y [B*n, D]: the decoder's output after its final norm
   if (fold) {

@@ -23,6 +23,14 @@ class Seq2SeqGraph {
   // A decoder-only model: room for `batch` sequences of target_capacity positions and no
   // source; decode() then reads prompts and step()/start_steps() continue them.
   void begin_decoder_only(uint32_t batch, uint32_t target_capacity);
+  // A decoder-only batch of prompts of different lengths, left-padded to one (after
+  // begin_decoder_only): sequence b's first pads[b] rows are padding, masked as keys in
+  // every pass and step that follows, and its positions start pads[b] rows late, so each
+  // sequence computes what it would alone. Left, not right: every sequence then takes its
+  // next token at the same row, so one recorded step (one step counter, one cache row)
+  // serves the batch, as transformers' decoder-only generate() expects left padding.
+  // prompt_len: the rows prefill() will fill (its keys' mask). All zero: no padding.
+  void set_left_padding(const std::vector<uint32_t>& pads, uint32_t prompt_len);
   // Teacher forcing: n tokens per sequence at positions [t0, t0 + n), appended to the
   // cache; the logits of every token, [batch * n, tgt_vocab].
   std::vector<float> decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids);
@@ -89,6 +97,11 @@ class Seq2SeqGraph {
   Buffer src_ids_, src_mask_, tgt_ids_;  // [B, S] uint32, [B, S] additive mask, [B, n] uint32
   Buffer x_, y_, attn_, queries_, hidden_, qkv_, memory_, logits_, next_ids_;
   Buffer row_stats_[2];  // the fused encoder's (EncoderBuffers::stats)
+  // set_left_padding's: each sequence's padding ([B] uint32), and its keys' additive masks
+  // for prefill ([B, prompt_mask_len_]) and for decode steps ([B, capacity]).
+  std::vector<uint32_t> left_pad_;  // empty: none
+  Buffer pad_shift_, prompt_mask_, step_mask_;
+  uint32_t prompt_mask_len_ = 0;
   KvCache cache_;
   Buffer step_state_;                     // DecodeStep::State
   Buffer attention_scratch_;              // decode steps' decode_attention: tickets and partial results
