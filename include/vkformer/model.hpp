@@ -142,7 +142,8 @@ struct GenerateStats {
   uint64_t tokens = 0;  // generated, every sequence together
   uint64_t submits = 0, recordings = 0, dispatches = 0;
   double dispatches_per_decoder_layer = 0;  // in one recorded decode step
-  double dispatches_per_encoder_layer = 0;  // in the last encode (5 with each LayerNorm folded in, 7 without)
+  double dispatches_per_encoder_layer = 0;  // in the last encode (5 with each LayerNorm folded in, 7 without);
+                                            // a decoder-only model's: in its last prompt pass
   uint64_t encode_submits = 0;              // of the encodes (each source's, for beam search)
   double encode_gpu_ms = 0;                 // their GPU time, with profiling on (Session::set_profile); else 0
   double decode_tokens_per_second() const { return decode_ms > 0 ? tokens / (decode_ms / 1e3) : 0; }

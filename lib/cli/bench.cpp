@@ -35,6 +35,7 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
     for (uint32_t n : {quick ? 16u : 128u, quick ? 32u : 512u}) {
       if (n >= c.max_position) continue;
       const auto p = prompt(n);
+      session.generate({p}, {.max_new_tokens = 1, .stop_at_eos = false});  // warm-up: this size's pipelines
       auto t0 = std::chrono::steady_clock::now();
       session.generate({p}, {.max_new_tokens = 1, .stop_at_eos = false});
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -314,8 +314,8 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
                          push.stride_b[1] % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0;
     // Row statistics: read where given and this kernel can, written where asked and it
     // can (the fold's variant, with ROW_STATS, runs both, its norm flags off when unused).
-    const bool row_stats = direct_row_stats(caps, t) && g.batch == 1 && g.heads == 1 && !sp.column && !step &&
-                           ((stats.in && folded) || stats.out);
+    const bool row_stats = direct_row_stats(caps, t) && g.batch == 1 && g.heads == 1 && !step &&
+                           ((stats.in && folded) || (stats.out && !sp.column));  // a split C: no whole rows
     if (row_stats) {
       const uint32_t parts_out = (g.N + t.bn - 1) / t.bn * (t.invocations() / caps.subgroup_size);
       if (stats.in) {
@@ -324,7 +324,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
         push.stats_parts = stats.in->parts;
         stats_in = place(stats.in->view, "gemm");
       }
-      if (stats.out) {
+      if (stats.out && !sp.column) {
         need(*stats.out, uint64_t(g.M) * parts_out * 4, "gemm", "row statistics out", DType::F32);
         push.flags |= GEMM_FLAG_STATS_OUT;
         stats_out = place(*stats.out, "gemm");

@@ -10,7 +10,8 @@ namespace {
 // their keys and values joining the self cache [batch, capacity, 2D] at rows
 // [t0, t0 + n) (a decode step: at the step's row), in one GEMM with a split output.
 void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, const DecoderPass& p,
-                 const DecoderBuffers& b, const KvCache& cache, const BufferView& in, Folded in_norm) {
+                 const DecoderBuffers& b, const KvCache& cache, const BufferView& in, Folded in_norm,
+                 const std::optional<RowStats>& in_stats = std::nullopt) {
   const uint32_t D = r.d_model;
   Gemm qkv{.M = p.n, .N = 3 * D, .K = D, .trans_b = true, .batch = p.batch, .norm_eps = r.eps};
   qkv.stride_a = {uint64_t(p.n) * D, 0};
@@ -19,7 +20,8 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
   if (in_norm.norm) qkv.norm_of = NormOf::A;
   const uint64_t first_row = p.step ? 0 : p.t0;  // a step's rows start at its state's step
   r.ops.gemm(r.cl, qkv, in, l.self_qkv.weight.view(), b.queries.view(), l.self_qkv.bias.view(), std::nullopt, p.step,
-             r.at(cache.self(index), first_row * cache.row_stride()), in_norm.weights());
+             r.at(cache.self(index), first_row * cache.row_stride()), in_norm.weights(),
+             {.in = in_norm.norm ? in_stats : std::nullopt});
 }
 
 // Masked self-attention's first half: the projections, then each query attends over the
@@ -87,6 +89,36 @@ void record_decoder_layer(const LayerRecorder& r, const DecoderLayer& l, size_t 
   r.residual_sublayer(l.norm1, b.x, b.y, self_attention);
   if (l.has_cross_attention()) r.residual_sublayer(l.norm2, b.x, b.y, cross_attention);
   r.residual_sublayer(l.norm3, b.x, b.y, feed_forward);
+}
+
+// A decoder-only prompt pass (pre-norm, no cross-attention) as the fused encoder runs:
+// 5 dispatches, each LayerNorm folded into the GEMM that reads it, the residual GEMMs
+// handing their rows' statistics on (RowStats) where the device's GEMMs do. x stays in
+// place; returns the statistics of x's rows the layer's last GEMM wrote.
+std::optional<RowStats> record_decoder_layer_prompt(const LayerRecorder& r, const DecoderLayer& l, size_t index,
+                                                    const DecoderPass& p, const DecoderBuffers& b,
+                                                    const KvCache& cache, const std::optional<RowStats>& x_stats,
+                                                    const Buffer* const stats[2]) {
+  if (!r.norm_first || l.has_cross_attention() || p.step)
+    throw Error("a fused prompt pass takes a pre-norm decoder layer without cross-attention");
+  const uint32_t D = r.d_model, d = D / p.heads;
+  auto stats_out = [&](const std::optional<RowStats>& reading) -> std::optional<BufferView> {
+    if (!stats[0] || !*stats[0]) return std::nullopt;
+    return (reading && reading->view.alloc == stats[0]->view().alloc ? *stats[1] : *stats[0]).view();
+  };
+  const BufferView x = b.x.view();                                    // [rows, D]
+  project_qkv(r, l, index, p, b, cache, x, {&l.norm1}, x_stats);      // queries [rows, D], K/V to the cache, of LN1(x)
+  const Buffer& self_cache = cache.self(index);
+  const Attention a{.batch = p.batch, .heads = p.heads, .head_dim = d, .q_len = p.n, .kv_len = p.t0 + p.n,
+                    .causal = true, .causal_offset = p.t0, .kv_batch_stride = cache.self_batch_stride(),
+                    .kv_row_stride = cache.row_stride()};
+  r.ops.attention(r.cl, a, b.queries.view(), r.at(self_cache, 0), r.at(self_cache, D), b.attn.view(),
+                  b.self_mask);                                       // attn [rows, D]
+  const auto sx = r.folded_linear(l.self_out, b.attn.view(), x, Activation::None, x, {}, {},
+                                  {.out = stats_out(x_stats)});       // x += SelfAttn W_o^T + b
+  r.folded_linear(l.ffn.linear1, x, b.hidden.view(), r.activation, {}, {&l.norm3}, {}, {sx});  // hidden of LN3(x)
+  return r.folded_linear(l.ffn.linear2, b.hidden.view(), x, Activation::None, x, {}, {},
+                         {.out = stats_out(sx)});                     // x += FFN
 }
 
 // The same layer for a decode step in 6 dispatches instead of 11: every LayerNorm folded

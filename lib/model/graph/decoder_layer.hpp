@@ -35,6 +35,16 @@ struct DecoderPass {
 void record_decoder_layer(const LayerRecorder& r, const DecoderLayer& layer, size_t index, const DecoderPass& pass,
                           const DecoderBuffers& b, const KvCache& cache);
 
+// A decoder-only model's prompt pass (pre-norm, no cross-attention; n tokens per
+// sequence at [t0, t0 + n)) in 5 dispatches, as the fused encoder: each LayerNorm folded
+// into the GEMM that reads it. x_stats: statistics of b.x's rows where the last layer's
+// GEMM wrote them; stats: two buffers of EncoderBuffers::stats's size that take turns
+// (null or empty where the device writes none). Returns those of the layer's output.
+std::optional<RowStats> record_decoder_layer_prompt(const LayerRecorder& r, const DecoderLayer& layer, size_t index,
+                                                    const DecoderPass& pass, const DecoderBuffers& b,
+                                                    const KvCache& cache, const std::optional<RowStats>& x_stats,
+                                                    const Buffer* const stats[2]);
+
 // Where a decode step's residual stream is between layers: the buffer (b.x or b.y)
 // and, post-norm, the LayerNorm still to apply to it (the previous layer's last norm,
 // folded into the GEMMs that read it; null for pre-norm and before the first layer).
