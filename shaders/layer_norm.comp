@@ -4,7 +4,8 @@
 // which cancels catastrophically when |mean| >> std). With FLAG_WRITE_SUM the sum
 // v = x + r is also stored, for pre-norm blocks that keep the residual stream. With
 // FLAG_NORM_IN, v = LN_in(x) first (another norm's gamma_in, beta_in, the same eps): a
-// post-norm decoder's last layer norm and the final norm in one dispatch.
+// post-norm decoder's last layer norm and the final norm in one dispatch. With FLAG_RMS
+// it is an RMSNorm (Llama): y = v / sqrt(mean(v^2) + eps) * gamma, no mean, no beta.
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
 
@@ -23,7 +24,7 @@ layout(std430, set = 0, binding = 5) writeonly buffer S { store_t sum_out[]; }; 
 layout(std430, set = 0, binding = 6) readonly buffer GammaIn { store_t gamma_in[]; };  // FLAG_NORM_IN
 layout(std430, set = 0, binding = 7) readonly buffer BetaIn { store_t beta_in[]; };    // FLAG_NORM_IN
 
-const uint FLAG_RESIDUAL = 1u, FLAG_WRITE_SUM = 2u, FLAG_NORM_IN = 4u;
+const uint FLAG_RESIDUAL = 1u, FLAG_WRITE_SUM = 2u, FLAG_NORM_IN = 4u, FLAG_RMS = 8u;
 layout(push_constant) uniform Push {
   uint rows, cols;
   float eps;
@@ -58,9 +59,13 @@ void main() {
     }
     rstd_in = inversesqrt(workgroup_sum(q0) / float(pc.cols) + pc.eps);
   }
-  float s = 0.0;
-  for (uint c = tid; c < pc.cols; c += WG_SIZE) s += value(base + c, c);
-  const float mean = workgroup_sum(s) / float(pc.cols);
+  const bool rms = (pc.flags & FLAG_RMS) != 0u;  // uniform: so are the barriers below
+  float mean = 0.0;
+  if (!rms) {
+    float s = 0.0;
+    for (uint c = tid; c < pc.cols; c += WG_SIZE) s += value(base + c, c);
+    mean = workgroup_sum(s) / float(pc.cols);
+  }
   float q = 0.0;
   for (uint c = tid; c < pc.cols; c += WG_SIZE) {
     float d = value(base + c, c) - mean;
@@ -70,6 +75,6 @@ void main() {
   for (uint c = tid; c < pc.cols; c += WG_SIZE) {
     float v = value(base + c, c);
     if ((pc.flags & FLAG_WRITE_SUM) != 0u) sum_out[base + c] = store_t(v);
-    y[base + c] = store_t((v - mean) * rstd * float(gamma[c]) + float(beta[c]));
+    y[base + c] = store_t((v - mean) * rstd * float(gamma[c]) + (rms ? 0.0 : float(beta[c])));
   }
 }

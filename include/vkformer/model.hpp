@@ -54,6 +54,7 @@ struct ModelConfig {
     Interleaved,  // sinusoidal, sin and cos interleaved (torch-seq2seq)
     Halves,       // sinusoidal, sin in the first half of the channels, cos in the second (Marian)
     Learned,      // a table in the file, one per stack (BART: rows offset by 2)
+    Rotary,       // none added to the embedding: queries and keys rotated (Llama's RoPE, rotate-half)
   };
   Positions positions = Positions::Interleaved;
   bool embedding_norm = false;  // LayerNorm after embedding + positions (BART's layernorm_embedding)
@@ -63,6 +64,18 @@ struct ModelConfig {
   // reads the prompt (Session::generate's sources are prompts) and continues it.
   bool decoder_only = false;
   GenerationDefaults generation;  // Hugging Face models only
+  // Llama's departures: RMSNorm for every norm (no mean, no beta), a gated feed-forward
+  // block (down(act(gate(x)) * up(x)): SwiGLU with activation Silu; gate and up one
+  // projection [2 FFN, D]), fewer K/V heads than query heads (grouped-query attention),
+  // and with Positions::Rotary the rotary frequencies [head_dim / 2], scaling applied, and
+  // the factor positions are divided by (transformers' linear scaling).
+  bool rms_norm = false;
+  bool gated_ffn = false;
+  uint32_t kv_heads = 0;  // 0: nhead
+  std::vector<float> rope_inv_freq;
+  float rope_position_scale = 1.0f;
+
+  uint32_t kv_head_count() const { return kv_heads ? kv_heads : nhead; }
 
   uint32_t head_dim() const { return d_model / nhead; }
   // Parses and checks config.json; errors name the file and the field.

@@ -130,9 +130,12 @@ struct Softmax {
 // residual r, the sum x + r can also be written out (pre-norm blocks keep it). With an
 // inner norm, x [+ r] is first normalised by it (same eps): y = LN(LN_inner(x)), a
 // post-norm decoder's last layer norm and its final norm in one dispatch.
+// rms: an RMSNorm instead (Llama): y = v / sqrt(mean(v^2) + eps) * gamma, no mean taken
+// and no beta (its view is not read: pass gamma's); no inner norm.
 struct LayerNorm {
   uint32_t rows = 1, cols = 1;
   float eps = 1e-5f;
+  bool rms = false;
 };
 
 // Multi-head scaled dot-product attention, softmax(Q K^T * scale + masks) V, per batch
@@ -186,6 +189,24 @@ struct AttentionProjection {
   uint64_t residual_batch_stride = 0;  // 0: N
   float norm_eps = 1e-5f;
 };
+
+// Rotary position embedding (rotate-half: transformers' Llama), in place on `batch` x
+// `rows` vectors of `heads` x head_dim (head_dim = 2 * the table's half), row i of batch
+// item b at element b * batch_stride + (row0 + i) * row_stride (row0: 0, or with a
+// DecodeStep and rows_from_step the step's cache row), at position position_offset + i
+// (with a DecodeStep: the step's position + i), less the sequence's position_shift.
+struct Rope {
+  uint32_t batch = 1, rows = 1, heads = 1, head_dim = 2;
+  uint64_t batch_stride = 0, row_stride = 0;  // 0: packed [batch, rows, heads * head_dim]
+  uint32_t position_offset = 0;
+  uint32_t positions = 0;  // rows of the table (checked against the positions used)
+  bool rows_from_step = false;
+};
+
+// The rotary table Ops::rope reads: fp32 [positions, inv_freq.size(), 2], (cos, sin) of
+// the angle transformers computes in fp32, (float(p) / position_scale) * inv_freq[j] (its
+// linear scaling divides positions), the cosine and sine taken in double.
+std::vector<float> rotary_positions(uint32_t positions, const std::vector<float>& inv_freq, float position_scale = 1.0f);
 
 struct Embedding {
   uint32_t rows = 1, vocab = 1, dim = 1;
@@ -343,7 +364,13 @@ class Ops {
   void embedding(CommandList& cl, const Embedding& e, const BufferView& ids, const BufferView& table,
                  const std::optional<BufferView>& pe, const BufferView& out, const std::optional<DecodeStep>& step = {},
                  const std::optional<BufferView>& position_shift = {});
+  // x rotated in place (Rope); table from rotary_positions; position_shift as embedding's.
+  void rope(CommandList& cl, const Rope& r, const BufferView& x, const BufferView& table,
+            const std::optional<DecodeStep>& step = {}, const std::optional<BufferView>& position_shift = {});
   void add(CommandList& cl, const BufferView& a, const BufferView& b, const BufferView& y, uint32_t count);
+  // SwiGLU (Llama's MLP): y[r, j] = silu(x[r, j]) * x[r, cols + j], x [rows, 2 cols] (gate
+  // then up, one projection), y [rows, cols].
+  void swiglu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t rows, uint32_t cols);
   void relu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count);
   void gelu(CommandList& cl, const BufferView& x, const BufferView& y, uint32_t count, bool tanh_form = false);
   // transformers' repetition penalty over each row of logits [rows, cols]: a token in the

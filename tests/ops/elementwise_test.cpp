@@ -1,4 +1,4 @@
-// add, relu and both GELUs against double-precision references.
+// add, relu, both GELUs and SwiGLU against double-precision references.
 #include "support/ops_test.hpp"
 #include "ops/reference.hpp"
 
@@ -43,6 +43,35 @@ TEST_P(ElementwiseTest, ElementwiseAddReluGelu) {
                         f16 ? 6e-8 : 1e-30))
           << "op " << k << " n " << n;
   }
+}
+
+// SwiGLU: silu(gate) * up over rows of [gate | up], at awkward widths. silu's exp in
+// fp32 is a few ulps; the product adds one rounding: 1e-6 of |silu(g)| |u| (fp16: 1e-3).
+TEST_P(ElementwiseTest, SwigluGatesTheUpHalfBySiluOfTheGateHalf) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  for (auto [rows, cols] : {std::pair{1u, 1u}, {3u, 17u}, {17u, 255u}, {2u, 1000u}, {1030u, 3u}}) {
+    auto x = random_values(size_t(rows) * 2 * cols, rng, -8, 8);
+    for (auto& e : x) e = stored(e, dtype());
+    Buffer bx = upload_as(ctx(), x, dtype(), "x"), by = poisoned(ctx(), size_t(rows) * cols, dtype(), "y");
+    auto cl = ctx().command_list();
+    ops().swiglu(cl, bx.view(), by.view(), rows, cols);
+    cl.submit();
+    std::vector<double> want, scale;
+    for (uint32_t r = 0; r < rows; ++r)
+      for (uint32_t j = 0; j < cols; ++j) {
+        const double g = x[size_t(r) * 2 * cols + j], u = x[size_t(r) * 2 * cols + cols + j];
+        want.push_back(g / (1 + std::exp(-g)) * u);
+        scale.push_back(std::abs(want.back()) * (1 + std::abs(g)));  // exp(-g)'s rounding grows with |g|
+      }
+    const bool f16 = dtype() == DType::F16;
+    EXPECT_TRUE(close(download_as(ctx(), by, want.size(), dtype()), want, scale, f16 ? 1e-3 : 1e-6, f16 ? 6e-8 : 1e-30))
+        << rows << "x" << cols;
+  }
+  auto cl = ctx().command_list();
+  Buffer small = ctx().buffer(16, "small");
+  EXPECT_THROW(ops().swiglu(cl, small.view(), small.view(), 4, 4), Error);  // x needs 32 elements
 }
 
 VKF_FOR_EACH_DTYPE(ElementwiseTest);

@@ -34,7 +34,7 @@ class LayerNormTest : public OpsTest {
     for (uint32_t row = 0; row < n.rows; ++row) {
       double mean = 0, var = 0;
       for (uint32_t c = 0; c < n.cols; ++c) mean += x[row * n.cols + c] + (with_residual ? r[row * n.cols + c] : 0);
-      mean /= n.cols;
+      mean = n.rms ? 0.0 : mean / n.cols;
       for (uint32_t c = 0; c < n.cols; ++c) {
         double d = x[row * n.cols + c] + (with_residual ? r[row * n.cols + c] : 0) - mean;
         var += d * d / n.cols;
@@ -42,7 +42,8 @@ class LayerNormTest : public OpsTest {
       const double rstd = 1 / std::sqrt(var + n.eps);
       for (uint32_t c = 0; c < n.cols; ++c) {
         const size_t i = size_t(row) * n.cols + c;
-        scale[i] = std::abs(want[i] - b[c]) + std::abs(b[c]) + std::abs(want[i]) + std::abs(mean) * rstd * std::abs(g[c]);
+        const double beta = n.rms ? 0.0 : b[c];
+        scale[i] = std::abs(want[i] - beta) + std::abs(beta) + std::abs(want[i]) + std::abs(mean) * rstd * std::abs(g[c]);
       }
     }
     const bool f16 = dtype() == DType::F16;
@@ -65,6 +66,17 @@ TEST_P(LayerNormTest, RowsOfEveryLength) {
   std::mt19937_64 rng(seed);
   for (uint32_t cols : {1u, 3u, 17u, 255u, 1000u, 10007u}) check({.rows = 3, .cols = cols}, 0, false, false, rng);
   check({.rows = 2000, .cols = 5, .eps = 1e-6f}, 0, false, false, rng);
+}
+
+// RMSNorm (Llama): no mean subtracted, no beta (the reference has none; the kernel reads none), with a
+// residual and the sum written (pre-norm), rows of every length, a large mean kept.
+TEST_P(LayerNormTest, RmsNormOfRowsOfEveryLength) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  for (uint32_t cols : {1u, 3u, 17u, 255u, 1000u, 10007u}) check({.rows = 3, .cols = cols, .rms = true}, 0, false, false, rng);
+  check({.rows = 17, .cols = 64, .rms = true}, 100, true, true, rng);
+  check({.rows = 2000, .cols = 5, .eps = 1e-6f, .rms = true}, 0, false, false, rng);
 }
 
 TEST_P(LayerNormTest, LargeMeanDoesNotCancel) {

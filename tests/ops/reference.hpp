@@ -105,11 +105,11 @@ inline std::vector<double> layer_norm(const LayerNorm& n, const std::vector<doub
       v[c] = x[size_t(i) * n.cols + c] + (r ? (*r)[size_t(i) * n.cols + c] : 0.0);
       mean += v[c];
     }
-    mean /= n.cols;
+    mean = n.rms ? 0.0 : mean / n.cols;  // RMSNorm: the mean square, no centring, no beta
     for (auto e : v) var += (e - mean) * (e - mean);
     var /= n.cols;
     for (uint32_t c = 0; c < n.cols; ++c)
-      y[size_t(i) * n.cols + c] = (v[c] - mean) / std::sqrt(var + n.eps) * g[c] + b[c];
+      y[size_t(i) * n.cols + c] = (v[c] - mean) / std::sqrt(var + n.eps) * g[c] + (n.rms ? 0.0 : b[c]);
   }
   return y;
 }

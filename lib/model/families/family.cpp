@@ -11,7 +11,8 @@ namespace vkf {
 
 namespace {
 
-const model::Family* const kFamilies[] = {&model::kTorchSeq2Seq, &model::kMarian, &model::kBart, &model::kGpt2};
+const model::Family* const kFamilies[] = {&model::kTorchSeq2Seq, &model::kMarian, &model::kBart,
+                                          &model::kGpt2,         &model::kLlama,  &model::kMistral};
 
 const model::Family& family_of(const std::string& directory) {
   namespace fs = std::filesystem;
@@ -21,9 +22,9 @@ const model::Family& family_of(const std::string& directory) {
   for (const model::Family* f : kFamilies)
     if (f->hugging_face == hugging_face && name == f->name) return *f;
   if (hugging_face)
-    r.fail("model_type '" + name + "' is not supported (vkformer runs Hugging Face model_type marian, bart and gpt2)");
+    r.fail("model_type '" + name + "' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama and mistral)");
   r.fail("unknown architecture '" + name +
-         "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart and gpt2)");
+         "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama and mistral)");
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ ModelConfig ModelConfig::from_file(const std::string& path) {
   ModelConfig c;
   c.architecture = r.string("architecture");
   if (c.architecture != "torch-seq2seq")
-    r.fail("unknown architecture '" + c.architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart and gpt2)");
+    r.fail("unknown architecture '" + c.architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama and mistral)");
   model::set_stack(c, r.stack());
   c.num_encoder_layers = r.count("num_encoder_layers", 0);
   c.num_decoder_layers = r.count("num_decoder_layers", 0);

@@ -13,7 +13,7 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
                  const DecoderBuffers& b, const KvCache& cache, const BufferView& in, Folded in_norm,
                  const std::optional<RowStats>& in_stats = std::nullopt) {
   const uint32_t D = r.d_model;
-  Gemm qkv{.M = p.n, .N = 3 * D, .K = D, .trans_b = true, .batch = p.batch, .norm_eps = r.eps};
+  Gemm qkv{.M = p.n, .N = D + 2 * cache.kv_width(), .K = D, .trans_b = true, .batch = p.batch, .norm_eps = r.eps};
   qkv.stride_a = {uint64_t(p.n) * D, 0};
   qkv.stride_c = {uint64_t(p.n) * D, 0};
   qkv.split = {.column = D, .ld = uint32_t(cache.row_stride()), .stride = cache.self_batch_stride()};
@@ -22,6 +22,16 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
   r.ops.gemm(r.cl, qkv, in, l.self_qkv.weight.view(), b.queries.view(), l.self_qkv.bias.view(), std::nullopt, p.step,
              r.at(cache.self(index), first_row * cache.row_stride()), in_norm.weights(),
              {.in = in_norm.norm ? in_stats : std::nullopt});
+  if (!b.rope_table) return;
+  // Rotary positions: the new queries [rows, D] and keys (their cache rows) rotated in place.
+  const uint32_t d = D / p.heads, kv_heads = cache.kv_width() / d;
+  const Rope q{.batch = p.batch, .rows = p.n, .heads = p.heads, .head_dim = d, .position_offset = p.t0,
+               .positions = b.rope_positions};
+  r.ops.rope(r.cl, q, b.queries.view(), *b.rope_table, p.step, b.position_shift);
+  const Rope k{.batch = p.batch, .rows = p.n, .heads = kv_heads, .head_dim = d, .batch_stride = cache.self_batch_stride(),
+               .row_stride = cache.row_stride(), .position_offset = p.t0, .positions = b.rope_positions,
+               .rows_from_step = bool(p.step)};
+  r.ops.rope(r.cl, k, r.at(cache.self(index), first_row * cache.row_stride()), *b.rope_table, p.step, b.position_shift);
 }
 
 // Masked self-attention's first half: the projections, then each query attends over the
@@ -31,11 +41,11 @@ void self_attend(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
   const uint32_t D = r.d_model, d = D / p.heads;
   project_qkv(r, l, index, p, b, cache, in, {});
   const Buffer& self_cache = cache.self(index);
-  Attention a{.batch = p.batch, .heads = p.heads, .head_dim = d, .q_len = p.n,
+  Attention a{.batch = p.batch, .heads = p.heads, .head_dim = d, .kv_heads = cache.kv_width() / d, .q_len = p.n,
               .kv_len = p.step ? cache.capacity() : p.t0 + p.n, .causal = true, .causal_offset = p.t0,
               .kv_batch_stride = cache.self_batch_stride(), .kv_row_stride = cache.row_stride()};
-  r.ops.attention(r.cl, a, b.queries.view(), r.at(self_cache, 0), r.at(self_cache, D), b.attn.view(), b.self_mask,
-                  p.step);  // attn [rows, D]
+  r.ops.attention(r.cl, a, b.queries.view(), r.at(self_cache, 0), r.at(self_cache, cache.kv_width()), b.attn.view(),
+                  b.self_mask, p.step);  // attn [rows, D]
 }
 
 // A decode step's attention and output projection in one dispatch (flash-decoding, the

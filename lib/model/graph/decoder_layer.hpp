@@ -20,6 +20,10 @@ struct DecoderBuffers {
   // Additive [batch, keys of the pass] (a decode step's: [batch, capacity]): a left-padded
   // decoder-only batch's padding, dropped as keys of self-attention; none without padding.
   std::optional<BufferView> self_mask;
+  // Positions::Rotary: the rotary table (Ops::rope) queries and keys are rotated by after
+  // their projection, its rows, and a left-padded batch's shifts ([batch] uint32).
+  std::optional<BufferView> rope_table, position_shift;
+  uint32_t rope_positions = 0;
 };
 
 // Which positions a pass decodes: n new tokens per sequence at positions [t0, t0 + n),

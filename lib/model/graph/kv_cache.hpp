@@ -17,14 +17,17 @@ namespace vkf::model {
 class KvCache {
  public:
   // Shapes the caches for a batch (buffers that are large enough are kept).
+  // kv_width: the keys' (and values') width, kv_heads x head_dim (d_model but with grouped
+  // K/V heads), each row holding keys then values.
   void reserve(Context& ctx, DType dtype, uint32_t layers, uint32_t batch, uint32_t capacity, uint32_t src_len,
-               uint32_t d_model);
+               uint32_t kv_width);
 
   const Buffer& self(size_t layer) const { return self_[layer]; }
   const Buffer& cross(size_t layer) const { return cross_[layer]; }
   uint32_t capacity() const { return capacity_; }
   uint32_t src_len() const { return src_len_; }
   uint64_t row_stride() const { return 2ull * d_model_; }                            // both caches
+  uint32_t kv_width() const { return d_model_; }                                      // values start here
   uint64_t self_batch_stride() const { return uint64_t(capacity_) * row_stride(); }  // per sequence
   uint64_t cross_batch_stride() const { return uint64_t(src_len_) * row_stride(); }
 
@@ -35,7 +38,7 @@ class KvCache {
 
  private:
   DType dtype_ = DType::F32;
-  uint32_t batch_ = 0, capacity_ = 0, src_len_ = 0, d_model_ = 0;
+  uint32_t batch_ = 0, capacity_ = 0, src_len_ = 0, d_model_ = 0;  // d_model_: the kv width
   std::vector<Buffer> self_, cross_, spare_;  // spare_: the gather target of reorder()
 };
 

@@ -20,6 +20,7 @@ struct Model::Impl {
   std::vector<model::DecoderLayer> decoder;
   model::Norm encoder_norm, decoder_norm;  // config.final_norms only
   model::Linear generator;              // [tgt_vocab, D]
+  Buffer rope_table;                    // Positions::Rotary: fp32 [max_position, head_dim / 2, 2] (rotary_positions)
 };
 
 }  // namespace vkf

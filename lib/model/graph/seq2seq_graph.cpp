@@ -42,7 +42,7 @@ Seq2SeqGraph::Seq2SeqGraph(const Model::Impl& m) : m_(m), ctx_(m.ctx), ops_(m.ct
 LayerRecorder Seq2SeqGraph::recorder(CommandList& cl, uint32_t rows) {
   const ModelConfig& c = m_.config;
   return {.ops = ops_, .cl = cl, .rows = rows, .d_model = c.d_model, .norm_first = c.norm_first,
-          .eps = c.layer_norm_eps, .activation = c.activation};
+          .eps = c.layer_norm_eps, .activation = c.activation, .rms_norm = c.rms_norm, .gated_ffn = c.gated_ffn};
 }
 
 CommandList Seq2SeqGraph::begin() { return ctx_.command_list({.profile = profile}); }
@@ -192,12 +192,13 @@ void Seq2SeqGraph::reserve(uint32_t S, uint32_t target_capacity) {
   ensure(ctx_, y_, rows_max * D, e, "y");                         // [rows, D]
   ensure(ctx_, attn_, rows_max * D, e, "attn");                   // [rows, D]
   ensure(ctx_, queries_, rows_max * D, e, "queries");             // [rows, D]
-  ensure(ctx_, hidden_, rows_max * c.dim_feedforward, e, "ffn_hidden");  // [rows, FFN]
+  ensure(ctx_, hidden_, rows_max * c.dim_feedforward * (c.gated_ffn ? 3 : 1), e, "ffn_hidden");  // [rows, FFN] (gated: + [rows, 2 FFN])
   ensure(ctx_, qkv_, uint64_t(rows) * 3 * D, e, "qkv");           // [B*S, 3D]
   ensure(ctx_, memory_, uint64_t(rows) * D, e, "memory");         // [B*S, D]
   if (const uint32_t parts = rows ? encoder_row_stats_parts(ops_, rows, D, c.dim_feedforward) : 0)
     for (Buffer& b : row_stats_) ensure(ctx_, b, uint64_t(rows) * parts * 4, 4, "row_stats");  // [B*S, parts, 4] fp32
-  cache_.reserve(ctx_, m_.dtype, uint32_t(m_.decoder.size()), batch_, target_capacity, S, D);
+  cache_.reserve(ctx_, m_.dtype, uint32_t(m_.decoder.size()), batch_, target_capacity, S,
+                 c.kv_head_count() * c.head_dim());
   // Decode steps' fused attention: the larger of its self- and cross-attention needs,
   // zeroed when new (its ticket counters must start at zero; each dispatch leaves them so).
   const auto attention_scratch = [&](uint32_t kv_len) {
@@ -281,12 +282,16 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   const uint32_t D = c.d_model, rows = batch_ * o.n, V = c.tgt_vocab_size;
   const LayerRecorder r = recorder(cl, rows);
   const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
-  const bool fold = o.step && rows <= Ops::kMaxFoldedNormRows && ops_.fold_norms_in_decode_steps();
+  // Folds take LayerNorms, one K/V head per query head and an ungated FFN (Llama's
+  // RMSNorm, grouped heads and rotary positions run the unfolded layer for now).
+  const bool plain = !c.rms_norm && !c.gated_ffn && c.kv_head_count() == c.nhead &&
+                     c.positions != ModelConfig::Positions::Rotary;
+  const bool fold = plain && o.step && rows <= Ops::kMaxFoldedNormRows && ops_.fold_norms_in_decode_steps();
   // A decoder-only model's prompt (pre-norm): the fused encoder's path, with a causal mask,
   // where decode steps fold too: on GPUs. On CPU drivers it measured 13% slower than 7
   // dispatches even with row statistics passed on (lavapipe, GPT-2 small fp16, 128 tokens:
   // 204 against 236 tokens/s; its M = 128 tiles normalise two rows of A per lane at each step).
-  const bool prompt_fused = c.decoder_only && c.norm_first && !o.step && ops_.fold_norms_in_decode_steps();
+  const bool prompt_fused = plain && c.decoder_only && c.norm_first && !o.step && ops_.fold_norms_in_decode_steps();
   // Post-norm, a decode step folds the embedding's norm into the first layer's GEMMs like
   // any layer's last norm; otherwise it runs on its own, embedding into y first.
   const bool embed_norm_pending = fold && c.embedding_norm && !c.norm_first;
@@ -295,14 +300,21 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   const bool padded = !left_pad_.empty();  // a left-padded decoder-only batch
   if (padded && !o.step && o.t0 + o.n != prompt_mask_len_)
     throw Error("left padding: a pass over positions other than the padded prompt's");
+  const bool rotary = c.positions == ModelConfig::Positions::Rotary;  // positions rotate q and k instead
   ops_.embedding(cl, {.rows = rows, .vocab = V, .dim = D, .scale = scale, .seq_len = o.n, .position_offset = o.t0,
                       .positions = c.max_position},
-                 tgt_ids_.view(), m_.tgt_embed.view(), m_.tgt_positions.view(), embedded.view(), o.step,
-                 padded ? std::optional(pad_shift_.view()) : std::nullopt);  // [B*n, D]
+                 tgt_ids_.view(), m_.tgt_embed.view(),
+                 rotary ? std::nullopt : std::optional(m_.tgt_positions.view()), embedded.view(), o.step,
+                 padded && !rotary ? std::optional(pad_shift_.view()) : std::nullopt);  // [B*n, D]
   if (embed_norm_alone) r.norm(m_.decoder_embed_norm, y_.view(), x_.view());  // x [B*n, D]
   const DecoderPass pass{.batch = batch_, .n = o.n, .heads = c.nhead, .t0 = o.t0, .step = o.step};
   DecoderBuffers buffers{x_, y_, queries_, attn_, hidden_, src_mask_.view(), attention_scratch_.view()};
   if (padded) buffers.self_mask = (o.step ? step_mask_ : prompt_mask_).view();
+  if (rotary) {
+    buffers.rope_table = m_.rope_table.view();
+    buffers.rope_positions = c.max_position;
+    if (padded) buffers.position_shift = pad_shift_.view();
+  }
   const uint32_t before = cl.stats().dispatches;
   const Buffer* out = &y_;  // y [B*n, D]: the decoder's output after its final norm
   if (fold) {

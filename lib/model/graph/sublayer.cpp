@@ -21,11 +21,21 @@ std::optional<RowStats> LayerRecorder::folded_linear(const Linear& l, const Buff
 }
 
 void LayerRecorder::norm(const Norm& n, const BufferView& in, const BufferView& out) const {
-  ops.layer_norm(cl, {.rows = rows, .cols = d_model, .eps = eps}, in, n.gamma.view(), n.beta.view(), out);
+  ops.layer_norm(cl, {.rows = rows, .cols = d_model, .eps = eps, .rms = rms_norm}, in, n.gamma.view(),
+                 (rms_norm ? n.gamma : n.beta).view(), out);
 }
 
 void LayerRecorder::feed_forward(const FeedForward& f, const BufferView& in, const Buffer& hidden,
                                  const BufferView& out, const BufferView& residual) const {
+  if (gated_ffn) {
+    if (activation != Activation::Silu) throw Error("a gated feed-forward block runs SiLU (SwiGLU) only");
+    const uint32_t F = f.linear2.in;
+    linear(f.linear1, in, hidden.view(), Activation::None);              // [gate | up] [rows, 2F]
+    const BufferView product = at(hidden, uint64_t(rows) * 2 * F);
+    ops.swiglu(cl, hidden.view(), product, rows, F);                     // silu(gate) * up [rows, F]
+    linear(f.linear2, product, out, Activation::None, residual);        // out [rows, D]
+    return;
+  }
   linear(f.linear1, in, hidden.view(), activation);         // hidden [rows, F]
   linear(f.linear2, hidden.view(), out, Activation::None, residual);  // out [rows, D]
 }

@@ -26,6 +26,8 @@ struct LayerRecorder {
   bool norm_first = false;
   float eps = 1e-5f;
   Activation activation = Activation::Relu;
+  bool rms_norm = false;   // every norm an RMSNorm (Llama)
+  bool gated_ffn = false;  // the FFN's linear1 is [gate | up], [2 FFN, D]: down(act(gate) * up)
 
   // out[rows, l.out] = act(in[rows, l.in] W^T + b) (+ residual[rows, l.out])
   void linear(const Linear& l, const BufferView& in, const BufferView& out, Activation act = Activation::None,
@@ -39,7 +41,8 @@ struct LayerRecorder {
   std::optional<RowStats> folded_linear(const Linear& l, const BufferView& in, const BufferView& out, Activation act,
                                         const std::optional<BufferView>& residual, Folded in_norm,
                                         Folded residual_norm, const GemmRowStats& stats = {}) const;
-  // out = residual + linear2(act(linear1(in))), hidden: [rows, dim_feedforward]
+  // out = residual + linear2(act(linear1(in))), hidden: [rows, dim_feedforward]; gated:
+  // out = residual + linear2(act(gate) * up), hidden [rows, 3 dim_feedforward] ([gate | up] then the product)
   void feed_forward(const FeedForward& f, const BufferView& in, const Buffer& hidden, const BufferView& out,
                     const BufferView& residual) const;
   // A view of `b` from element `first` on: model code counts elements, never bytes.

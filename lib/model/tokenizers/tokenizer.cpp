@@ -26,10 +26,13 @@ std::unique_ptr<Tokenizer> Tokenizer::for_model(const std::string& directory) {
   if (architecture == "gpt2")
     return std::make_unique<model::BartTokenizer>(directory, config.count("vocab_size", 1),
                                                   model::BartTokenizer::Flavour::Gpt2);
+  if (architecture == "llama" || architecture == "mistral")
+    throw Error("model " + directory + ": vkformer does not read tokenizer.json (the Llama family's tokenizer) yet; "
+                "give token ids (`vkformer generate --ids`, or ids to Session::generate)");
   if (architecture != "torch-seq2seq")  // the loader's words, so every command says the same
     config.fail(config.has("model_type")
-                    ? "model_type '" + architecture + "' is not supported (vkformer runs Hugging Face model_type marian, bart and gpt2)"
-                    : "unknown architecture '" + architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart and gpt2)");
+                    ? "model_type '" + architecture + "' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama and mistral)"
+                    : "unknown architecture '" + architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama and mistral)");
   const uint32_t vocab = std::max(config.count("src_vocab_size", 1), config.count("tgt_vocab_size", 1));
   std::error_code ec;
   if (!fs::exists(fs::path(directory) / "vocab.json", ec))

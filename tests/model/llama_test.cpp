@@ -1,0 +1,142 @@
+// Llama-family directories (save_pretrained: LlamaForCausalLM with grouped-query
+// attention, untied embeddings, rope_theta 500000 and linear rope scaling; a tied
+// SmolLM-shaped one with one K/V head; bfloat16; MistralForCausalLM with a sliding window)
+// against transformers' own outputs, made by tools/hf_references/make_llama_references.py
+// (transformers 4.36.2) into tests/hf/llama/references.json.
+//
+// Tolerances as for GPT-2 (gpt2_test.cpp): logits ||got - ref|| / ||ref|| per prompt over
+// every position, fp32 1e-4 (fp32 accumulation over 32-300 terms per output, a few 2^-24
+// each, grown by two or three layers; RMSNorm, RoPE from an fp32 table and SwiGLU add a
+// few roundings each), fp16 1e-2 (11-bit storage, several roundings per layer). Greedy
+// continuations token for token in fp32 (with and without the repetition penalty); in
+// fp16 the first token (top logits are apart by ~1 against errors of ~1e-2).
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/gpu_test.hpp"
+#include "vkformer/model.hpp"
+#include "vkformer/tokenizer.hpp"
+
+namespace fs = std::filesystem;
+
+namespace vkf::test {
+namespace {
+
+const fs::path kDir = fs::path(VKF_SOURCE_DIR) / "tests" / "hf" / "llama";
+
+const nlohmann::json& references() {
+  static const nlohmann::json refs = [] {
+    std::ifstream f(kDir / "references.json");
+    return nlohmann::json::parse(f);
+  }();
+  return refs;
+}
+
+double relative_error(const std::vector<float>& got, const std::vector<double>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / den);
+}
+
+struct Case {
+  const char* model;  // tests/hf/llama/<model> and its references
+  DType dtype;
+};
+
+class Llama : public GpuTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(Llama, LogitsAndGreedyContinuationsMatchTransformers) {
+  const auto [name, dtype] = GetParam();
+  const bool f16 = dtype == DType::F16;
+  auto model = Model::load(ctx(), (kDir / name).string(), dtype);
+  const ModelConfig& c = model->config();
+  EXPECT_TRUE(c.decoder_only && c.rms_norm && c.gated_ffn);
+  EXPECT_LT(c.kv_head_count(), c.nhead);  // every reference model groups its K/V heads
+  Session session(model);
+  const uint32_t n = references()["new_tokens"];
+  std::vector<std::vector<uint32_t>> prompts, greedy;
+  for (const auto& ref : references()["models"][name]) {
+    const auto ids = ref["ids"].get<std::vector<uint32_t>>();
+    SCOPED_TRACE("prompt of " + std::to_string(ids.size()) + " tokens");
+    const auto logits = session.score(ids);  // [n, V]
+    EXPECT_LT(relative_error(logits, ref["logits"].get<std::vector<double>>()), f16 ? 1e-2 : 1e-4);
+    const auto want = ref["greedy"].get<std::vector<uint32_t>>();
+    const auto got = session.generate({ids}, {.max_new_tokens = n}).at(0);
+    prompts.push_back(ids);
+    greedy.push_back(want);
+    if (f16) {
+      ASSERT_FALSE(got.empty());
+      EXPECT_EQ(got[0], want[0]);
+    } else {
+      EXPECT_EQ(got, want);
+      GenerateOptions penalised{.max_new_tokens = n, .repetition_penalty = references()["repetition_penalty"]};
+      EXPECT_EQ(session.generate({ids}, penalised).at(0), ref["greedy_repetition_penalty"].get<std::vector<uint32_t>>());
+    }
+  }
+  // All prompts in one batch, left-padded (positions shifted, padding masked): each as alone.
+  if (!f16) EXPECT_EQ(session.generate(prompts, {.max_new_tokens = n}), greedy);
+}
+
+INSTANTIATE_TEST_SUITE_P(, Llama,
+                         ::testing::Values(Case{"gqa", DType::F32}, Case{"gqa", DType::F16}, Case{"tied", DType::F32},
+                                           Case{"tied", DType::F16}, Case{"bf16", DType::F32},
+                                           Case{"bf16", DType::F16}, Case{"mistral", DType::F32}),
+                         [](const auto& info) {
+                           return std::string(info.param.model) + (info.param.dtype == DType::F16 ? "_fp16" : "_fp32");
+                         });
+
+// A copy of a reference directory with config.json edited, for the refusals.
+fs::path edited(const std::string& from, const std::function<void(nlohmann::json&)>& edit) {
+  const fs::path dir = fs::temp_directory_path() / ("vkf_llama_" + from + "_" + std::to_string(::getpid()) + "_" +
+                                                    std::to_string(std::rand()));
+  fs::create_directories(dir);
+  for (const char* f : {"model.safetensors", "generation_config.json"}) fs::copy_file(kDir / from / f, dir / f);
+  std::ifstream in(kDir / from / "config.json");
+  nlohmann::json cfg = nlohmann::json::parse(in);
+  edit(cfg);
+  std::ofstream(dir / "config.json") << cfg.dump();
+  return dir;
+}
+
+// Named errors: an unsupported rope_scaling type, K/V heads that do not divide the heads,
+// a run past Mistral's sliding window, a prompt past max_position_embeddings, text with
+// no tokenizer.json reader, a missing layer.
+TEST_F(GpuTest, LlamaBadInputsAreNamedErrors) {
+  auto fails = [&](const std::function<void()>& f, const std::string& says) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one saying: " << says;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  auto load = [&](const fs::path& dir) { return Model::load(ctx(), dir.string(), DType::F32); };
+  const fs::path yarn = edited("gqa", [](auto& c) { c["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}}; });
+  fails([&] { load(yarn); }, "rope_scaling type 'yarn' is not supported");
+  const fs::path heads = edited("gqa", [](auto& c) { c["num_key_value_heads"] = 3; });
+  fails([&] { load(heads); }, "num_key_value_heads 3 does not divide num_attention_heads 4");
+  const fs::path layers = edited("gqa", [](auto& c) { c["num_hidden_layers"] = 3; });
+  fails([&] { load(layers); }, "num_hidden_layers");
+  for (const auto& d : {yarn, heads, layers}) fs::remove_all(d);
+
+  Session mistral(Model::load(ctx(), (kDir / "mistral").string(), DType::F32));
+  EXPECT_EQ(mistral.model().config().max_position, 32u);  // its sliding window bounds a run
+  fails([&] { mistral.generate({std::vector<uint32_t>(30, 5)}, {.max_new_tokens = 4}); }, "(n_positions)");
+  EXPECT_EQ(mistral.generate({std::vector<uint32_t>(29, 5)}, {.max_new_tokens = 4}).at(0).size(), 4u);
+  Session gqa(Model::load(ctx(), (kDir / "gqa").string(), DType::F32));
+  fails([&] { gqa.generate({std::vector<uint32_t>(60, 1)}, {.max_new_tokens = 10}); }, "(n_positions)");
+  fails([&] { gqa.generate({{1, 300}}, {.max_new_tokens = 2}); }, "token id 300, outside the vocabulary of 300");
+  fails([&] { Tokenizer::for_model((kDir / "gqa").string()); }, "does not read tokenizer.json");
+}
+
+}  // namespace
+}  // namespace vkf::test

@@ -1,0 +1,112 @@
+"""Makes vkformer's Llama-family references (tests/hf/llama/) with real `transformers`:
+
+  tests/hf/llama/gqa/      a random LlamaForCausalLM saved by save_pretrained: grouped-
+                           query attention (4 heads, 2 K/V heads), untied embeddings,
+                           rope_theta 500000 and linear rope scaling (factor 2)
+  tests/hf/llama/tied/     SmolLM's layout in small: 3 heads, 1 K/V head, tied embeddings
+                           (lm_head dropped from the file), the default rope_theta
+  tests/hf/llama/bf16/     gqa's weights saved in bfloat16
+  tests/hf/llama/mistral/  a random MistralForCausalLM whose sliding_window (32) is below
+                           its max_position_embeddings (64)
+  tests/hf/llama/references.json
+                           per model: prompts (token ids, used as given), their logits at
+                           every position, and greedy generate() continuations with and
+                           without a repetition penalty
+
+Random weights are scaled up from Llama's initialisation (std 0.02 gives logits within
+1e-3 of each other, where greedy decoding is a coin toss) and the RMSNorm weights are
+randomised, so the checks see every weight. transformers 4.36.2 has no llama3 rope
+scaling (4.43 added it): that rule is not among these references. Run with transformers
+4.36.2 (and its `tokenizers`, `safetensors`, `huggingface_hub`) on Debian's torch:
+
+  PYTHONPATH=/path/to/site-packages /usr/bin/python3 tools/hf_references/make_llama_references.py
+"""
+import json
+import shutil
+from pathlib import Path
+
+import torch
+import transformers
+from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "hf" / "llama"
+VOCAB = 300
+PROMPTS = [[5, 17, 9], [42], [7, 7, 7, 7, 7, 7],
+           [int(x) for x in torch.randint(0, VOCAB, (20,), generator=torch.Generator().manual_seed(3))]]
+NEW_TOKENS = 12
+PENALTY = 1.5
+
+
+def randomised(model, seed):
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+            else:
+                p.mul_(8.0)  # std 0.16: logits apart by ~1
+    return model.eval()
+
+
+def llama(seed, **config):
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=VOCAB, max_position_embeddings=64, rms_norm_eps=1e-5, bos_token_id=1,
+                      eos_token_id=2, **config)
+    return randomised(LlamaForCausalLM(cfg), seed)
+
+
+def references(model):
+    out = []
+    with torch.no_grad():
+        for ids in PROMPTS:
+            x = torch.tensor([ids])
+            logits = model(x).logits[0].float()
+            gen = model.generate(x, max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=0)[0, len(ids):]
+            penalised = model.generate(x, max_new_tokens=NEW_TOKENS, do_sample=False, repetition_penalty=PENALTY,
+                                       pad_token_id=0)[0, len(ids):]
+            out.append({"ids": ids, "logits": logits.flatten().tolist(), "greedy": gen.tolist(),
+                        "greedy_repetition_penalty": penalised.tolist()})
+    return out
+
+
+def main():
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    OUT.mkdir(parents=True)
+    refs = {"transformers_version": transformers.__version__, "new_tokens": NEW_TOKENS, "repetition_penalty": PENALTY,
+            "models": {}}
+    gqa = llama(1, hidden_size=64, intermediate_size=88, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, rope_theta=500000.0, rope_scaling={"type": "linear", "factor": 2.0},
+                tie_word_embeddings=False)
+    gqa.save_pretrained(OUT / "gqa")
+    refs["models"]["gqa"] = references(gqa)
+
+    tied = llama(2, hidden_size=48, intermediate_size=72, num_hidden_layers=3, num_attention_heads=3,
+                 num_key_value_heads=1, tie_word_embeddings=True)
+    tied.save_pretrained(OUT / "tied")
+    refs["models"]["tied"] = references(tied)
+
+    bf16 = llama(1, hidden_size=64, intermediate_size=88, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, rope_theta=500000.0, rope_scaling={"type": "linear", "factor": 2.0},
+                 tie_word_embeddings=False).to(torch.bfloat16)
+    bf16.save_pretrained(OUT / "bf16")
+    # The rounded weights computed in fp32, loaded as a user loads them: bf16.float() would
+    # also keep the rotary tables that .to(bfloat16) rounded (4.36's cos/sin buffers).
+    refs["models"]["bf16"] = references(LlamaForCausalLM.from_pretrained(OUT / "bf16", torch_dtype=torch.float32).eval())
+
+    torch.manual_seed(4)
+    mcfg = MistralConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, sliding_window=32,
+                         rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+    mistral = randomised(MistralForCausalLM(mcfg), 4)
+    mistral.save_pretrained(OUT / "mistral")
+    refs["models"]["mistral"] = references(mistral)
+
+    with open(OUT / "references.json", "w") as f:
+        json.dump(refs, f)
+    print("wrote", OUT)
+
+
+if __name__ == "__main__":
+    main()
