@@ -108,8 +108,8 @@ fs::path edited(const std::string& from, const std::function<void(nlohmann::json
 }
 
 // Named errors: an unsupported rope_scaling type, K/V heads that do not divide the heads,
-// a run past Mistral's sliding window, a prompt past max_position_embeddings, text with
-// no tokenizer.json reader, a missing layer.
+// a run past Mistral's sliding window, a prompt past max_position_embeddings, a model
+// without tokenizer.json, a missing layer.
 TEST_F(GpuTest, LlamaBadInputsAreNamedErrors) {
   auto fails = [&](const std::function<void()>& f, const std::string& says) {
     try {
@@ -135,7 +135,62 @@ TEST_F(GpuTest, LlamaBadInputsAreNamedErrors) {
   Session gqa(Model::load(ctx(), (kDir / "gqa").string(), DType::F32));
   fails([&] { gqa.generate({std::vector<uint32_t>(60, 1)}, {.max_new_tokens = 10}); }, "(n_positions)");
   fails([&] { gqa.generate({{1, 300}}, {.max_new_tokens = 2}); }, "token id 300, outside the vocabulary of 300");
-  fails([&] { Tokenizer::for_model((kDir / "gqa").string()); }, "does not read tokenizer.json");
+  fails([&] { Tokenizer::for_model((kDir / "gqa").string()); }, "has no tokenizer.json");
+}
+
+}  // namespace
+}  // namespace vkf::test
+
+namespace vkf::test {
+namespace {
+
+// tokenizer.json as the `tokenizers` library writes it: GPT-2's byte-level layout, and the
+// same vocabulary in Llama 3's (its Split pattern, then byte-level, <|begin_of_text|>
+// before each text): the same ids as transformers' fast tokenizers on the shared sentence
+// list (accents, CJK, emoji, digits, whitespace runs, special tokens written in the text)
+// and the same decoded text (special tokens skipped).
+TEST(LlamaTokenizer, TokenizerJsonIdsAndTextMatchTransformers) {
+  for (const char* name : {"tokenizer_bytelevel", "tokenizer_llama3"}) {
+    SCOPED_TRACE(name);
+    const auto& ref = references()["tokenizers"][name];
+    const auto tok = Tokenizer::for_model((kDir / name).string());
+    EXPECT_NE(tok->describe().find("tokenizer.json"), std::string::npos) << tok->describe();
+    const auto sentences = ref["sentences"].get<std::vector<std::string>>();
+    const auto ids = ref["ids"].get<std::vector<std::vector<uint32_t>>>();
+    const auto decoded = ref["decoded"].get<std::vector<std::string>>();
+    ASSERT_EQ(sentences.size(), ids.size());
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      EXPECT_EQ(tok->encode(sentences[i]), ids[i]) << sentences[i];
+      EXPECT_EQ(tok->decode(ids[i]), decoded[i]) << sentences[i];
+    }
+  }
+}
+
+// What would change the ids and is not read is refused by name: a normalizer, byte
+// fallback (SentencePiece-style BPE), another pre-tokenizer; and a vocabulary larger than
+// the model's.
+TEST(LlamaTokenizer, UnsupportedTokenizerJsonIsRefusedByName) {
+  auto with = [&](const std::function<void(nlohmann::json&)>& edit, const std::string& says) {
+    const fs::path dir = fs::temp_directory_path() / ("vkf_tokjson_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
+    fs::create_directories(dir);
+    fs::copy_file(kDir / "tokenizer_llama3" / "config.json", dir / "config.json");
+    std::ifstream in(kDir / "tokenizer_llama3" / "tokenizer.json");
+    nlohmann::json t = nlohmann::json::parse(in);
+    edit(t);
+    std::ofstream(dir / "tokenizer.json") << t.dump();
+    try {
+      Tokenizer::for_model(dir.string());
+      ADD_FAILURE() << "no error; expected one saying: " << says;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+    fs::remove_all(dir);
+  };
+  with([](auto& t) { t["normalizer"] = {{"type", "NFC"}}; }, "normalizer 'NFC' is not supported");
+  with([](auto& t) { t["model"]["byte_fallback"] = true; }, "byte_fallback is true");
+  with([](auto& t) { t["pre_tokenizer"] = {{"type", "Metaspace"}}; }, "pre_tokenizer 'Metaspace' is not supported");
+  with([](auto& t) { t["model"]["type"] = "Unigram"; }, "model type 'Unigram' is not supported");
+  with([](auto& t) { t["model"]["vocab"]["extra"] = 400; }, "must be an integer from 0 to");
 }
 
 }  // namespace

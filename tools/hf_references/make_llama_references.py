@@ -8,10 +8,17 @@
   tests/hf/llama/bf16/     gqa's weights saved in bfloat16
   tests/hf/llama/mistral/  a random MistralForCausalLM whose sliding_window (32) is below
                            its max_position_embeddings (64)
+  tests/hf/llama/tokenizer_bytelevel/, tokenizer_llama3/
+                           tokenizer.json files as the `tokenizers` library writes them (a
+                           config.json beside each names a Llama of 360 tokens): GPT-2's
+                           byte-level BPE (tests/hf/gpt2's vocabulary and merges), and the
+                           same vocabulary under Llama 3's layout (its split pattern, then
+                           byte-level, <|begin_of_text|> before every text)
   tests/hf/llama/references.json
                            per model: prompts (token ids, used as given), their logits at
                            every position, and greedy generate() continuations with and
-                           without a repetition penalty
+                           without a repetition penalty; per tokenizer, the ids of
+                           tests/hf/sentences.txt and their decoded text
 
 Random weights are scaled up from Llama's initialisation (std 0.02 gives logits within
 1e-3 of each other, where greedy decoding is a coin toss) and the RMSNorm weights are
@@ -70,6 +77,48 @@ def references(model):
     return out
 
 
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                  r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def make_tokenizers():
+    """tokenizer.json files, and what transformers' fast tokenizers make of the sentences."""
+    from tokenizers import Regex, Tokenizer, decoders, pre_tokenizers, processors
+    from transformers import GPT2TokenizerFast, PreTrainedTokenizerFast
+    sentences = (ROOT / "tests" / "hf" / "sentences.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    config = {"model_type": "llama", "vocab_size": 360, "hidden_size": 8, "intermediate_size": 8,
+              "num_hidden_layers": 0, "num_attention_heads": 1, "max_position_embeddings": 8}
+    out = {}
+    fast = GPT2TokenizerFast.from_pretrained(ROOT / "tests" / "hf" / "gpt2" / "lm")
+    fast.save_pretrained(OUT / "tokenizer_bytelevel")
+    for f in ("vocab.json", "merges.txt"):  # tokenizer.json alone: what vkformer must read
+        (OUT / "tokenizer_bytelevel" / f).unlink()
+    (OUT / "tokenizer_bytelevel" / "config.json").write_text(json.dumps(config))
+    loaded = PreTrainedTokenizerFast.from_pretrained(OUT / "tokenizer_bytelevel")
+    out["tokenizer_bytelevel"] = loaded
+
+    tok = Tokenizer.from_str(fast.backend_tokenizer.to_str())
+    tok.add_special_tokens(["<|begin_of_text|>", "<|end_of_text|>"])
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    bos = tok.token_to_id("<|begin_of_text|>")
+    tok.post_processor = processors.TemplateProcessing(single="<|begin_of_text|> $A",
+                                                       pair="<|begin_of_text|> $A <|begin_of_text|> $B",
+                                                       special_tokens=[("<|begin_of_text|>", bos)])
+    llama3 = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>",
+                                     clean_up_tokenization_spaces=False)
+    llama3.save_pretrained(OUT / "tokenizer_llama3")
+    (OUT / "tokenizer_llama3" / "config.json").write_text(json.dumps(config))
+    out["tokenizer_llama3"] = PreTrainedTokenizerFast.from_pretrained(OUT / "tokenizer_llama3")
+    refs = {}
+    for name, t in out.items():
+        ids = [t(s)["input_ids"] for s in sentences]
+        refs[name] = {"sentences": sentences, "ids": ids, "decoded": [t.decode(i, skip_special_tokens=True) for i in ids]}
+    return refs
+
+
 def main():
     if OUT.exists():
         shutil.rmtree(OUT)
@@ -103,6 +152,7 @@ def main():
     mistral.save_pretrained(OUT / "mistral")
     refs["models"]["mistral"] = references(mistral)
 
+    refs["tokenizers"] = make_tokenizers()
     with open(OUT / "references.json", "w") as f:
         json.dump(refs, f)
     print("wrote", OUT)

@@ -24,6 +24,14 @@ class BartTokenizer : public Tokenizer {
   enum class Flavour { Bart, Gpt2 };
   // vocab_size: the model's (config.json); a larger vocabulary is refused before its tables are built.
   BartTokenizer(const std::string& directory, uint32_t vocab_size, Flavour flavour = Flavour::Bart);
+  // The same byte-level BPE from the directory's tokenizer.json (the `tokenizers` library's
+  // file, which every current hub model ships: SmolLM's, Llama 3's), as transformers' fast
+  // tokenizer runs it: its added tokens, a ByteLevel pre-tokenizer (GPT-2's pattern) or a
+  // Split by the file's own pattern (Llama 3's, Qwen2's) then ByteLevel, BPE with or
+  // without ignore_merges, the special tokens its TemplateProcessing puts around a text.
+  // Anything else in the file that would change the ids (a normalizer, byte fallback,
+  // dropout...) is refused by name.
+  static std::unique_ptr<BartTokenizer> from_tokenizer_json(const std::string& directory, uint32_t vocab_size);
   ~BartTokenizer() override;
   std::string decode(const std::vector<uint32_t>& ids) const override;
   uint32_t size() const override { return uint32_t(tokens_.size()); }
@@ -36,6 +44,7 @@ class BartTokenizer : public Tokenizer {
   std::vector<uint32_t> encode_valid(std::string_view utf8) const override;
 
  private:
+  BartTokenizer() = default;  // from_tokenizer_json fills it
   void encode_text(std::string_view text, std::vector<uint32_t>& ids) const;
   uint32_t id_of(const std::string& token) const;
 
@@ -48,6 +57,12 @@ class BartTokenizer : public Tokenizer {
   bool add_prefix_space_ = false, clean_up_spaces_ = true;
   bool wrap_ = true;  // <s> ... </s> around the ids (BART)
   size_t merges_ = 0;
+  // tokenizer.json's: the ids its post-processor puts before and after a text, a word
+  // that is a token as a whole taken as it is (ignore_merges), and what it was read from.
+  std::vector<uint32_t> prefix_, suffix_;
+  bool ignore_merges_ = false;
+  std::vector<uint32_t> special_ids_;  // tokenizer.json's added tokens marked special (skipped when decoding)
+  std::string source_;
 };
 
 }  // namespace vkf::model

@@ -26,9 +26,14 @@ std::unique_ptr<Tokenizer> Tokenizer::for_model(const std::string& directory) {
   if (architecture == "gpt2")
     return std::make_unique<model::BartTokenizer>(directory, config.count("vocab_size", 1),
                                                   model::BartTokenizer::Flavour::Gpt2);
-  if (architecture == "llama" || architecture == "mistral")
-    throw Error("model " + directory + ": vkformer does not read tokenizer.json (the Llama family's tokenizer) yet; "
-                "give token ids (`vkformer generate --ids`, or ids to Session::generate)");
+  if (architecture == "llama" || architecture == "mistral") {
+    std::error_code ec;
+    if (fs::exists(fs::path(directory) / "tokenizer.json", ec))
+      return model::BartTokenizer::from_tokenizer_json(directory, config.count("vocab_size", 1));
+    throw Error("model " + directory + " has no tokenizer.json (vkformer reads the Llama family's tokenizer from it; "
+                "tokenizer.model alone is not read yet): give token ids (`vkformer generate --ids`, or ids to "
+                "Session::generate)");
+  }
   if (architecture != "torch-seq2seq")  // the loader's words, so every command says the same
     config.fail(config.has("model_type")
                     ? "model_type '" + architecture + "' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama and mistral)"
