@@ -1,6 +1,8 @@
 #version 450
 // Index of each row's largest value, the first on ties, NaN counting as largest (as
-// torch.argmax does); one workgroup per row.
+// torch.argmax does); one workgroup per row. With flag_non_finite a row whose largest
+// value is NaN or infinite gets its index with bit 31 set (decoding: overflowed logits
+// must end the run with an error, never pass as a token).
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
 #include "rank.glsl"
@@ -11,7 +13,7 @@
 layout(local_size_x = WG_SIZE) in;
 layout(std430, set = 0, binding = 0) readonly buffer X { store_t x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer I { uint indices[]; };
-layout(push_constant) uniform Push { uint rows, cols; } pc;
+layout(push_constant) uniform Push { uint rows, cols, flag_non_finite; } pc;
 
 shared float best_v[WG_SIZE];
 shared uint best_i[WG_SIZE];
@@ -39,5 +41,9 @@ void main() {
     }
     barrier();
   }
-  if (tid == 0) indices[row] = best_i[0];
+  if (tid == 0) {
+    // By its bits (exponent all ones): compilers may fold isnan and isinf to false.
+    const bool bad = pc.flag_non_finite != 0u && (floatBitsToUint(best_v[0]) & 0x7f800000u) == 0x7f800000u;
+    indices[row] = best_i[0] | (bad ? 0x80000000u : 0u);
+  }
 }

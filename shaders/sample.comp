@@ -1,7 +1,8 @@
 #version 450
 // One token per row drawn from softmax(logits / T), kept to the top_k most likely and then
 // to the smallest most-likely set holding top_p of their mass (vkf::Ops::sample); one
-// workgroup per row, so a replayed decode step samples without the host.
+// workgroup per row, so a replayed decode step samples without the host. A row holding a
+// NaN or infinite logit (an overflow) has no distribution: it gets Ops::kNonFiniteToken.
 //
 // Tokens rank by logit, larger first, the lower index first on ties: the order
 // exp(logit / T) gives, and the host's sampler's. The kept set is a prefix of that order,
@@ -113,7 +114,18 @@ void main() {
 
   // The largest logit: weights are then at most 1.
   float m = uintBitsToFloat(0xff800000u);
-  for (uint c = tid; c < pc.cols; c += WG_SIZE) m = max(m, logit(c));
+  uint non_finite = 0u;  // a NaN or infinite logit: no distribution to draw from
+  for (uint c = tid; c < pc.cols; c += WG_SIZE) {
+    const float l = logit(c);
+    m = max(m, l);
+    // By its bits (exponent all ones): compilers may fold isnan and isinf to false.
+    non_finite += (floatBitsToUint(l) & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+  }
+  // Uniform across the workgroup (a reduction): every invocation leaves here, or none.
+  if (workgroup_count(non_finite) != 0u) {
+    if (tid == 0u) indices[row] = 0x80000000u;  // Ops::kNonFiniteToken: no token to draw
+    return;
+  }
   mass_scratch[tid] = m;
   barrier();
   for (uint s = WG_SIZE / 2; s > 0; s >>= 1) {

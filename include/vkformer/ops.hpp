@@ -381,7 +381,11 @@ class Ops {
                           uint32_t rows, uint32_t cols, float penalty);
   static uint32_t repetition_penalty_words(uint32_t cols) { return (cols + 31) / 32; }
   // Per row of [rows, cols]: index of the largest value (the first on ties), as uint32.
-  void argmax(CommandList& cl, const BufferView& x, const BufferView& indices, uint32_t rows, uint32_t cols);
+  // flag_non_finite: a row whose largest value is NaN or infinite gets kNonFiniteToken
+  // set in its index (sample() gives a row holding one kNonFiniteToken itself).
+  static constexpr uint32_t kNonFiniteToken = 0x80000000u;
+  void argmax(CommandList& cl, const BufferView& x, const BufferView& indices, uint32_t rows, uint32_t cols,
+              bool flag_non_finite = false);
   // Per row: the k largest values, descending, with their uint32 indices (ties: lower index first).
   void top_k(CommandList& cl, const BufferView& x, const BufferView& values, const BufferView& indices,
              uint32_t rows, uint32_t cols, uint32_t k);

@@ -89,10 +89,33 @@ TEST_P(Llama, LogitsAndGreedyContinuationsMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(, Llama,
                          ::testing::Values(Case{"gqa", DType::F32}, Case{"gqa", DType::F16}, Case{"tied", DType::F32},
                                            Case{"tied", DType::F16}, Case{"bf16", DType::F32},
-                                           Case{"bf16", DType::F16}, Case{"mistral", DType::F32}),
+                                           Case{"bf16", DType::F16}, Case{"mistral", DType::F32},
+                                           Case{"overflow", DType::F32}),
                          [](const auto& info) {
                            return std::string(info.param.model) + (info.param.dtype == DType::F16 ? "_fp16" : "_fp32");
                          });
+
+// fp16 overflow: a model whose residual stream passes 65504 (tests/hf/llama/overflow: its
+// fp32 run matches transformers above). In fp16 storage vkformer detects it and says so,
+// naming fp32 as the way out, for greedy and sampled decoding on the GPU (the choice
+// carries Ops::kNonFiniteToken), for scoring, and never hands out a token from it.
+TEST_F(GpuTest, LlamaFp16OverflowIsANamedErrorNeverATokenStream) {
+  if (!ctx().capabilities().storage_16bit) GTEST_SKIP() << "no 16-bit storage";
+  Session session(Model::load(ctx(), (kDir / "overflow").string(), DType::F16));
+  const auto prompt = references()["models"]["overflow"][3]["ids"].get<std::vector<uint32_t>>();
+  auto says_overflow = [&](const std::function<void()>& f) {
+    try {
+      f();
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("overflowed fp16's range (65504); run it in fp32"), std::string::npos)
+          << e.what();
+    }
+  };
+  says_overflow([&] { session.generate({prompt}, {.max_new_tokens = 4}); });
+  says_overflow([&] { session.generate({prompt}, {.max_new_tokens = 4, .temperature = 1.0f, .seed = 3}); });
+  says_overflow([&] { session.score(prompt); });
+}
 
 // A copy of a reference directory with config.json edited, for the refusals.
 fs::path edited(const std::string& from, const std::function<void(nlohmann::json&)>& edit) {

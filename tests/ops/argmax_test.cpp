@@ -40,6 +40,28 @@ TEST_P(ArgmaxTest, FirstLargestIndexPerRow) {
   }
 }
 
+// flag_non_finite (decoding): a row whose largest value is NaN or infinite gets its index
+// with Ops::kNonFiniteToken set; a finite row (-inf among finite values included) does
+// not; without the flag the indices are torch.argmax's.
+TEST_P(ArgmaxTest, FlagsRowsWhoseLargestValueIsNotFinite) {
+  const uint32_t cols = 37;
+  std::vector<double> x(4 * cols, 1.0);
+  x[0 * cols + 5] = NAN;
+  x[1 * cols + 9] = INFINITY;
+  x[2 * cols + 3] = 2.0, x[2 * cols + 4] = -INFINITY;
+  x[3 * cols + 30] = 3.0;
+  Buffer bx = upload_as(ctx(), x, dtype(), "x");
+  for (bool flag : {false, true}) {
+    Buffer bi = poisoned(ctx(), 4, DType::F32, "i");
+    auto cl = ctx().command_list();
+    ops().argmax(cl, bx.view(), bi.view(), 4, cols, flag);
+    cl.submit();
+    const auto got = download_u32(ctx(), bi, 4);
+    const uint32_t f = flag ? Ops::kNonFiniteToken : 0u;
+    EXPECT_EQ(got, (std::vector<uint32_t>{5u | f, 9u | f, 3u, 30u})) << flag;
+  }
+}
+
 TEST_P(ArgmaxTest, WrongShapesAreClearErrors) {
   auto cl = ctx().command_list();
   Buffer b = ctx().buffer(64);

@@ -235,6 +235,19 @@ TEST_P(SampleTest, SeedAndStepMakeTheDraw) {
   EXPECT_NE(draw(flat, other, 256, 1), step0);
 }
 
+// A row holding a NaN or an infinity (an overflow) has no distribution: its draw carries
+// Ops::kNonFiniteToken, whatever else it holds; finite rows never do.
+TEST_P(SampleTest, NonFiniteLogitsAreFlagged) {
+  for (double bad : {double(NAN), double(INFINITY), -double(INFINITY)}) {
+    std::vector<double> logits(300, 0.5);
+    logits[123] = bad;
+    for (uint32_t t : draw(logits, {.temperature = 1, .seed = 5}, 3, 1))
+      EXPECT_NE(t & Ops::kNonFiniteToken, 0u) << bad;
+  }
+  for (uint32_t t : draw(std::vector<double>(300, 0.5), {.temperature = 1, .seed = 5}, 3, 1))
+    EXPECT_EQ(t & Ops::kNonFiniteToken, 0u);
+}
+
 TEST_P(SampleTest, BadSettingsAreClearErrors) {
   Buffer x = ctx().buffer(64 * 4), i = ctx().buffer(64), state = upload_u32(ctx(), {0, 0, 0}, "decode_step");
   auto cl = ctx().command_list();

@@ -8,6 +8,9 @@
   tests/hf/llama/bf16/     gqa's weights saved in bfloat16
   tests/hf/llama/mistral/  a random MistralForCausalLM whose sliding_window (32) is below
                            its max_position_embeddings (64)
+  tests/hf/llama/overflow/ the tied model with its first MLP's down projection scaled up so
+                           that its residual stream passes fp16's range (65504) while its
+                           fp32 logits stay finite (RMSNorm scales them back)
   tests/hf/llama/tokenizer_bytelevel/, tokenizer_llama3/
                            tokenizer.json files as the `tokenizers` library writes them (a
                            config.json beside each names a Llama of 360 tokens): GPT-2's
@@ -152,6 +155,16 @@ def main():
     mistral.save_pretrained(OUT / "mistral")
     refs["models"]["mistral"] = references(mistral)
 
+    over = llama(2, hidden_size=48, intermediate_size=72, num_hidden_layers=3, num_attention_heads=3,
+                 num_key_value_heads=1, tie_word_embeddings=True)
+    with torch.no_grad():
+        over.model.layers[0].mlp.down_proj.weight.mul_(30000.0)
+        hidden = over(torch.tensor([PROMPTS[3]]), output_hidden_states=True).hidden_states[1]  # after layer 0
+    peak = float(hidden.abs().max())
+    assert peak > 2 * 65504, f"the residual stream peaks at {peak}: not past fp16's range"
+    over.save_pretrained(OUT / "overflow")
+    refs["models"]["overflow"] = references(over)
+    refs["overflow_peak"] = peak
     refs["tokenizers"] = make_tokenizers()
     with open(OUT / "references.json", "w") as f:
         json.dump(refs, f)

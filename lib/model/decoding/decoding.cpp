@@ -12,6 +12,20 @@ void check_cancel(const GenerateOptions& o) {
   if (o.cancel && o.cancel->load(std::memory_order_relaxed)) throw Cancelled();
 }
 
+// Logits that are NaN or infinite: the activations overflowed (in fp16 storage, past
+// 65504), and no token can be chosen from them.
+[[noreturn]] void throw_not_finite(const Seq2SeqGraph& s, size_t output, size_t token) {
+  throw Error("generate: output " + std::to_string(output) + "'s logits for new token " + std::to_string(token) +
+              " are not finite numbers (NaN or infinity): the model's activations overflowed" +
+              (s.precision() == DType::F16 ? " fp16's range (65504); run it in fp32 (--precision fp32)" : ""));
+}
+
+void check_finite(const Seq2SeqGraph& s, const std::vector<float>& logits, size_t token) {
+  const uint32_t V = s.config().tgt_vocab_size;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (!std::isfinite(logits[i])) throw_not_finite(s, i / V, token);
+}
+
 std::vector<double> log_softmax(const float* logits, uint32_t n) {
   double m = -INFINITY;
   for (uint32_t i = 0; i < n; ++i) m = std::max(m, double(logits[i]));
@@ -39,6 +53,7 @@ std::vector<uint32_t> decode_beam(Seq2SeqGraph& s, const std::vector<uint32_t>& 
       if (!live[k].ids.empty()) feed[k] = live[k].ids.back();
     std::vector<float> logits;
     s.step(t, feed, &logits);
+    check_finite(s, std::vector<float>(logits.begin(), logits.begin() + uint64_t(live.size()) * V), t);
     // Rank every (beam, token) continuation of the live beams; ties: lower flat index.
     std::vector<std::pair<double, uint32_t>> cand;
     for (uint32_t k = 0; k < live.size(); ++k) {
@@ -96,6 +111,7 @@ std::vector<std::vector<uint32_t>> continue_greedy_or_sampled(Seq2SeqGraph& s, u
   auto take = [&](const std::vector<uint32_t>& next) {
     for (uint32_t b = 0; b < B; ++b) {
       if (done[b]) continue;
+      if (next[b] & Ops::kNonFiniteToken) throw_not_finite(s, first_output + b, out[b].size());
       out[b].push_back(next[b]);
       if (o.on_token) o.on_token(first_output + b, next[b]);
       done[b] = ends_output(o, c, first_output + b, out[b]);

@@ -24,6 +24,12 @@ std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& g, const std::
                                                     const GenerateOptions& o);
 // A prompt the model can continue by new_tokens: not empty, ids in the vocabulary, and
 // within n_positions; else an error naming the prompt.
+// Decoding's guard against overflow: logits that are NaN or infinite (activations past
+// fp16's range in fp16 storage) end the run with an error naming the output and token,
+// never pass as a choice (GPU choices carry Ops::kNonFiniteToken for them).
+[[noreturn]] void throw_not_finite(const Seq2SeqGraph& s, size_t output, size_t token);
+void check_finite(const Seq2SeqGraph& s, const std::vector<float>& logits, size_t token);  // [rows, V]: row = output
+
 void check_prompt(const ModelConfig& c, const std::vector<uint32_t>& prompt, size_t index, uint32_t new_tokens);
 // Beam search of width o.beam over one source: the best finished hypothesis by
 // score / length^length_penalty.

@@ -100,6 +100,7 @@ std::vector<std::vector<uint32_t>> hf_greedy(Seq2SeqGraph& g, const std::vector<
     bool all_done = true;
     for (uint32_t b = 0; b < B; ++b) {
       if (done[b]) continue;
+      check_finite(g, std::vector<float>(logits.begin() + uint64_t(b) * V, logits.begin() + uint64_t(b + 1) * V), t);
       std::vector<double> scores(logits.begin() + uint64_t(b) * V, logits.begin() + uint64_t(b + 1) * V);
       process(scores, seqs[b], o, c.eos_id, max_length);
       seqs[b].push_back(argmax(scores));
@@ -131,6 +132,7 @@ std::vector<uint32_t> hf_beam(Seq2SeqGraph& g, const std::vector<uint32_t>& sour
     std::vector<uint32_t> feed(K);
     for (uint32_t k = 0; k < K; ++k) feed[k] = beams[k].back();
     g.step(t, feed, &logits);
+    check_finite(g, logits, t);
     std::vector<std::pair<double, uint32_t>> cand;  // score, k * V + token
     cand.reserve(uint64_t(K) * V);
     for (uint32_t k = 0; k < K; ++k) {

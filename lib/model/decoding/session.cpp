@@ -97,7 +97,13 @@ std::vector<float> Session::score(const std::vector<uint32_t>& ids) {
   model::Seq2SeqGraph& g = impl_->graph;
   g.submit_budget_ms = GenerateOptions{}.submit_budget_ms;
   g.begin_decoder_only(1, uint32_t(ids.size()));
-  return g.decode(0, uint32_t(ids.size()), ids);  // [n, V]
+  std::vector<float> logits = g.decode(0, uint32_t(ids.size()), ids);  // [n, V]
+  for (size_t i = 0; i < logits.size(); ++i)  // an overflow is an error, not logits to rank
+    if (!std::isfinite(logits[i]))
+      throw Error("score: the logits at position " + std::to_string(i / c.tgt_vocab_size) +
+                  " are not finite numbers (NaN or infinity): the model's activations overflowed" +
+                  (g.precision() == DType::F16 ? " fp16's range (65504); run it in fp32 (--precision fp32)" : ""));
+  return logits;
 }
 
 std::vector<float> Session::score(const std::vector<uint32_t>& src, const std::vector<uint32_t>& tgt) {

@@ -442,7 +442,7 @@ void Seq2SeqGraph::record_choice(CommandList& cl, const std::optional<Sampling>&
   if (sampling)
     ops_.sample(cl, *sampling, logits_.view(), next_ids_.view(), batch_, V, step);  // next_ids [B]
   else
-    ops_.argmax(cl, logits_.view(), next_ids_.view(), batch_, V);  // next_ids [B]
+    ops_.argmax(cl, logits_.view(), next_ids_.view(), batch_, V, true);  // next_ids [B], overflow flagged
 }
 
 std::vector<uint32_t> Seq2SeqGraph::step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out,

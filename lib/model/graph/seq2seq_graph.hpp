@@ -57,6 +57,7 @@ class Seq2SeqGraph {
   void reorder(const std::vector<uint32_t>& parent, uint32_t filled);
 
   const ModelConfig& config() const { return m_.config; }
+  DType precision() const { return m_.dtype; }
   uint32_t batch() const { return batch_; }
   uint32_t capacity() const { return cache_.capacity(); }
   // Dispatches one recorded decode step spends in decoder layers, per layer.
