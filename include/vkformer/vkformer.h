@@ -169,6 +169,51 @@ VKF_API vkf_status vkf_model_load(vkf_context* context, const char* directory, v
 /** Releases a model (its weights go when its sessions are gone too). */
 VKF_API void vkf_model_free(vkf_model* model);
 
+/** What a loaded model is, so an app sizes its buffers and picks its options without
+ *  provoking ::VKF_ERROR_BUFFER_TOO_SMALL (vkf_model_info_get fills it). */
+typedef struct vkf_model_info {
+  uint32_t struct_size;        /**< sizeof(vkf_model_info): set it before the call */
+  char architecture[32];       /**< config.json's "architecture" (vkformer's own format) or Hugging Face
+                                    "model_type": "torch-seq2seq", "marian", "bart", "gpt2", "llama",
+                                    "mistral"; NUL-terminated */
+  int decoder_only;            /**< 1: vkf_generate's source is a prompt it continues (GPT-2, Llama);
+                                    0: an encoder-decoder translating a source */
+  int has_tokenizer;           /**< 1: vkf_tokenize, vkf_detokenize and vkf_translate work */
+  uint32_t source_vocab_size;  /**< source (or prompt) ids must be below it */
+  uint32_t target_vocab_size;  /**< generated ids are below it */
+  uint32_t max_positions;      /**< positions one sequence may use: an encoder-decoder's source, and its
+                                    output tokens; a decoder-only prompt and its new tokens together */
+  uint32_t bos_id;             /**< an encoder-decoder's first decoder input (decoder_start_token_id) */
+  uint32_t eos_id;             /**< ends an output (kept in vkf_generate's tokens) */
+  uint32_t pad_id;             /**< pads sources in a batch */
+  uint32_t d_model;            /**< the model's width */
+  uint32_t layers;             /**< encoder and decoder layers together */
+  uint32_t heads;              /**< attention (query) heads */
+  uint32_t kv_heads;           /**< key/value heads (fewer than heads: grouped-query attention) */
+  uint32_t default_num_beams;  /**< generation_config.json's (else 1), as vkf_generate_options_default
+                                    does not know the model */
+  float default_length_penalty;      /**< generation_config.json's (else 1) */
+  float default_repetition_penalty;  /**< generation_config.json's (else 1) */
+} vkf_model_info;
+
+/** Fills `info` (its struct_size set first) with the model's facts. */
+VKF_API vkf_status vkf_model_info_get(const vkf_model* model, vkf_model_info* info);
+
+/** The model's tokenizer over NUL-terminated UTF-8 `text`: the ids vkf_generate takes
+ *  (a BART source with its <s> and </s>; a decoder-only prompt as transformers encodes
+ *  it), written to `ids` when `capacity` holds them all; `*count` is how many there are,
+ *  also on ::VKF_ERROR_BUFFER_TOO_SMALL (call with ids NULL to size the buffer).
+ *  ::VKF_ERROR_INVALID_ARGUMENT for text that is not UTF-8; ::VKF_ERROR_FAILED for a
+ *  model without a tokenizer (vkf_model_info's has_tokenizer is 0). Thread-safe. */
+VKF_API vkf_status vkf_tokenize(const vkf_model* model, const char* text, uint32_t* ids, size_t capacity,
+                                size_t* count);
+/** The text of `count` ids (special tokens left out, as transformers' decode with
+ *  skip_special_tokens), NUL-terminated in `text` when `capacity` holds it; `*needed` is
+ *  its size with the terminator, also on ::VKF_ERROR_BUFFER_TOO_SMALL. An id outside the
+ *  tokenizer's vocabulary is ::VKF_ERROR_INVALID_ARGUMENT. Thread-safe. */
+VKF_API vkf_status vkf_detokenize(const vkf_model* model, const uint32_t* ids, size_t count, char* text,
+                                  size_t capacity, size_t* needed);
+
 /** A session on a model: its own activation memory, for one thread at a time. */
 VKF_API vkf_status vkf_session_create(vkf_model* model, vkf_session** session);
 /** Releases a session. A job still running on it is cancelled and waited for (the job's

@@ -83,6 +83,7 @@ vkf_status guarded(const char* function, F&& f) {
 }
 
 vkf_status invalid(const char* function, const std::string& why);
+vkf_status failed(const char* function, const std::string& why);  // ::VKF_ERROR_FAILED with the message
 
 // The session for one call: a second call (from another thread) or a running job gets a
 // clear status instead of racing the first. Released when the call returns.

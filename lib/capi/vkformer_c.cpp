@@ -17,6 +17,11 @@ vkf_status invalid(const char* function, const std::string& why) {
   return VKF_ERROR_INVALID_ARGUMENT;
 }
 
+vkf_status failed(const char* function, const std::string& why) {
+  last_error = std::string(function) + ": " + why;
+  return VKF_ERROR_FAILED;
+}
+
 std::optional<size_t> product(size_t n, size_t m) {
   if (m != 0 && n > SIZE_MAX / m) return std::nullopt;
   return n * m;
@@ -241,8 +246,10 @@ vkf_status vkf_model_load(vkf_context* context, const char* directory, vkf_preci
     handle->directory = directory;
     handle->model = vkf::Model::load(*context->ctx, directory,
                                      precision_value == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
-    const auto vocab = std::filesystem::path(directory) / "vocab.json";
-    if (std::filesystem::exists(vocab))
+    // A tokenizer where the directory has one (vocab.json; a Llama's tokenizer.json).
+    const std::filesystem::path dir(directory);
+    if (std::filesystem::exists(dir / "vocab.json") ||
+        (handle->model->config().decoder_only && std::filesystem::exists(dir / "tokenizer.json")))
       handle->tokenizer = vkf::Tokenizer::for_model(directory);
     *model = handle.release();
     return VKF_OK;
@@ -250,6 +257,81 @@ vkf_status vkf_model_load(vkf_context* context, const char* directory, vkf_preci
 }
 
 void vkf_model_free(vkf_model* model) { delete model; }
+
+vkf_status vkf_model_info_get(const vkf_model* model, vkf_model_info* info) {
+  const char* fn = "vkf_model_info_get";
+  if (!model) return invalid(fn, "model is NULL");
+  if (!info) return invalid(fn, "info is NULL");
+  if (info->struct_size != sizeof(vkf_model_info))
+    return invalid(fn, "vkf_model_info.struct_size is " + std::to_string(info->struct_size) + ", expected " +
+                           std::to_string(sizeof(vkf_model_info)));
+  return guarded(fn, [&] {
+    const vkf::ModelConfig& c = model->model->config();
+    vkf_model_info out{};
+    out.struct_size = sizeof(vkf_model_info);
+    std::snprintf(out.architecture, sizeof out.architecture, "%s", c.architecture.c_str());
+    out.decoder_only = c.decoder_only ? 1 : 0;
+    out.has_tokenizer = model->tokenizer ? 1 : 0;
+    out.source_vocab_size = c.src_vocab_size;
+    out.target_vocab_size = c.tgt_vocab_size;
+    out.max_positions = c.max_position;
+    out.bos_id = c.bos_id;
+    out.eos_id = c.eos_id;
+    out.pad_id = c.pad_id;
+    out.d_model = c.d_model;
+    out.layers = c.num_encoder_layers + c.num_decoder_layers;
+    out.heads = c.nhead;
+    out.kv_heads = c.kv_head_count();
+    out.default_num_beams = c.generation.num_beams;
+    out.default_length_penalty = c.generation.length_penalty;
+    out.default_repetition_penalty = c.generation.repetition_penalty;
+    *info = out;
+    return VKF_OK;
+  });
+}
+
+vkf_status vkf_tokenize(const vkf_model* model, const char* text, uint32_t* ids, size_t capacity, size_t* count) {
+  const char* fn = "vkf_tokenize";
+  if (count) *count = 0;
+  if (!model) return invalid(fn, "model is NULL");
+  if (!text) return invalid(fn, "text is NULL");
+  if (!count) return invalid(fn, "count is NULL");
+  if (!model->tokenizer)
+    return capi::failed(fn, "model '" + model->directory + "' has no tokenizer (vocab.json, or a decoder-only "
+                            "model's tokenizer.json): give ids to vkf_generate");
+  return guarded(fn, [&] {
+    std::vector<uint32_t> out;
+    try {
+      out = model->tokenizer->encode(text);
+    } catch (const vkf::Error& e) {  // text that is not UTF-8: the caller's input
+      return invalid(fn, e.what());
+    }
+    *count = out.size();
+    if (!ids || capacity < out.size())
+      return too_small(fn, "the text is " + std::to_string(out.size()) + " ids", capacity, ids);
+    std::copy(out.begin(), out.end(), ids);
+    return VKF_OK;
+  });
+}
+
+vkf_status vkf_detokenize(const vkf_model* model, const uint32_t* ids, size_t count, char* text, size_t capacity,
+                          size_t* needed) {
+  const char* fn = "vkf_detokenize";
+  if (needed) *needed = 0;
+  if (!model) return invalid(fn, "model is NULL");
+  if (!ids && count) return invalid(fn, "ids is NULL");
+  if (!model->tokenizer)
+    return capi::failed(fn, "model '" + model->directory + "' has no tokenizer (vocab.json, or a decoder-only "
+                            "model's tokenizer.json)");
+  const size_t size = model->tokenizer->size();
+  for (size_t i = 0; i < count; ++i)
+    if (ids[i] >= size)
+      return invalid(fn, "ids[" + std::to_string(i) + "] is " + std::to_string(ids[i]) + ", outside the tokenizer's " +
+                             std::to_string(size) + " tokens");
+  return guarded(fn, [&] {
+    return copy_string(fn, model->tokenizer->decode(std::vector<uint32_t>(ids, ids + count)), text, capacity, needed);
+  });
+}
 
 vkf_status vkf_session_create(vkf_model* model, vkf_session** session) {
   if (!session) return invalid("vkf_session_create", "session is NULL");

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "support/app_vulkan.hpp"
@@ -193,6 +194,103 @@ TEST(CApi, GenerateTokenIds) {
   o.max_new_tokens = 100000;  // past the model's positions
   EXPECT_EQ(vkf_generate(h.session, src, 3, &o, tokens, 64, &count), VKF_ERROR_FAILED);
   EXPECT_TRUE(error_mentions("max_position")) << vkf_last_error();
+}
+
+// Model facts: the date sample (torch-seq2seq with a character vocabulary) and a GPT-2
+// and a Llama from the Hugging Face references (a tokenizer.json one has none beside its
+// weights: has_tokenizer 0); a wrong struct_size and NULLs are statuses.
+TEST(CApi, ModelInfoSizesBuffersWithoutTrialAndError) {
+  Handles h;
+  h.open();
+  vkf_model_info info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(vkf_model_info_get(h.model, &info), VKF_OK) << vkf_last_error();
+  EXPECT_STREQ(info.architecture, "torch-seq2seq");
+  EXPECT_EQ(info.decoder_only, 0);
+  EXPECT_EQ(info.has_tokenizer, 1);
+  const vkf::ModelConfig c = vkf::ModelConfig::from_file(kDates + "/config.json");
+  EXPECT_EQ(info.source_vocab_size, c.src_vocab_size);
+  EXPECT_EQ(info.target_vocab_size, c.tgt_vocab_size);
+  EXPECT_EQ(info.max_positions, c.max_position);
+  EXPECT_EQ(info.eos_id, c.eos_id);
+  EXPECT_EQ(info.bos_id, c.bos_id);
+  EXPECT_EQ(info.d_model, c.d_model);
+  EXPECT_EQ(info.heads, c.nhead);
+  EXPECT_EQ(info.kv_heads, c.nhead);
+  EXPECT_EQ(info.default_num_beams, 1u);
+
+  for (const auto& [dir, arch, heads, kv_heads] :
+       {std::tuple{std::string(VKF_SOURCE_DIR) + "/tests/hf/gpt2/lm", "gpt2", 4u, 4u},
+        std::tuple{std::string(VKF_SOURCE_DIR) + "/tests/hf/llama/gqa", "llama", 4u, 2u}}) {
+    vkf_model* m = nullptr;
+    ASSERT_EQ(vkf_model_load(h.context, dir.c_str(), VKF_PRECISION_FP32, &m), VKF_OK) << vkf_last_error();
+    vkf_model_info i{};
+    i.struct_size = sizeof i;
+    ASSERT_EQ(vkf_model_info_get(m, &i), VKF_OK) << vkf_last_error();
+    EXPECT_STREQ(i.architecture, arch);
+    EXPECT_EQ(i.decoder_only, 1);
+    EXPECT_EQ(i.heads, heads);
+    EXPECT_EQ(i.kv_heads, kv_heads);
+    EXPECT_EQ(i.max_positions, 64u);
+    EXPECT_EQ(i.has_tokenizer, std::string(arch) == "gpt2" ? 1 : 0);
+    vkf_model_free(m);
+  }
+  vkf_model_info wrong{};
+  wrong.struct_size = sizeof wrong - 4;
+  EXPECT_EQ(vkf_model_info_get(h.model, &wrong), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("struct_size")) << vkf_last_error();
+  EXPECT_EQ(vkf_model_info_get(nullptr, &info), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_model_info_get(h.model, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+}
+
+// Tokens in and out with the model's tokenizer: the ids vkf_generate takes and the text
+// of those it returns, the buffer sized by a first call, every error a status.
+TEST(CApi, TokenizeAndDetokenizeWithTheModelsTokenizer) {
+  Handles h;
+  h.open();
+  const char* text = "3/3/98";
+  size_t count = 0;
+  EXPECT_EQ(vkf_tokenize(h.model, text, nullptr, 0, &count), VKF_ERROR_BUFFER_TOO_SMALL);
+  ASSERT_GT(count, 0u);
+  std::vector<uint32_t> ids(count, 0xdeadbeef);
+  ASSERT_EQ(vkf_tokenize(h.model, text, ids.data(), ids.size(), &count), VKF_OK) << vkf_last_error();
+  EXPECT_EQ(ids, vkf::Tokenizer::for_model(kDates)->encode(text));
+  size_t needed = 0;
+  EXPECT_EQ(vkf_detokenize(h.model, ids.data(), ids.size(), nullptr, 0, &needed), VKF_ERROR_BUFFER_TOO_SMALL);
+  std::string back(needed, '\xff');
+  ASSERT_EQ(vkf_detokenize(h.model, ids.data(), ids.size(), back.data(), back.size(), &needed), VKF_OK);
+  EXPECT_STREQ(back.c_str(), vkf::Tokenizer::for_model(kDates)->decode(ids).c_str());
+
+  // A generation's tokens as text, as vkf_translate would give them.
+  uint32_t out[64];
+  size_t n = 0;
+  vkf_generate_options o = vkf_generate_options_default();
+  o.max_new_tokens = 12;
+  ASSERT_EQ(vkf_generate(h.session, ids.data(), ids.size(), &o, out, 64, &n), VKF_OK) << vkf_last_error();
+  char translated[128];
+  ASSERT_EQ(vkf_translate(h.session, text, &o, translated, sizeof translated, &needed), VKF_OK) << vkf_last_error();
+  char decoded[128];
+  ASSERT_EQ(vkf_detokenize(h.model, out, n, decoded, sizeof decoded, &needed), VKF_OK) << vkf_last_error();
+  EXPECT_STREQ(decoded, translated);
+
+  EXPECT_EQ(vkf_tokenize(h.model, "\xff\xfe", ids.data(), ids.size(), &count), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("UTF-8")) << vkf_last_error();
+  EXPECT_EQ(vkf_tokenize(nullptr, text, ids.data(), ids.size(), &count), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_tokenize(h.model, nullptr, ids.data(), ids.size(), &count), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_tokenize(h.model, text, ids.data(), ids.size(), nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  const uint32_t outside[] = {1, 1u << 30};
+  EXPECT_EQ(vkf_detokenize(h.model, outside, 2, decoded, sizeof decoded, &needed), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("ids[1]")) << vkf_last_error();
+  EXPECT_EQ(vkf_detokenize(h.model, nullptr, 2, decoded, sizeof decoded, &needed), VKF_ERROR_INVALID_ARGUMENT);
+
+  // A model without a tokenizer says so: ids only.
+  vkf_model* llama = nullptr;
+  const std::string dir = std::string(VKF_SOURCE_DIR) + "/tests/hf/llama/gqa";
+  ASSERT_EQ(vkf_model_load(h.context, dir.c_str(), VKF_PRECISION_FP32, &llama), VKF_OK) << vkf_last_error();
+  EXPECT_EQ(vkf_tokenize(llama, text, ids.data(), ids.size(), &count), VKF_ERROR_FAILED);
+  EXPECT_TRUE(error_mentions("has no tokenizer")) << vkf_last_error();
+  EXPECT_EQ(vkf_detokenize(llama, ids.data(), 1, decoded, sizeof decoded, &needed), VKF_ERROR_FAILED);
+  vkf_model_free(llama);
 }
 
 // A model keeps its context alive and a session its model: any free order works.
