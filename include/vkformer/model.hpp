@@ -146,7 +146,7 @@ struct GenerateOptions {
 // Thrown by Session::generate when GenerateOptions::cancel was set.
 class Cancelled : public Error {
  public:
-  Cancelled() : Error("generation cancelled") {}
+  Cancelled() : Error("generation cancelled", ErrorKind::Cancelled) {}
 };
 
 // What the last generate() did, counted by the context (vkf::Counters) over the call.

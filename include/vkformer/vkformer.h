@@ -34,8 +34,11 @@
 extern "C" {
 #endif
 
-/** Raised whenever a struct or a function signature changes incompatibly. */
-#define VKF_ABI_VERSION 1
+/** Raised whenever a struct, a function signature or a status's meaning changes
+ *  incompatibly. 2: ::VKF_ERROR_FAILED no longer covers a missing file, bad input, an
+ *  unsupported model or feature, memory, a lost device or a busy session, which have
+ *  statuses of their own (README, "Migrating to ABI 2"). */
+#define VKF_ABI_VERSION 2
 
 /** Marks the functions the library exports. */
 #if defined(_WIN32) && defined(VKF_BUILDING_SHARED)
@@ -51,10 +54,20 @@ typedef enum vkf_status {
   VKF_OK = 0,                     /**< it worked */
   VKF_ERROR_INVALID_ARGUMENT = 1, /**< a NULL handle or pointer, a zero size, a value out of range */
   VKF_ERROR_BUFFER_TOO_SMALL = 2, /**< the caller's buffer cannot hold the result; nothing was written */
-  VKF_ERROR_FAILED = 3,           /**< the operation failed: a missing device or feature, a bad model
-                                       file, a token id outside the vocabulary... (vkf_last_error) */
+  VKF_ERROR_FAILED = 3,           /**< the operation failed otherwise: a malformed model file, a Vulkan
+                                       error, a shader that does not compile... (vkf_last_error) */
   VKF_PENDING = 4,                /**< a job has not finished yet (vkf_job_poll, vkf_job_wait) */
-  VKF_ERROR_CANCELLED = 5         /**< a job was cancelled (vkf_job_cancel) */
+  VKF_ERROR_CANCELLED = 5,        /**< a job was cancelled (vkf_job_cancel) */
+  VKF_ERROR_NOT_FOUND = 6,        /**< a model directory or file that does not exist */
+  VKF_ERROR_INVALID_INPUT = 7,    /**< the caller's data: ids outside the vocabulary, input longer than the
+                                       model allows, text that is not UTF-8, a generation option out of range */
+  VKF_ERROR_UNSUPPORTED = 8,      /**< a model family or setting vkformer does not run, or a device feature
+                                       it needs (fp16 storage...) */
+  VKF_ERROR_OUT_OF_MEMORY = 9,    /**< device or host memory, the context's memory_limit or the driver's heap
+                                       budget: free something or lower the budget's users */
+  VKF_ERROR_DEVICE_LOST = 10,     /**< the GPU stopped responding: free the context and create a new one */
+  VKF_ERROR_BUSY = 11             /**< the session is running a job or another thread's call: one call at a
+                                       time per session */
 } vkf_status;
 
 /** The storage precision of a model's weights and activations. */

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <thread>
@@ -70,10 +71,30 @@ int enum_value(const E& e) {
 extern thread_local std::string last_error;
 
 // Runs f, turning every exception into a status and the thread's last error.
+// The status for an Error's kind.
+inline vkf_status status_of(vkf::ErrorKind kind) {
+  switch (kind) {
+    case vkf::ErrorKind::NotFound: return VKF_ERROR_NOT_FOUND;
+    case vkf::ErrorKind::InvalidInput: return VKF_ERROR_INVALID_INPUT;
+    case vkf::ErrorKind::Unsupported: return VKF_ERROR_UNSUPPORTED;
+    case vkf::ErrorKind::OutOfMemory: return VKF_ERROR_OUT_OF_MEMORY;
+    case vkf::ErrorKind::DeviceLost: return VKF_ERROR_DEVICE_LOST;
+    case vkf::ErrorKind::Cancelled: return VKF_ERROR_CANCELLED;
+    case vkf::ErrorKind::Failed: break;
+  }
+  return VKF_ERROR_FAILED;
+}
+
 template <class F>
 vkf_status guarded(const char* function, F&& f) {
   try {
     return f();
+  } catch (const vkf::Error& e) {
+    last_error = std::string(function) + ": " + e.what();
+    return status_of(e.kind());
+  } catch (const std::bad_alloc&) {
+    last_error = std::string(function) + ": out of host memory";
+    return VKF_ERROR_OUT_OF_MEMORY;
   } catch (const std::exception& e) {
     last_error = std::string(function) + ": " + e.what();
   } catch (...) {
@@ -100,8 +121,10 @@ class SessionClaim {
   SessionClaim& operator=(const SessionClaim&) = delete;
   bool held() const { return held_; }
   vkf_status refuse(const char* function) const {
-    return invalid(function, "the session is busy: a job or another thread's call is running on it (one call at a "
-                             "time per session; give each thread its own session)");
+    last_error = std::string(function) +
+                 ": the session is busy: a job or another thread's call is running on it (one call at a time per "
+                 "session; give each thread its own session)";
+    return VKF_ERROR_BUSY;
   }
 
  private:

@@ -21,8 +21,10 @@ vkf_status start_job(const char* fn, vkf_session* session, bool text, vkf_job** 
                      std::function<void(vkf_job&)> work) {
   auto j = std::make_unique<vkf_job>();  // before the claim: a failure here leaves the session free
   bool expected = false;
-  if (!session->busy.compare_exchange_strong(expected, true))
-    return invalid(fn, "the session is already running a job or another thread's call (one at a time)");
+  if (!session->busy.compare_exchange_strong(expected, true)) {
+    last_error = std::string(fn) + ": the session is already running a job or another thread's call (one at a time)";
+    return VKF_ERROR_BUSY;
+  }
   j->session = session;
   j->text = text;
   vkf_job* raw = j.get();
@@ -34,6 +36,10 @@ vkf_status start_job(const char* fn, vkf_session* session, bool text, vkf_job** 
         work(*raw);
       } catch (const vkf::Cancelled&) {
         status = VKF_ERROR_CANCELLED, error = "the job was cancelled";
+      } catch (const vkf::Error& e) {
+        status = capi::status_of(e.kind()), error = e.what();
+      } catch (const std::bad_alloc&) {
+        status = VKF_ERROR_OUT_OF_MEMORY, error = "out of host memory";
       } catch (const std::exception& e) {
         status = VKF_ERROR_FAILED, error = e.what();
       } catch (...) {

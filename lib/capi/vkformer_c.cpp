@@ -300,12 +300,7 @@ vkf_status vkf_tokenize(const vkf_model* model, const char* text, uint32_t* ids,
     return capi::failed(fn, "model '" + model->directory + "' has no tokenizer (vocab.json, or a decoder-only "
                             "model's tokenizer.json): give ids to vkf_generate");
   return guarded(fn, [&] {
-    std::vector<uint32_t> out;
-    try {
-      out = model->tokenizer->encode(text);
-    } catch (const vkf::Error& e) {  // text that is not UTF-8: the caller's input
-      return invalid(fn, e.what());
-    }
+    const std::vector<uint32_t> out = model->tokenizer->encode(text);  // not UTF-8: VKF_ERROR_INVALID_INPUT
     *count = out.size();
     if (!ids || capacity < out.size())
       return too_small(fn, "the text is " + std::to_string(out.size()) + " ids", capacity, ids);

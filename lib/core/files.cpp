@@ -24,7 +24,8 @@ std::string regular_file_problem(const std::string& path) {
 
 void require_regular_file(const std::string& path, const std::string& what) {
   const std::string problem = regular_file_problem(path);
-  if (!problem.empty()) throw Error(what + " " + path + ": " + problem);
+  if (!problem.empty())
+    throw Error(what + " " + path + ": " + problem, problem == "does not exist" ? ErrorKind::NotFound : ErrorKind::Failed);
 }
 
 namespace {

@@ -202,7 +202,8 @@ bool Device::fire(std::atomic<uint64_t>& countdown) {
 }
 
 void Device::submit_and_wait(VkCommandBuffer cb, VkFence fence, uint32_t times) {
-  if (lost_) throw Error("the Vulkan device was lost earlier (VK_ERROR_DEVICE_LOST): create a new context");
+  if (lost_)
+    throw Error("the Vulkan device was lost earlier (VK_ERROR_DEVICE_LOST): create a new context", ErrorKind::DeviceLost);
   if (fire(faults.submit)) {
     lost_ = true;
     check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit (injected fault)");

@@ -91,11 +91,12 @@ std::unique_ptr<Block> Allocator::create_block(uint64_t bytes, uint32_t type, bo
   const auto& caps = device_.caps();
   if (caps.max_memory_allocation_size && bytes > caps.max_memory_allocation_size)
     throw Error("cannot allocate '" + std::string(what) + "' (" + mib(bytes) + "): larger than this device's " +
-                "maxMemoryAllocationSize (" + mib(caps.max_memory_allocation_size) + ")");
+                "maxMemoryAllocationSize (" + mib(caps.max_memory_allocation_size) + ")",
+                ErrorKind::OutOfMemory);
   if (within_budget_ && type == type_) {
     const std::string why = over_heap_budget(heap_budget(), bytes);
     if (!why.empty())
-      throw Error("cannot allocate '" + std::string(what) + "' (" + mib(bytes) + " block): " + why);
+      throw Error("cannot allocate '" + std::string(what) + "' (" + mib(bytes) + " block): " + why, ErrorKind::OutOfMemory);
   }
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = bytes;
@@ -112,7 +113,8 @@ std::unique_ptr<Block> Allocator::create_block(uint64_t bytes, uint32_t type, bo
     const auto& mem = device_.memory_properties();
     throw Error("out of device memory allocating '" + std::string(what) + "' (" + mib(bytes) + " block; " +
                 mib(stats_.reserved) + " already held, heap size " +
-                mib(mem.memoryHeaps[mem.memoryTypes[type].heapIndex].size) + "): " + result_name(r));
+                mib(mem.memoryHeaps[mem.memoryTypes[type].heapIndex].size) + "): " + result_name(r),
+                ErrorKind::OutOfMemory);
   }
   check(vkBindBufferMemory(device_.handle(), b->buffer, b->memory, 0), "vkBindBufferMemory");
   auto flags = device_.memory_properties().memoryTypes[type].propertyFlags;
@@ -164,10 +166,12 @@ std::shared_ptr<Allocation> Allocator::allocate(uint64_t bytes, std::string_view
   if (limit_ && stats_.allocated + reserved > limit_)
     throw Error("buffer '" + std::string(name) + "' (" + std::to_string(bytes) + " bytes) would take vkformer's device " +
                 "memory past its limit of " + std::to_string(limit_) + " bytes (" + std::to_string(stats_.allocated) +
-                " bytes in use; the context's memory limit: memory_limit of vkf_context_options in C, of ContextOptions in C++)");
+                " bytes in use; the context's memory limit: memory_limit of vkf_context_options in C, of ContextOptions in C++)",
+                ErrorKind::OutOfMemory);
   if (Device::fire(device_.faults.device_allocation))  // every buffer request is a point a driver could refuse
     throw Error("out of device memory allocating '" + std::string(name) + "' (" + mib(bytes) +
-                "): VK_ERROR_OUT_OF_DEVICE_MEMORY (injected fault)");
+                "): VK_ERROR_OUT_OF_DEVICE_MEMORY (injected fault)",
+                ErrorKind::OutOfMemory);
   Block* chosen = nullptr;
   uint64_t offset = 0;
   if (reserved > block_bytes_ / 2) {

@@ -38,7 +38,9 @@ void throw_vk(VkResult r, const char* what) {
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
     msg += " (the device or host is out of memory)";
   if (r == VK_ERROR_DEVICE_LOST) msg += " (the GPU stopped responding; a long dispatch may have hit a driver timeout)";
-  throw Error(msg);
+  throw Error(msg, r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY ? ErrorKind::OutOfMemory
+                   : r == VK_ERROR_DEVICE_LOST                                              ? ErrorKind::DeviceLost
+                                                                                            : ErrorKind::Failed);
 }
 
 }  // namespace vkf::gpu

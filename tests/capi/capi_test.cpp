@@ -130,7 +130,7 @@ TEST(CApi, ModelAndSessionErrors) {
   EXPECT_EQ(vkf_model_load(h.context, nullptr, VKF_PRECISION_FP32, &m), VKF_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(vkf_model_load(h.context, kDates.c_str(), vkf_precision(7), &m), VKF_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(vkf_model_load(h.context, kDates.c_str(), VKF_PRECISION_FP32, nullptr), VKF_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(vkf_model_load(h.context, "/no/such/model", VKF_PRECISION_FP32, &m), VKF_ERROR_FAILED);
+  EXPECT_EQ(vkf_model_load(h.context, "/no/such/model", VKF_PRECISION_FP32, &m), VKF_ERROR_NOT_FOUND);
   EXPECT_TRUE(error_mentions("/no/such/model")) << vkf_last_error();
   EXPECT_TRUE(error_mentions("does not exist")) << vkf_last_error();
   EXPECT_EQ(m, nullptr);
@@ -187,12 +187,12 @@ TEST(CApi, GenerateTokenIds) {
     EXPECT_EQ(one[0], 0xdeadbeefu);
   }
   const uint32_t bad[] = {5, 100000};
-  EXPECT_EQ(vkf_generate(h.session, bad, 2, &o, tokens, 64, &count), VKF_ERROR_FAILED);
+  EXPECT_EQ(vkf_generate(h.session, bad, 2, &o, tokens, 64, &count), VKF_ERROR_INVALID_INPUT);
   EXPECT_TRUE(error_mentions("outside the source vocabulary")) << vkf_last_error();
   EXPECT_EQ(vkf_generate(h.session, src, 0, &o, tokens, 64, &count), VKF_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(vkf_generate(h.session, src, 3, &o, tokens, 64, nullptr), VKF_ERROR_INVALID_ARGUMENT);
   o.max_new_tokens = 100000;  // past the model's positions
-  EXPECT_EQ(vkf_generate(h.session, src, 3, &o, tokens, 64, &count), VKF_ERROR_FAILED);
+  EXPECT_EQ(vkf_generate(h.session, src, 3, &o, tokens, 64, &count), VKF_ERROR_INVALID_INPUT);
   EXPECT_TRUE(error_mentions("max_position")) << vkf_last_error();
 }
 
@@ -273,7 +273,7 @@ TEST(CApi, TokenizeAndDetokenizeWithTheModelsTokenizer) {
   ASSERT_EQ(vkf_detokenize(h.model, out, n, decoded, sizeof decoded, &needed), VKF_OK) << vkf_last_error();
   EXPECT_STREQ(decoded, translated);
 
-  EXPECT_EQ(vkf_tokenize(h.model, "\xff\xfe", ids.data(), ids.size(), &count), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_tokenize(h.model, "\xff\xfe", ids.data(), ids.size(), &count), VKF_ERROR_INVALID_INPUT);
   EXPECT_TRUE(error_mentions("UTF-8")) << vkf_last_error();
   EXPECT_EQ(vkf_tokenize(nullptr, text, ids.data(), ids.size(), &count), VKF_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(vkf_tokenize(h.model, nullptr, ids.data(), ids.size(), &count), VKF_ERROR_INVALID_ARGUMENT);
@@ -366,7 +366,7 @@ TEST(CApi, ADeviceWithoutARequiredFeatureIsAClearError) {
   {
     Handles h;
     ASSERT_EQ(vkf_context_create_borrowed(&b, &h.context), VKF_OK) << vkf_last_error();
-    EXPECT_EQ(vkf_model_load(h.context, kDates.c_str(), VKF_PRECISION_FP16, &h.model), VKF_ERROR_FAILED);
+    EXPECT_EQ(vkf_model_load(h.context, kDates.c_str(), VKF_PRECISION_FP16, &h.model), VKF_ERROR_UNSUPPORTED);
     EXPECT_TRUE(error_mentions("16-bit storage")) << vkf_last_error();
     EXPECT_EQ(h.model, nullptr);
     ASSERT_EQ(vkf_model_load(h.context, kDates.c_str(), VKF_PRECISION_FP32, &h.model), VKF_OK) << vkf_last_error();
@@ -388,10 +388,10 @@ TEST(CApi, JobsRunWithoutBlockingTheCaller) {
   vkf_job* job = nullptr;
   ASSERT_EQ(vkf_translate_start(h.session, "25.12.1969", nullptr, &job), VKF_OK) << vkf_last_error();
   vkf_job* second = nullptr;
-  EXPECT_EQ(vkf_translate_start(h.session, "1/1/01", nullptr, &second), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_translate_start(h.session, "1/1/01", nullptr, &second), VKF_ERROR_BUSY);
   EXPECT_TRUE(error_mentions("already running a job"));
   char out[64];
-  EXPECT_EQ(vkf_translate(h.session, "1/1/01", nullptr, out, sizeof out, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_translate(h.session, "1/1/01", nullptr, out, sizeof out, nullptr), VKF_ERROR_BUSY);
   int frames = 0;
   vkf_status s;
   while ((s = vkf_job_poll(job)) == VKF_PENDING) {  // a frame's worth of other work
@@ -479,7 +479,7 @@ TEST(CApi, BudgetsMemoryWarmupAndSubmitTime) {
   vkf_context* small = nullptr;
   ASSERT_EQ(vkf_context_create(&co, &small), VKF_OK) << vkf_last_error();
   vkf_model* m = nullptr;
-  EXPECT_EQ(vkf_model_load(small, kDates.c_str(), VKF_PRECISION_FP32, &m), VKF_ERROR_FAILED);
+  EXPECT_EQ(vkf_model_load(small, kDates.c_str(), VKF_PRECISION_FP32, &m), VKF_ERROR_OUT_OF_MEMORY);
   EXPECT_TRUE(error_mentions("limit of 1048576 bytes")) << vkf_last_error();
   EXPECT_TRUE(error_mentions("memory_limit of vkf_context_options")) << vkf_last_error();  // the C field, for C callers
   vkf_context_free(small);
@@ -630,7 +630,7 @@ TEST(CApi, ScoreGivesTeacherForcedLogits) {
   EXPECT_TRUE(error_mentions("target is empty"));
   EXPECT_EQ(vkf_score(h.session, src, 4, target.data(), 1, logits.data(), logits.size(), nullptr), VKF_ERROR_INVALID_ARGUMENT);
   const uint32_t bad_target[] = {1, 1u << 30};
-  EXPECT_EQ(vkf_score(h.session, src, 4, bad_target, 2, logits.data(), logits.size(), &count), VKF_ERROR_FAILED);
+  EXPECT_EQ(vkf_score(h.session, src, 4, bad_target, 2, logits.data(), logits.size(), &count), VKF_ERROR_INVALID_INPUT);
   EXPECT_TRUE(error_mentions("vocabulary")) << vkf_last_error();
 }
 

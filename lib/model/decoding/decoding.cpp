@@ -193,14 +193,14 @@ std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& s, const std::
 
 void check_prompt(const ModelConfig& c, const std::vector<uint32_t>& prompt, size_t index, uint32_t new_tokens) {
   const std::string which = "prompt " + std::to_string(index);
-  if (prompt.empty()) throw Error(which + " is empty (a decoder-only model continues at least one token)");
+  if (prompt.empty()) fail_invalid_input(which + " is empty (a decoder-only model continues at least one token)");
   for (uint32_t id : prompt)
     if (id >= c.tgt_vocab_size)
-      throw Error(which + " has token id " + std::to_string(id) + ", outside the vocabulary of " +
+      fail_invalid_input(which + " has token id " + std::to_string(id) + ", outside the vocabulary of " +
                   std::to_string(c.tgt_vocab_size));
   // The last new token is never fed back, so P + N - 1 positions are used.
   if (uint64_t(prompt.size()) + new_tokens - (new_tokens ? 1 : 0) > c.max_position)
-    throw Error(which + " has " + std::to_string(prompt.size()) + " tokens" +
+    fail_invalid_input(which + " has " + std::to_string(prompt.size()) + " tokens" +
                 (new_tokens ? " and " + std::to_string(new_tokens) + " new ones need " +
                                   std::to_string(prompt.size() + new_tokens - 1) + " positions"
                             : "") +

@@ -92,7 +92,7 @@ std::string Session::profile_report() const {
 std::vector<float> Session::score(const std::vector<uint32_t>& ids) {
   const ModelConfig& c = impl_->model->config();
   if (!c.decoder_only)
-    throw Error("score: model '" + c.architecture + "' is an encoder-decoder: give a source and a target");
+    fail_invalid_input("score: model '" + c.architecture + "' is an encoder-decoder: give a source and a target");
   model::check_prompt(c, ids, 0, 0);
   model::Seq2SeqGraph& g = impl_->graph;
   g.submit_budget_ms = GenerateOptions{}.submit_budget_ms;
@@ -107,20 +107,20 @@ std::vector<float> Session::score(const std::vector<uint32_t>& ids) {
 }
 
 std::vector<float> Session::score(const std::vector<uint32_t>& src, const std::vector<uint32_t>& tgt) {
-  if (tgt.empty()) throw Error("score: the target is empty (it starts with BOS)");
+  if (tgt.empty()) fail_invalid_input("score: the target is empty (it starts with BOS)");
   return score(std::vector<std::vector<uint32_t>>{src}, std::vector<std::vector<uint32_t>>{tgt})[0];
 }
 
 std::vector<std::vector<float>> Session::score(const std::vector<std::vector<uint32_t>>& sources,
                                                const std::vector<std::vector<uint32_t>>& targets) {
   if (sources.size() != targets.size())
-    throw Error("score: " + std::to_string(sources.size()) + " sources but " + std::to_string(targets.size()) + " targets");
+    fail_invalid_input("score: " + std::to_string(sources.size()) + " sources but " + std::to_string(targets.size()) + " targets");
   if (sources.empty()) return {};
   if (impl_->model->config().decoder_only)
-    throw Error("score: model '" + impl_->model->config().architecture + "' is decoder-only: score its token ids alone");
+    fail_invalid_input("score: model '" + impl_->model->config().architecture + "' is decoder-only: score its token ids alone");
   size_t longest = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
-    if (targets[i].empty()) throw Error("score: target " + std::to_string(i) + " is empty (it starts with BOS)");
+    if (targets[i].empty()) fail_invalid_input("score: target " + std::to_string(i) + " is empty (it starts with BOS)");
     longest = std::max(longest, targets[i].size());
   }
   model::Seq2SeqGraph& g = impl_->graph;
@@ -142,55 +142,55 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   const ModelConfig& c = impl_->model->config();
   if (o.max_new_tokens == 0) return std::vector<std::vector<uint32_t>>(sources.size());
   if (!(o.temperature >= 0 && o.temperature <= GenerateOptions::kMaxTemperature))
-    throw Error("generate: temperature must be from 0 (greedy) to " + std::to_string(int(GenerateOptions::kMaxTemperature)) +
+    fail_invalid_input("generate: temperature must be from 0 (greedy) to " + std::to_string(int(GenerateOptions::kMaxTemperature)) +
                 ", got " + std::to_string(o.temperature));
-  if (!(o.top_p > 0 && o.top_p <= 1)) throw Error("generate: top_p must be in (0, 1], got " + std::to_string(o.top_p));
+  if (!(o.top_p > 0 && o.top_p <= 1)) fail_invalid_input("generate: top_p must be in (0, 1], got " + std::to_string(o.top_p));
   if (!(o.repetition_penalty > 0 && o.repetition_penalty <= GenerateOptions::kMaxRepetitionPenalty))
-    throw Error("generate: repetition_penalty must be in (0, " + std::to_string(int(GenerateOptions::kMaxRepetitionPenalty)) +
+    fail_invalid_input("generate: repetition_penalty must be in (0, " + std::to_string(int(GenerateOptions::kMaxRepetitionPenalty)) +
                 "] (1: none), got " + std::to_string(o.repetition_penalty));
   if (o.beam == 0 || o.beam > GenerateOptions::kMaxBeam || o.beam > c.tgt_vocab_size)
-    throw Error("generate: beam must be from 1 to " +
+    fail_invalid_input("generate: beam must be from 1 to " +
                 std::to_string(std::min(GenerateOptions::kMaxBeam, c.tgt_vocab_size)) +
                 " (the target vocabulary's size caps it), got " + std::to_string(o.beam));
   if (o.top_k > c.tgt_vocab_size)
-    throw Error("generate: top_k " + std::to_string(o.top_k) + " is larger than the target vocabulary (" +
+    fail_invalid_input("generate: top_k " + std::to_string(o.top_k) + " is larger than the target vocabulary (" +
                 std::to_string(c.tgt_vocab_size) + "); 0 keeps every token");
   if (!(o.length_penalty >= -10 && o.length_penalty <= 10))
-    throw Error("generate: length_penalty must be from -10 to 10, got " + std::to_string(o.length_penalty));
+    fail_invalid_input("generate: length_penalty must be from -10 to 10, got " + std::to_string(o.length_penalty));
   if (!(o.submit_budget_ms >= 0 && o.submit_budget_ms <= 1e6))
-    throw Error("generate: submit_budget_ms must be from 0 (no budget) to 1e6");
-  if (o.max_steps_per_submit == 0) throw Error("generate: max_steps_per_submit must be at least 1");
+    fail_invalid_input("generate: submit_budget_ms must be from 0 (no budget) to 1e6");
+  if (o.max_steps_per_submit == 0) fail_invalid_input("generate: max_steps_per_submit must be at least 1");
   if (sources.size() > GenerateOptions::kMaxSources)
-    throw Error("generate: " + std::to_string(sources.size()) + " sources in one call, more than " +
+    fail_invalid_input("generate: " + std::to_string(sources.size()) + " sources in one call, more than " +
                 std::to_string(GenerateOptions::kMaxSources) + ": split them into several calls");
   if (c.decoder_only) {
-    if (o.beam > 1) throw Error("generate: beam search is not supported for decoder-only models yet (use greedy or sampling)");
+    if (o.beam > 1) fail_unsupported("generate: beam search is not supported for decoder-only models yet (use greedy or sampling)");
     for (size_t i = 0; i < sources.size(); ++i) model::check_prompt(c, sources[i], i, o.max_new_tokens);
   }
   // Positions 0 (BOS) .. max_new_tokens - 1 are fed to the decoder.
   if (!c.decoder_only && o.max_new_tokens > c.max_position)
-    throw Error("generate: max_new_tokens " + std::to_string(o.max_new_tokens) +
+    fail_invalid_input("generate: max_new_tokens " + std::to_string(o.max_new_tokens) +
                 " needs more positions than the model's max_position " + std::to_string(c.max_position));
   const bool processors = o.min_length || o.no_repeat_ngram_size || !o.bad_words_ids.empty() || o.forced_bos_id ||
                           o.forced_eos_id || o.early_stopping;
   if (processors && !c.hugging_face)
-    throw Error("generate: min_length, no_repeat_ngram_size, bad_words_ids, forced_bos_id, forced_eos_id and "
+    fail_unsupported("generate: min_length, no_repeat_ngram_size, bad_words_ids, forced_bos_id, forced_eos_id and "
                 "early_stopping are Hugging Face generate() settings; model '" + c.architecture + "' does not take them");
   if (c.hugging_face && !c.decoder_only && o.temperature > 0)
-    throw Error("generate: sampling is not supported for Hugging Face models yet (use greedy or beam search)");
+    fail_unsupported("generate: sampling is not supported for Hugging Face models yet (use greedy or beam search)");
   for (const auto& bad : o.bad_words_ids)
     if (bad.empty() || std::any_of(bad.begin(), bad.end(), [&](uint32_t id) { return id >= c.tgt_vocab_size; }))
-      throw Error("generate: bad_words_ids holds an empty list or an id outside the vocabulary");
+      fail_invalid_input("generate: bad_words_ids holds an empty list or an id outside the vocabulary");
   for (auto id : {o.forced_bos_id, o.forced_eos_id})
-    if (id && *id >= c.tgt_vocab_size) throw Error("generate: a forced token id is outside the target vocabulary");
+    if (id && *id >= c.tgt_vocab_size) fail_invalid_input("generate: a forced token id is outside the target vocabulary");
   for (uint32_t id : o.eos_ids)
     if (id >= c.tgt_vocab_size)
-      throw Error("generate: eos_ids holds " + std::to_string(id) + ", outside the vocabulary of " +
+      fail_invalid_input("generate: eos_ids holds " + std::to_string(id) + ", outside the vocabulary of " +
                   std::to_string(c.tgt_vocab_size));
   if (o.beam > 1 && (!o.eos_ids.empty() || o.stop))
-    throw Error("generate: eos_ids and stop end greedy or sampled outputs; beam search ends at the model's EOS only");
+    fail_invalid_input("generate: eos_ids and stop end greedy or sampled outputs; beam search ends at the model's EOS only");
   if (o.repetition_penalty != 1.0f && o.beam > 1 && !c.hugging_face)
-    throw Error("generate: repetition_penalty with beam search is supported for Hugging Face models only");
+    fail_unsupported("generate: repetition_penalty with beam search is supported for Hugging Face models only");
   Context& ctx = impl_->model->impl().ctx;
   impl_->graph.submit_budget_ms = o.submit_budget_ms;
   // Greedy and sampled steps penalise on the GPU (continue_greedy_or_sampled sets it);

@@ -21,10 +21,14 @@ const model::Family& family_of(const std::string& directory) {
   const bool hugging_face = !r.has("architecture");  // a Hugging Face directory names its model_type instead
   for (const model::Family* f : kFamilies)
     if (f->hugging_face == hugging_face && name == f->name) return *f;
+  const std::string file = (fs::path(directory) / "config.json").string();
   if (hugging_face)
-    r.fail("model_type '" + name + "' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama and mistral)");
-  r.fail("unknown architecture '" + name +
-         "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama and mistral)");
+    throw Error("config " + file + ": model_type '" + name +
+                    "' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama and mistral)",
+                ErrorKind::Unsupported);
+  throw Error("config " + file + ": unknown architecture '" + name +
+                  "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama and mistral)",
+              ErrorKind::Unsupported);
 }
 
 }  // namespace
@@ -38,10 +42,12 @@ std::shared_ptr<const Model> Model::load(Context& ctx, const std::string& direct
   const model::Family& family = family_of(directory);
   const ModelConfig c = family.read_config(directory);
   if (precision == DType::F16 && !ctx.capabilities().storage_16bit)
-    throw Error("fp16 precision needs 16-bit storage, which device '" + ctx.capabilities().name + "' lacks");
+    throw Error("fp16 precision needs 16-bit storage, which device '" + ctx.capabilities().name + "' lacks",
+                ErrorKind::Unsupported);
   if (!Ops(ctx, precision).fused_attention_fits(c.head_dim()))
     throw Error("model " + directory + ": head_dim " + std::to_string(c.head_dim()) +
-                " does not fit vkformer's attention kernel on device '" + ctx.capabilities().name + "'");
+                " does not fit vkformer's attention kernel on device '" + ctx.capabilities().name + "'",
+                ErrorKind::Unsupported);
   return std::shared_ptr<const Model>(new Model(family.load_weights(ctx, directory, c, precision)));
 }
 

@@ -229,7 +229,8 @@ std::string hf_checkpoint(const std::string& directory) {
     throw Error("model " + directory + " has only pytorch_model.bin (a pickle, which vkformer does not read): convert "
                 "it with transformers: the model's from_pretrained(dir), then save_pretrained(dir, "
                 "safe_serialization=True), which writes model.safetensors");
-  throw Error("model " + directory + ": missing model.safetensors (or a sharded model.safetensors.index.json)");
+  throw Error("model " + directory + ": missing model.safetensors (or a sharded model.safetensors.index.json)",
+              ErrorKind::NotFound);
 }
 
 std::unique_ptr<Model::Impl> load_bart_layout_weights(Context& ctx, const std::string& directory, const ModelConfig& c,

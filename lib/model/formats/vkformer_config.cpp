@@ -10,7 +10,7 @@ namespace vkf {
 std::string model_architecture(const std::string& directory) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::exists(directory, ec)) throw Error("model directory '" + directory + "' does not exist");
+  if (!fs::exists(directory, ec)) throw Error("model directory '" + directory + "' does not exist", ErrorKind::NotFound);
   if (!fs::is_directory(directory, ec))
     throw Error("model '" + directory + "' is a file; --model takes the model's directory (config.json, model.safetensors)");
   const model::ConfigReader r((fs::path(directory) / "config.json").string());

@@ -56,21 +56,21 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
                           uint32_t target_capacity) {
   const auto started = std::chrono::steady_clock::now();
   const ModelConfig& c = m_.config;
-  if (sources.empty()) throw Error("no source sequences given");
+  if (sources.empty()) fail_invalid_input("no source sequences given");
   src_len_ = 0;
   for (size_t s = 0; s < sources.size(); ++s) {
-    if (sources[s].empty()) throw Error("source " + std::to_string(s) + " is empty");
+    if (sources[s].empty()) fail_invalid_input("source " + std::to_string(s) + " is empty");
     if (sources[s].size() > c.max_position)
-      throw Error("source " + std::to_string(s) + " has " + std::to_string(sources[s].size()) +
+      fail_invalid_input("source " + std::to_string(s) + " has " + std::to_string(sources[s].size()) +
                   " tokens, more than the model's max_position " + std::to_string(c.max_position));
     for (uint32_t id : sources[s])
       if (id >= c.src_vocab_size)
-        throw Error("source " + std::to_string(s) + " has token id " + std::to_string(id) +
+        fail_invalid_input("source " + std::to_string(s) + " has token id " + std::to_string(id) +
                     ", outside the source vocabulary of " + std::to_string(c.src_vocab_size));
     src_len_ = std::max<uint32_t>(src_len_, uint32_t(sources[s].size()));
   }
   if (target_capacity > c.max_position)
-    throw Error("decoding " + std::to_string(target_capacity) + " target positions exceeds the model's max_position " +
+    fail_invalid_input("decoding " + std::to_string(target_capacity) + " target positions exceeds the model's max_position " +
                 std::to_string(c.max_position));
   // Sizes in 64 bits, checked before anything is allocated: a batch times a beam times a
   // length must not wrap a 32-bit row count, nor ask for more than one binding can hold.
@@ -216,9 +216,9 @@ void Seq2SeqGraph::reserve(uint32_t S, uint32_t target_capacity) {
 void Seq2SeqGraph::begin_decoder_only(uint32_t batch, uint32_t target_capacity) {
   const ModelConfig& c = m_.config;
   if (!c.decoder_only) throw Error("begin_decoder_only: the model has an encoder");
-  if (!batch || !target_capacity) throw Error("no sequences or no positions to decode");
+  if (!batch || !target_capacity) fail_invalid_input("no sequences or no positions to decode");
   if (target_capacity > c.max_position)
-    throw Error(std::to_string(target_capacity) + " positions exceed the model's " + std::to_string(c.max_position) +
+    fail_invalid_input(std::to_string(target_capacity) + " positions exceed the model's " + std::to_string(c.max_position) +
                 " (n_positions)");
   const uint64_t widest = std::max<uint64_t>({3ull * c.d_model, c.dim_feedforward, c.tgt_vocab_size});
   const uint64_t largest = uint64_t(batch) * target_capacity * widest * dtype_bytes(m_.dtype);
@@ -385,15 +385,15 @@ void Seq2SeqGraph::ensure_step_buffers() {
 void Seq2SeqGraph::check_target_ids(const std::vector<uint32_t>& ids) const {
   for (uint32_t id : ids)
     if (id >= m_.config.tgt_vocab_size)
-      throw Error("target token id " + std::to_string(id) + " is outside the target vocabulary of " +
+      fail_invalid_input("target token id " + std::to_string(id) + " is outside the target vocabulary of " +
                   std::to_string(m_.config.tgt_vocab_size));
 }
 
 void Seq2SeqGraph::upload_tokens(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
   const uint32_t rows = batch_ * n;
-  if (ids.size() != rows) throw Error("decode: expected " + std::to_string(rows) + " target ids");
+  if (ids.size() != rows) fail_invalid_input("decode: expected " + std::to_string(rows) + " target ids");
   if (t0 + n > cache_.capacity())
-    throw Error("target position " + std::to_string(t0 + n) + " is past the decoding capacity " +
+    fail_invalid_input("target position " + std::to_string(t0 + n) + " is past the decoding capacity " +
                 std::to_string(cache_.capacity()));
   check_target_ids(ids);
   ensure(ctx_, tgt_ids_, rows, 4, "tgt_ids");

@@ -10,7 +10,7 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view utf8) const {
   // quietly read it as U+FFFD, a character vocabulary as unknown characters); a NUL
   // would end the same text passed through the C API, so it is no text of a model's.
   if (const size_t bad = model::invalid_utf8_at(utf8); bad != std::string_view::npos)
-    throw Error("tokenizer: the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+    fail_invalid_input("tokenizer: the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
   if (const size_t nul = utf8.find('\0'); nul != std::string_view::npos)
     throw Error("tokenizer: the text holds a NUL byte (byte " + std::to_string(nul) + ")");
   return encode_valid(utf8);
