@@ -283,6 +283,15 @@ VKF_API vkf_status vkf_generate(vkf_session* session, const uint32_t* source, si
                                 const vkf_generate_options* options, uint32_t* tokens, size_t capacity,
                                 size_t* count);
 
+/** Several sources (or decoder-only prompts) in one call, decoded together as one batch
+ *  (beam search: one after another): `batch` sources, source i at sources[i] with
+ *  lengths[i] ids. Each output's tokens go to `tokens` one after another, output i's
+ *  count to counts[i] (counts holds `batch` entries); `*total` is their sum, also on
+ *  ::VKF_ERROR_BUFFER_TOO_SMALL, when nothing is written to tokens. */
+VKF_API vkf_status vkf_generate_batch(vkf_session* session, const uint32_t* const* sources, const size_t* lengths,
+                                      size_t batch, const vkf_generate_options* options, uint32_t* tokens,
+                                      size_t capacity, size_t* counts, size_t* total);
+
 /** Text in, text out with the model's tokenizer (its vocab.json): the translation of
  *  @p text (UTF-8) into out[capacity], NUL-terminated; *needed (may be NULL) receives
  *  the bytes it takes with its NUL. @p options may be NULL. */

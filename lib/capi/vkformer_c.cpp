@@ -412,6 +412,40 @@ vkf_status vkf_generate(vkf_session* session, const uint32_t* source, size_t sou
   });
 }
 
+vkf_status vkf_generate_batch(vkf_session* session, const uint32_t* const* sources, const size_t* lengths, size_t batch,
+                              const vkf_generate_options* options, uint32_t* tokens, size_t capacity, size_t* counts,
+                              size_t* total) {
+  const char* fn = "vkf_generate_batch";
+  if (total) *total = 0;
+  if (!session) return invalid(fn, "session is NULL");
+  if (batch == 0 || !sources || !lengths) return invalid(fn, "no sources (batch 0, or sources or lengths NULL)");
+  if (batch > vkf::GenerateOptions::kMaxSources)
+    return invalid(fn, "batch " + std::to_string(batch) + " is more than " +
+                           std::to_string(vkf::GenerateOptions::kMaxSources) + " sources in one call");
+  if (!counts || !total) return invalid(fn, "counts or total is NULL");
+  for (size_t i = 0; i < batch; ++i)
+    if (!sources[i] || lengths[i] == 0) return invalid(fn, "source " + std::to_string(i) + " is empty (or NULL)");
+  return guarded(fn, [&] {
+    const capi::SessionClaim claim(session);
+    if (!claim.held()) return claim.refuse(fn);
+    const auto o = generate_options(options, session->session.model().config(), fn);
+    if (!o) return VKF_ERROR_INVALID_ARGUMENT;
+    std::vector<std::vector<uint32_t>> in;
+    for (size_t i = 0; i < batch; ++i) {
+      if (const vkf_status s = capi::check_length(fn, "a source's length", lengths[i], session); s != VKF_OK) return s;
+      in.emplace_back(sources[i], sources[i] + lengths[i]);
+    }
+    const auto out = session->session.generate(in, *o);
+    size_t sum = 0;
+    for (size_t i = 0; i < batch; ++i) sum += out[i].size();
+    *total = sum;
+    for (size_t i = 0; i < batch; ++i) counts[i] = out[i].size();
+    if (!tokens || capacity < sum) return too_small(fn, std::to_string(sum) + " tokens were generated", capacity, tokens);
+    for (const auto& o1 : out) tokens = std::copy(o1.begin(), o1.end(), tokens);
+    return VKF_OK;
+  });
+}
+
 vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_generate_options* options, char* out,
                          size_t capacity, size_t* needed) {
   const char* fn = "vkf_translate";

@@ -293,6 +293,51 @@ TEST(CApi, TokenizeAndDetokenizeWithTheModelsTokenizer) {
   vkf_model_free(llama);
 }
 
+// Three sources in one call: each output as vkf_generate gives it alone, in order; a
+// decoder-only model's prompts too (left-padded into one batch); sizes and errors.
+TEST(CApi, GenerateABatchOfSources) {
+  for (const std::string dir : {kDates, std::string(VKF_SOURCE_DIR) + "/tests/hf/gpt2/lm"}) {
+    SCOPED_TRACE(dir);
+    Handles h;
+    h.open(dir);
+    const std::vector<std::vector<uint32_t>> src = {{5, 6, 7}, {9}, {8, 12, 14, 5, 6, 7}};
+    vkf_generate_options o = vkf_generate_options_default();
+    o.max_new_tokens = 6;
+    std::vector<uint32_t> alone;
+    std::vector<size_t> alone_counts;
+    for (const auto& s : src) {
+      uint32_t t[64];
+      size_t n = 0;
+      ASSERT_EQ(vkf_generate(h.session, s.data(), s.size(), &o, t, 64, &n), VKF_OK) << vkf_last_error();
+      alone.insert(alone.end(), t, t + n);
+      alone_counts.push_back(n);
+    }
+    const uint32_t* ptrs[] = {src[0].data(), src[1].data(), src[2].data()};
+    const size_t lengths[] = {3, 1, 6};
+    size_t counts[3] = {}, total = 0;
+    EXPECT_EQ(vkf_generate_batch(h.session, ptrs, lengths, 3, &o, nullptr, 0, counts, &total), VKF_ERROR_BUFFER_TOO_SMALL);
+    EXPECT_EQ(total, alone.size());
+    std::vector<uint32_t> tokens(total);
+    ASSERT_EQ(vkf_generate_batch(h.session, ptrs, lengths, 3, &o, tokens.data(), tokens.size(), counts, &total), VKF_OK)
+        << vkf_last_error();
+    EXPECT_EQ(tokens, alone);
+    EXPECT_EQ(std::vector<size_t>(counts, counts + 3), alone_counts);
+    const size_t empty_lengths[] = {3, 0, 6};
+    EXPECT_EQ(vkf_generate_batch(h.session, ptrs, empty_lengths, 3, &o, tokens.data(), tokens.size(), counts, &total),
+              VKF_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(error_mentions("source 1 is empty")) << vkf_last_error();
+    EXPECT_EQ(vkf_generate_batch(h.session, ptrs, lengths, 0, &o, tokens.data(), tokens.size(), counts, &total),
+              VKF_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(vkf_generate_batch(h.session, ptrs, lengths, 3, &o, tokens.data(), tokens.size(), nullptr, &total),
+              VKF_ERROR_INVALID_ARGUMENT);
+    const uint32_t bad[] = {5, 1u << 30};
+    const uint32_t* with_bad[] = {src[0].data(), bad};
+    const size_t bad_lengths[] = {3, 2};
+    EXPECT_EQ(vkf_generate_batch(h.session, with_bad, bad_lengths, 2, &o, tokens.data(), tokens.size(), counts, &total),
+              VKF_ERROR_INVALID_INPUT);
+  }
+}
+
 // A model keeps its context alive and a session its model: any free order works.
 TEST(CApi, HandlesMayBeFreedInAnyOrder) {
   Handles h;

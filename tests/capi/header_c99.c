@@ -15,7 +15,9 @@ int vkf_test_c99_header(void) {
   return (s == VKF_ERROR_INVALID_ARGUMENT && co.struct_size == sizeof co && go.struct_size == sizeof go &&
           vkf_model_info_get(0, &info) == VKF_ERROR_INVALID_ARGUMENT &&
           vkf_tokenize(0, "x", 0, 0, &count) == VKF_ERROR_INVALID_ARGUMENT &&
-          vkf_detokenize(0, 0, 0, 0, 0, &count) == VKF_ERROR_INVALID_ARGUMENT && vkf_abi_version() == VKF_ABI_VERSION)
+          vkf_detokenize(0, 0, 0, 0, 0, &count) == VKF_ERROR_INVALID_ARGUMENT &&
+          vkf_generate_batch(0, 0, 0, 0, 0, 0, 0, 0, &count) == VKF_ERROR_INVALID_ARGUMENT &&
+          vkf_abi_version() == VKF_ABI_VERSION)
              ? 1
              : 0;
 }
