@@ -271,6 +271,17 @@ typedef struct vkf_generate_options {
                                 encode, which vkf_session_warmup does, is one submit; CPU drivers such
                                 as lavapipe keep it whole). Beam search submits one decode step at a
                                 time. */
+  /** Words as they come (NULL: none): called after each new token of each output, on the
+   *  thread that runs the generation (a job's own thread for vkf_translate_start and
+   *  vkf_generate_start, never the frame's), with `user`, the output's index, the token,
+   *  and the text it makes certain: whole UTF-8 characters only (a token ending inside a
+   *  character gives "" and a later one the rest), NUL-terminated, `piece` NULL when the
+   *  model has no tokenizer. The pieces add up to the output's text but for what its last
+   *  token leaves pending (vkf_detokenize gives the whole). Return nonzero to end that
+   *  output there (greedy and sampling; beam search calls it once the search is done, in
+   *  order, and cannot be ended early). */
+  int (*on_token)(void* user, size_t output, uint32_t token, const char* piece, size_t piece_length);
+  void* on_token_user; /**< passed to on_token */
 } vkf_generate_options;
 
 /** The defaults for vkf_generate_options: greedy, struct_size filled in. */

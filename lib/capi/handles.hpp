@@ -143,7 +143,10 @@ vkf_status too_small(const char* function, const std::string& needs, size_t capa
 // Copies s with its NUL into out[capacity] when it fits; reports the size needed.
 vkf_status copy_string(const char* function, const std::string& s, char* out, size_t capacity, size_t* needed);
 // The C options as the C++ ones; struct_size guards against a caller built with another layout.
+// With o->on_token, the C callback wrapped: each output's pieces through `tokenizer` (none:
+// NULL pieces), a nonzero return ending that output (GenerateOptions::stop).
 std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options* o, const vkf::ModelConfig& c,
-                                                const char* function);
+                                                const char* function,
+                                                const std::shared_ptr<const vkf::Tokenizer>& tokenizer);
 
 }  // namespace capi

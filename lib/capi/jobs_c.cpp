@@ -81,7 +81,7 @@ vkf_status vkf_translate_start(vkf_session* session, const char* text, const vkf
   if (!session->tokenizer) return invalid(fn, "the model has no tokenizer (vocab.json): use vkf_generate_start");
   // Everything before the job's thread can throw too (the tokenizer refuses bad text).
   return guarded(fn, [&] {
-    auto o = generate_options(options, session->session.model().config(), fn);
+    auto o = generate_options(options, session->session.model().config(), fn, session->tokenizer);
     if (!o) return VKF_ERROR_INVALID_ARGUMENT;
     auto ids = session->tokenizer->encode(text);
     if (ids.empty()) return invalid(fn, "the text is empty");
@@ -101,7 +101,7 @@ vkf_status vkf_generate_start(vkf_session* session, const uint32_t* source, size
   if (!session) return invalid(fn, "session is NULL");
   if (!source || source_length == 0) return invalid(fn, "the source is empty (or NULL)");
   return guarded(fn, [&] {
-    auto o = generate_options(options, session->session.model().config(), fn);
+    auto o = generate_options(options, session->session.model().config(), fn, session->tokenizer);
     if (!o) return VKF_ERROR_INVALID_ARGUMENT;
     if (const vkf_status s = capi::check_length(fn, "source_length", source_length, session); s != VKF_OK) return s;
     std::vector<uint32_t> ids(source, source + source_length);

@@ -49,7 +49,8 @@ vkf_status check_length(const char* function, const char* what, size_t length, c
 }
 
 std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options* o, const vkf::ModelConfig& c,
-                                                const char* function) {
+                                                const char* function,
+                                                const std::shared_ptr<const vkf::Tokenizer>& tokenizer) {
   vkf::GenerateOptions g;
   g.max_new_tokens = c.max_position;
   if (!o) return g;
@@ -85,6 +86,28 @@ std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options*
   g.seed = o->seed;
   if (!(o->submit_budget_ms >= 0)) return bad("submit_budget_ms must be >= 0 (0: no budget)");
   g.submit_budget_ms = o->submit_budget_ms;
+  if (o->on_token) {
+    // Each output's text as whole characters (TextStream), and which outputs the
+    // callback ended; called on the generating thread only, so no lock.
+    struct Stream {
+      std::vector<std::unique_ptr<vkf::TextStream>> text;
+      std::vector<bool> ended;
+    };
+    auto st = std::make_shared<Stream>();
+    g.on_token = [st, tokenizer, cb = o->on_token, user = o->on_token_user](size_t output, uint32_t token) {
+      std::string piece;
+      if (tokenizer) {
+        while (st->text.size() <= output) st->text.push_back(std::make_unique<vkf::TextStream>(*tokenizer));
+        piece = st->text[output]->push(token);
+      }
+      if (cb(user, output, token, tokenizer ? piece.c_str() : nullptr, piece.size()) != 0) {
+        if (st->ended.size() <= output) st->ended.resize(output + 1, false);
+        st->ended[output] = true;
+      }
+    };
+    if (g.beam <= 1)
+      g.stop = [st](size_t output, const std::vector<uint32_t>&) { return output < st->ended.size() && st->ended[output]; };
+  }
   return g;
 }
 
@@ -400,7 +423,7 @@ vkf_status vkf_generate(vkf_session* session, const uint32_t* source, size_t sou
   return guarded(fn, [&] {
     const capi::SessionClaim claim(session);
     if (!claim.held()) return claim.refuse(fn);
-    const auto o = generate_options(options, session->session.model().config(), fn);
+    const auto o = generate_options(options, session->session.model().config(), fn, session->tokenizer);
     if (!o) return VKF_ERROR_INVALID_ARGUMENT;
     if (const vkf_status s = capi::check_length(fn, "source_length", source_length, session); s != VKF_OK) return s;
     const auto out = session->session.generate({std::vector<uint32_t>(source, source + source_length)}, *o)[0];
@@ -428,7 +451,7 @@ vkf_status vkf_generate_batch(vkf_session* session, const uint32_t* const* sourc
   return guarded(fn, [&] {
     const capi::SessionClaim claim(session);
     if (!claim.held()) return claim.refuse(fn);
-    const auto o = generate_options(options, session->session.model().config(), fn);
+    const auto o = generate_options(options, session->session.model().config(), fn, session->tokenizer);
     if (!o) return VKF_ERROR_INVALID_ARGUMENT;
     std::vector<std::vector<uint32_t>> in;
     for (size_t i = 0; i < batch; ++i) {
@@ -455,7 +478,7 @@ vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_gener
   return guarded(fn, [&] {
     const capi::SessionClaim claim(session);
     if (!claim.held()) return claim.refuse(fn);
-    const auto o = generate_options(options, session->session.model().config(), fn);
+    const auto o = generate_options(options, session->session.model().config(), fn, session->tokenizer);
     if (!o) return VKF_ERROR_INVALID_ARGUMENT;
     const auto ids = session->tokenizer->encode(text);
     if (ids.empty()) return invalid(fn, "the text is empty");

@@ -338,6 +338,64 @@ TEST(CApi, GenerateABatchOfSources) {
   }
 }
 
+// Words as they come: the per-token callback sees every token of every output in order,
+// with pieces of whole characters that add up to (a prefix of) the decoded text; a
+// nonzero return ends that output; from a job, it runs on the job's thread.
+struct Streamed {
+  std::vector<std::pair<size_t, uint32_t>> tokens;
+  std::string text;
+  size_t stop_after = 0;  // 0: never
+  std::thread::id thread;
+  static int on_token(void* user, size_t output, uint32_t token, const char* piece, size_t length) {
+    auto* s = static_cast<Streamed*>(user);
+    s->tokens.push_back({output, token});
+    s->thread = std::this_thread::get_id();
+    if (piece) {
+      EXPECT_EQ(std::strlen(piece), length);
+      s->text += piece;
+    }
+    return s->stop_after && s->tokens.size() >= s->stop_after ? 1 : 0;
+  }
+};
+
+TEST(CApi, PerTokenCallbackStreamsWholeCharactersAndCanEndAnOutput) {
+  Handles h;
+  h.open(std::string(VKF_SOURCE_DIR) + "/tests/hf/gpt2/lm");
+  const uint32_t prompt[] = {5, 17, 9};
+  Streamed st;
+  vkf_generate_options o = vkf_generate_options_default();
+  o.max_new_tokens = 10;
+  o.on_token = &Streamed::on_token;
+  o.on_token_user = &st;
+  uint32_t tokens[64];
+  size_t count = 0;
+  ASSERT_EQ(vkf_generate(h.session, prompt, 3, &o, tokens, 64, &count), VKF_OK) << vkf_last_error();
+  ASSERT_EQ(st.tokens.size(), count);
+  for (size_t i = 0; i < count; ++i) EXPECT_EQ(st.tokens[i], std::make_pair(size_t(0), tokens[i])) << i;
+  char text[512];
+  size_t needed = 0;
+  ASSERT_EQ(vkf_detokenize(h.model, tokens, count, text, sizeof text, &needed), VKF_OK) << vkf_last_error();
+  EXPECT_EQ(std::string(text).rfind(st.text, 0), 0u) << "pieces '" << st.text << "' are not a prefix of '" << text << "'";
+  EXPECT_FALSE(st.text.empty());
+
+  Streamed ended;
+  ended.stop_after = 3;
+  o.on_token_user = &ended;
+  ASSERT_EQ(vkf_generate(h.session, prompt, 3, &o, tokens, 64, &count), VKF_OK) << vkf_last_error();
+  EXPECT_EQ(count, 3u);
+
+  Streamed from_job;
+  o.on_token_user = &from_job;
+  vkf_job* job = nullptr;
+  ASSERT_EQ(vkf_generate_start(h.session, prompt, 3, &o, &job), VKF_OK) << vkf_last_error();
+  ASSERT_EQ(vkf_job_wait(job, 60000), VKF_OK) << vkf_last_error();
+  size_t n = 0;
+  ASSERT_EQ(vkf_job_tokens(job, tokens, 64, &n), VKF_OK);
+  EXPECT_EQ(from_job.tokens.size(), n);
+  EXPECT_NE(from_job.thread, std::this_thread::get_id());
+  vkf_job_free(job);
+}
+
 // A model keeps its context alive and a session its model: any free order works.
 TEST(CApi, HandlesMayBeFreedInAnyOrder) {
   Handles h;
