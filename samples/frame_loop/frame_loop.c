@@ -4,7 +4,11 @@
  * translation when one is waiting and the session is free, polls the running one, and
  * sleeps out the rest of its 16.7 ms. vkformer's calls inside a frame never wait for
  * the GPU: the job does its waiting on its own thread; this program checks that.
- *   frame_loop MODEL_DIR [FRAMES]          (samples/dates, 300 frames = 5 s)   */
+ * Given a decoder-only model (GPT-2, Llama) it instead continues a prompt and streams the
+ * completion into its frames word by word: the job's per-token callback (on the job's
+ * thread) appends each piece of text, and each frame shows what has arrived.
+ *   frame_loop MODEL_DIR [FRAMES] [PROMPT]   (samples/dates, 300 frames = 5 s)   */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +73,26 @@ static int game_vulkan(Game* g) {
   return 1;
 }
 
+/* The completion so far, shared by the job's thread (on_token) and the frames. */
+typedef struct {
+  pthread_mutex_t lock;
+  char text[4096];
+  size_t length;
+} Stream;
+
+static int on_token(void* user, size_t output, uint32_t token, const char* piece, size_t n) {
+  Stream* s = (Stream*)user;
+  (void)output, (void)token;
+  pthread_mutex_lock(&s->lock); /* held for a copy: a frame never waits long, and never for the GPU */
+  if (piece && s->length + n < sizeof s->text) {
+    memcpy(s->text + s->length, piece, n);
+    s->length += n;
+    s->text[s->length] = 0;
+  }
+  pthread_mutex_unlock(&s->lock);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s MODEL_DIR [FRAMES]\n", argv[0]);
@@ -99,6 +123,61 @@ int main(int argc, char** argv) {
   if (vkf_context_create_borrowed(&b, &context) != VKF_OK || vkf_model_load(context, argv[1], VKF_PRECISION_FP32, &model) != VKF_OK ||
       vkf_session_create(model, &session) != VKF_OK) {
     fprintf(stderr, "vkformer: %s\n", vkf_last_error());
+    goto done;
+  }
+  vkf_model_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  if (vkf_model_info_get(model, &info) != VKF_OK) {
+    fprintf(stderr, "vkformer: %s\n", vkf_last_error());
+    goto done;
+  }
+  if (info.decoder_only) { /* stream a completion into the frames */
+    static Stream stream = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
+    const char* prompt = argc > 3 ? argv[3] : "Once upon a time";
+    vkf_generate_options o = vkf_generate_options_default();
+    o.max_new_tokens = 40;
+    o.submit_budget_ms = 0.01f; /* a token per submit: words arrive one by one, not in bursts of steps */
+    o.on_token = on_token;
+    o.on_token_user = &stream;
+    const uint64_t waits_before = vkf_blocking_waits_on_this_thread();
+    vkf_job* job = NULL;
+    size_t shown = 0;
+    int updates = 0, finished_frame = -1;
+    double worst = 0;
+    for (int frame = 0; frame < frames; ++frame) {
+      const double start = now_ms();
+      if (frame == 0 && vkf_translate_start(session, prompt, &o, &job) != VKF_OK) {
+        fprintf(stderr, "vkf_translate_start: %s\n", vkf_last_error());
+        goto done;
+      }
+      pthread_mutex_lock(&stream.lock);
+      if (stream.length > shown) { /* the words that arrived since the last frame */
+        printf("frame %4d: +\"%.*s\"\n", frame, (int)(stream.length - shown), stream.text + shown);
+        shown = stream.length;
+        ++updates;
+      }
+      pthread_mutex_unlock(&stream.lock);
+      if (job && vkf_job_poll(job) != VKF_PENDING) {
+        char out[4096];
+        if (vkf_job_text(job, out, sizeof out, NULL) == VKF_OK)
+          printf("frame %4d: completion of \"%s\": \"%s\"\n", frame, prompt, out);
+        else
+          printf("frame %4d: the completion failed: %s\n", frame, vkf_last_error());
+        vkf_job_free(job);
+        job = NULL;
+        finished_frame = frame;
+      }
+      const double spent = now_ms() - start;
+      if (spent > worst) worst = spent;
+      sleep_ms(1000.0 / 60 - spent);
+    }
+    vkf_job_free(job);
+    const uint64_t waits = vkf_blocking_waits_on_this_thread() - waits_before;
+    printf("%d frames, the completion streamed in %d frames, done at frame %d; worst frame %.3f ms; "
+           "waits for the GPU inside frames: %llu\n",
+           frames, updates, finished_frame, worst, (unsigned long long)waits);
+    status = waits == 0 && updates > 1 && finished_frame >= 0 ? 0 : 1;
     goto done;
   }
   /* Loading is done before the loop; from here every call is made inside a frame. */
