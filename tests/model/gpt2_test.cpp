@@ -15,6 +15,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "hf_references.hpp"
 #include "support/gpu_test.hpp"
 #include "vkformer/model.hpp"
 #include "vkformer/tokenizer.hpp"
@@ -27,22 +28,10 @@ namespace {
 const fs::path kDir = fs::path(VKF_SOURCE_DIR) / "tests" / "hf" / "gpt2";
 
 const nlohmann::json& references() {
-  static const nlohmann::json refs = [] {
-    std::ifstream f(kDir / "references.json");
-    return nlohmann::json::parse(f);
-  }();
+  static const nlohmann::json refs = read_references(kDir / "references.json");
   return refs;
 }
 
-double relative_error(const std::vector<float>& got, const std::vector<double>& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double num = 0, den = 0;
-  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
-    num += (got[i] - want[i]) * (got[i] - want[i]);
-    den += want[i] * want[i];
-  }
-  return std::sqrt(num / den);
-}
 
 struct Case {
   const char* model;  // tests/hf/gpt2/<model> and its references
