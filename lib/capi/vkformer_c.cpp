@@ -1,7 +1,7 @@
 // The C API (include/vkformer/vkformer.h) over the C++ one: devices, contexts, models,
 // sessions and their generation. Every entry point catches everything: no exception
-// crosses into C, failures become a status and a message. Jobs (jobs_c.cpp) and the
-// forecaster (forecaster_c.cpp) live beside it.
+// crosses into C, failures become a status and a message. Jobs (jobs_c.cpp), model facts
+// and the tokenizer (model_info_c.cpp) and the forecaster (forecaster_c.cpp) live beside it.
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -280,76 +280,6 @@ vkf_status vkf_model_load(vkf_context* context, const char* directory, vkf_preci
 }
 
 void vkf_model_free(vkf_model* model) { delete model; }
-
-vkf_status vkf_model_info_get(const vkf_model* model, vkf_model_info* info) {
-  const char* fn = "vkf_model_info_get";
-  if (!model) return invalid(fn, "model is NULL");
-  if (!info) return invalid(fn, "info is NULL");
-  if (info->struct_size != sizeof(vkf_model_info))
-    return invalid(fn, "vkf_model_info.struct_size is " + std::to_string(info->struct_size) + ", expected " +
-                           std::to_string(sizeof(vkf_model_info)));
-  return guarded(fn, [&] {
-    const vkf::ModelConfig& c = model->model->config();
-    vkf_model_info out{};
-    out.struct_size = sizeof(vkf_model_info);
-    std::snprintf(out.architecture, sizeof out.architecture, "%s", c.architecture.c_str());
-    out.decoder_only = c.decoder_only ? 1 : 0;
-    out.has_tokenizer = model->tokenizer ? 1 : 0;
-    out.source_vocab_size = c.src_vocab_size;
-    out.target_vocab_size = c.tgt_vocab_size;
-    out.max_positions = c.max_position;
-    out.bos_id = c.bos_id;
-    out.eos_id = c.eos_id;
-    out.pad_id = c.pad_id;
-    out.d_model = c.d_model;
-    out.layers = c.num_encoder_layers + c.num_decoder_layers;
-    out.heads = c.nhead;
-    out.kv_heads = c.kv_head_count();
-    out.default_num_beams = c.generation.num_beams;
-    out.default_length_penalty = c.generation.length_penalty;
-    out.default_repetition_penalty = c.generation.repetition_penalty;
-    *info = out;
-    return VKF_OK;
-  });
-}
-
-vkf_status vkf_tokenize(const vkf_model* model, const char* text, uint32_t* ids, size_t capacity, size_t* count) {
-  const char* fn = "vkf_tokenize";
-  if (count) *count = 0;
-  if (!model) return invalid(fn, "model is NULL");
-  if (!text) return invalid(fn, "text is NULL");
-  if (!count) return invalid(fn, "count is NULL");
-  if (!model->tokenizer)
-    return capi::failed(fn, "model '" + model->directory + "' has no tokenizer (vocab.json, or a decoder-only "
-                            "model's tokenizer.json): give ids to vkf_generate");
-  return guarded(fn, [&] {
-    const std::vector<uint32_t> out = model->tokenizer->encode(text);  // not UTF-8: VKF_ERROR_INVALID_INPUT
-    *count = out.size();
-    if (!ids || capacity < out.size())
-      return too_small(fn, "the text is " + std::to_string(out.size()) + " ids", capacity, ids);
-    std::copy(out.begin(), out.end(), ids);
-    return VKF_OK;
-  });
-}
-
-vkf_status vkf_detokenize(const vkf_model* model, const uint32_t* ids, size_t count, char* text, size_t capacity,
-                          size_t* needed) {
-  const char* fn = "vkf_detokenize";
-  if (needed) *needed = 0;
-  if (!model) return invalid(fn, "model is NULL");
-  if (!ids && count) return invalid(fn, "ids is NULL");
-  if (!model->tokenizer)
-    return capi::failed(fn, "model '" + model->directory + "' has no tokenizer (vocab.json, or a decoder-only "
-                            "model's tokenizer.json)");
-  const size_t size = model->tokenizer->size();
-  for (size_t i = 0; i < count; ++i)
-    if (ids[i] >= size)
-      return invalid(fn, "ids[" + std::to_string(i) + "] is " + std::to_string(ids[i]) + ", outside the tokenizer's " +
-                             std::to_string(size) + " tokens");
-  return guarded(fn, [&] {
-    return copy_string(fn, model->tokenizer->decode(std::vector<uint32_t>(ids, ids + count)), text, capacity, needed);
-  });
-}
 
 vkf_status vkf_session_create(vkf_model* model, vkf_session** session) {
   if (!session) return invalid("vkf_session_create", "session is NULL");
