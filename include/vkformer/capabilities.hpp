@@ -38,6 +38,8 @@ struct Capabilities {
   uint64_t max_storage_buffer_range = 0;
   uint64_t max_memory_allocation_size = 0;
   uint64_t min_storage_buffer_offset_alignment = 0;
+  uint32_t max_texel_buffer_elements = 0;           // texels one storage texel buffer view may hold
+  uint64_t min_texel_buffer_offset_alignment = 0;   // where such a view may start
   uint64_t non_coherent_atom_size = 0;
   uint32_t max_push_constants_size = 0;
   uint32_t subgroup_size = 0, min_subgroup_size = 0, max_subgroup_size = 0;

@@ -11,6 +11,12 @@ namespace gpu { struct Pipeline; }
 
 using Defines = std::vector<std::pair<std::string, std::string>>;
 
+// How a binding is read. A storage buffer by default; a read-only storage texel buffer
+// (GLSL `imageBuffer` / `uimageBuffer` with this format) where a kernel asks for one:
+// CPU drivers (lavapipe) load one 16-byte texel per invocation as one vector load,
+// where per-invocation loads from a storage buffer become scalar gathers.
+enum class TexelFormat : uint8_t { None, Rgba32F, Rgba32Ui };
+
 // A compute shader variant: which GLSL, which #defines, how many storage buffers it
 // binds (set 0, bindings 0..n-1), how many push-constant bytes and which
 // specialization constants (constant_id 0..n-1). Equal descriptions share one pipeline.
@@ -21,6 +27,8 @@ struct KernelDesc {
   uint32_t bindings = 1;
   uint32_t push_constant_bytes = 0;
   std::vector<uint32_t> spec_constants;
+  // Per binding (missing entries: None): bindings read as storage texel buffers.
+  std::vector<TexelFormat> texel_formats;
 
   std::string key() const;  // identity of the variant, used by the caches
 };

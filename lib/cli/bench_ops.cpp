@@ -100,7 +100,7 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print, uint32_
                        {"ratio", ratio}, {"variant", variant}};
     // A tuned variant (vkformer tune) is timed beside the default table's in the same run.
     std::string tuned;
-    if (variant != "small_m" && ops.default_gemm_tiles(g).name() != variant) {
+    if (variant.rfind("small_m", 0) != 0 && ops.default_gemm_tiles(g).name() != variant) {
       Gemm d = g;
       d.tiles = ops.default_gemm_tiles(g);
       const double sd = time_gpu(ctx, reps_for(flops, 5e9), [&](CommandList& cl) {

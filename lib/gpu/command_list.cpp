@@ -18,6 +18,7 @@ struct CommandListState {
   VkCommandBuffer cb = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   std::vector<VkDescriptorPool> descriptor_pools;
+  std::vector<VkBufferView> texel_views;  // views of the bindings read as texel buffers
   uint32_t sets_left = 0;
   bool recording = true, profile = false, auto_barriers = true, repeatable = false;
 
@@ -53,6 +54,7 @@ struct CommandListState {
 CommandListState::~CommandListState() {
   if (!device) return;
   for (auto p : descriptor_pools) vkDestroyDescriptorPool(device, p, nullptr);
+  for (auto v : texel_views) vkDestroyBufferView(device, v, nullptr);  // before keep_alive lets the buffers go
   for (auto q : query_pools) vkDestroyQueryPool(device, q, nullptr);
   vkDestroyFence(device, fence, nullptr);
   vkDestroyCommandPool(device, pool, nullptr);
@@ -101,11 +103,12 @@ void CommandListState::record_barrier_if_needed(const Uses& uses) {
 VkDescriptorSet CommandListState::allocate_set(VkDescriptorSetLayout layout) {
   constexpr uint32_t kSets = 128, kMaxBindings = 16;
   if (sets_left == 0) {
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSets * kMaxBindings};
+    const VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSets * kMaxBindings},
+                                          {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, kSets * 2}};
     VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     info.maxSets = kSets;
-    info.poolSizeCount = 1;
-    info.pPoolSizes = &size;
+    info.poolSizeCount = 2;
+    info.pPoolSizes = sizes;
     VkDescriptorPool p;
     check(vkCreateDescriptorPool(device, &info, nullptr, &p), "vkCreateDescriptorPool");
     descriptor_pools.push_back(p);
@@ -196,18 +199,45 @@ void CommandList::dispatch(const Kernel& kernel, Groups groups, std::initializer
       throw Error("dispatch of '" + name + "' asks for " + std::to_string(g[i]) + " workgroups along axis " +
                   std::to_string(i) + "; this device allows 1 to " + std::to_string(caps.max_workgroup_count[i]));
   std::vector<VkDescriptorBufferInfo> infos;
+  std::vector<VkBufferView> views(args.size(), VK_NULL_HANDLE);
+  uint32_t binding = 0;
   for (auto& a : args) {
+    const TexelFormat texel = p.texel_formats[binding++];
     if (!a.view.alloc) throw Error("dispatch of '" + name + "' got an empty buffer");
     if (a.view.size == 0) throw Error("dispatch of '" + name + "' got an empty view of '" + a.view.alloc->name + "'");
+    const uint64_t start = a.view.alloc->offset + a.view.offset;
+    if (texel != TexelFormat::None) {
+      // A texel view: whole 16-byte texels from an aligned start, at most the device's count.
+      if (a.access != Access::Read)
+        throw Error("dispatch of '" + name + "': binding " + std::to_string(binding - 1) + " is read as texels; it cannot be written");
+      if (start % std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1))
+        throw Error("view of '" + a.view.alloc->name + "' at offset " + std::to_string(a.view.offset) +
+                    " is not aligned to minTexelBufferOffsetAlignment (" +
+                    std::to_string(caps.min_texel_buffer_offset_alignment) + ")");
+      const uint64_t texels = a.view.size / 16;
+      if (texels == 0 || texels > caps.max_texel_buffer_elements)
+        throw Error("view of '" + a.view.alloc->name + "' (" + std::to_string(a.view.size) + " bytes) holds " +
+                    std::to_string(texels) + " 16-byte texels; '" + name + "' reads it as texels, of which this device " +
+                    "allows 1 to " + std::to_string(caps.max_texel_buffer_elements) + " per view");
+      VkBufferViewCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+      info.buffer = a.view.alloc->block->buffer;
+      info.format = texel == TexelFormat::Rgba32F ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_R32G32B32A32_UINT;
+      info.offset = start;
+      info.range = texels * 16;
+      gpu::check(vkCreateBufferView(s.device, &info, nullptr, &views[binding - 1]), "vkCreateBufferView");
+      s.texel_views.push_back(views[binding - 1]);
+      infos.push_back({});
+      continue;
+    }
     if (a.view.size > caps.max_storage_buffer_range)
       throw Error("buffer '" + a.view.alloc->name + "' (" + std::to_string(a.view.size) + " bytes) is larger than this " +
                   "device's maxStorageBufferRange (" + std::to_string(caps.max_storage_buffer_range) +
                   " bytes) and cannot be bound to '" + name + "' whole; bind it in views of at most that size");
-    if ((a.view.alloc->offset + a.view.offset) % caps.min_storage_buffer_offset_alignment)
+    if (start % caps.min_storage_buffer_offset_alignment)
       throw Error("view of '" + a.view.alloc->name + "' at offset " + std::to_string(a.view.offset) +
                   " is not aligned to minStorageBufferOffsetAlignment (" +
                   std::to_string(caps.min_storage_buffer_offset_alignment) + ")");
-    infos.push_back({a.view.alloc->block->buffer, a.view.alloc->offset + a.view.offset, a.view.size});
+    infos.push_back({a.view.alloc->block->buffer, start, a.view.size});
   }
   // The whole dispatch is checked against earlier commands at once, so its own
   // arguments never force a barrier against each other.
@@ -222,8 +252,13 @@ void CommandList::dispatch(const Kernel& kernel, Groups groups, std::initializer
     writes[i].dstSet = set;
     writes[i].dstBinding = i;
     writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
+    if (views[i]) {
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
+      writes[i].pTexelBufferView = &views[i];
+    } else {
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
   }
   vkUpdateDescriptorSets(s.device, uint32_t(writes.size()), writes.data(), 0, nullptr);
 

@@ -190,6 +190,7 @@ void Device::clamp_to_portable_profile() {
   c.float16_arithmetic = false;                                                    // fp16 storage at most
   c.cooperative_matrix_nv = false;                                                 // needs fp16 arithmetic
   c.max_storage_buffer_range = std::min<uint64_t>(c.max_storage_buffer_range, 128ull << 20);
+  c.max_texel_buffer_elements = std::min<uint32_t>(c.max_texel_buffer_elements, 65536);  // the Vulkan minimum
   c.quirks.emplace_back(
       "portable profile: kernels chosen for 16 KiB shared memory, 128 invocations, 128 push-constant bytes, "
       "128 MiB bindings, no subgroup arithmetic, no fp16 arithmetic");

@@ -6,7 +6,7 @@ namespace vkf {
 
 namespace {
 constexpr VkBufferUsageFlags kUsage =
-    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -33,7 +33,10 @@ Allocation::~Allocation() {
 
 Allocator::Allocator(Device& device, bool direct, uint64_t block_bytes) : device_(device), direct_(direct) {
   const auto& caps = device.caps();
-  alignment_ = std::max<uint64_t>({16, caps.min_storage_buffer_offset_alignment, caps.non_coherent_atom_size});
+  // Every allocation starts where a storage or texel buffer view may (kernels bind
+  // views of it from its start) and on a whole non-coherent atom.
+  alignment_ = std::max<uint64_t>({16, caps.min_storage_buffer_offset_alignment, caps.min_texel_buffer_offset_alignment,
+                                   caps.non_coherent_atom_size});
   block_bytes_ = align_up(std::max<uint64_t>(block_bytes, 1 << 20), alignment_);
   if (caps.max_memory_allocation_size) block_bytes_ = std::min(block_bytes_, caps.max_memory_allocation_size);
 

@@ -154,6 +154,8 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
   c.max_storage_buffer_range = L.maxStorageBufferRange;
   c.max_memory_allocation_size = maint3.maxMemoryAllocationSize;
   c.min_storage_buffer_offset_alignment = L.minStorageBufferOffsetAlignment;
+  c.max_texel_buffer_elements = L.maxTexelBufferElements;
+  c.min_texel_buffer_offset_alignment = L.minTexelBufferOffsetAlignment;
   c.non_coherent_atom_size = L.nonCoherentAtomSize;
   c.max_push_constants_size = L.maxPushConstantsSize;
   c.timestamp_period_ns = L.timestampPeriod;

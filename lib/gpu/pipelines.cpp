@@ -1,5 +1,6 @@
 #include "pipelines.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "embedded_shaders.hpp"
@@ -13,6 +14,10 @@ std::string KernelDesc::key() const {
   for (auto& [n, v] : defines) k += n + "=" + v + ";";
   k += "|b" + std::to_string(bindings) + "|p" + std::to_string(push_constant_bytes) + "|s";
   for (auto s : spec_constants) k += std::to_string(s) + ",";
+  if (std::any_of(texel_formats.begin(), texel_formats.end(), [](TexelFormat f) { return f != TexelFormat::None; })) {
+    k += "|t";
+    for (auto f : texel_formats) k += std::to_string(int(f));
+  }
   return k;
 }
 
@@ -102,11 +107,16 @@ std::unique_ptr<Pipeline> Pipelines::create(const KernelDesc& desc) {
   p->name = name;
   p->bindings = desc.bindings;
   p->push_constant_bytes = desc.push_constant_bytes;
+  if (desc.texel_formats.size() > desc.bindings)
+    throw Error("kernel '" + name + "' names texel formats for more bindings than it has");
+  p->texel_formats = desc.texel_formats;
+  p->texel_formats.resize(desc.bindings, TexelFormat::None);
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(desc.bindings);
   for (uint32_t i = 0; i < desc.bindings; ++i) {
     bindings[i].binding = i;
-    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i].descriptorType = p->texel_formats[i] == TexelFormat::None ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                                                                          : VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
     bindings[i].descriptorCount = 1;
     bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }

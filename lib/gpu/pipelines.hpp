@@ -14,6 +14,7 @@ struct Pipeline {
   std::string name;
   uint32_t bindings = 0;
   uint32_t push_constant_bytes = 0;
+  std::vector<TexelFormat> texel_formats;  // one per binding
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;

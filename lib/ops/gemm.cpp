@@ -129,9 +129,56 @@ GemmTiles Ops::default_gemm_tiles(const Gemm& g) const {
   return ops::choose_gemm_tiles(ctx_.capabilities(), dtype_, g.M, large_tiles);
 }
 
-std::string Ops::gemm_variant(const Gemm& g) const {
-  if (g.M <= kSmallM) return "small_m";
-  return gemm_tiles(g).name();
+// The small-M kernel's subgroup path: gl_SubgroupID and subgroupAdd (basic +
+// arithmetic), at one fixed subgroup size, B a Linear weight.
+static bool small_m_subgroups(const Capabilities& caps, const Gemm& g) {
+  return g.trans_b && caps.subgroup_basic && caps.subgroup_arithmetic && caps.min_subgroup_size == caps.max_subgroup_size &&
+         caps.subgroup_size >= 4 && caps.subgroup_size <= 64;
+}
+
+// Whether the small-M kernel reads B as a storage texel buffer (TEXEL_B): where asked,
+// else on CPU drivers (lavapipe, Mesa 25.0.7 on 2 AMD EPYC cores, 1xNxK products of a
+// Transformer-base: 2-2.5x a storage buffer's speed; GPUs keep the storage buffer, on
+// which texels were never measured). B must start at a texel-aligned byte offset and
+// every row and batch on a whole texel. `b_start` is the bound view's byte offset in its
+// allocation (which starts texel-aligned: lib/gpu/memory.cpp) and `base_b` B's element
+// offset inside it; gemm_variant() assumes both aligned.
+static bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, uint64_t b_start, uint32_t base_b,
+                           uint64_t b_view_bytes) {
+  const uint32_t per_texel = 16 / dtype_bytes(dt);
+  const bool fit = small_m_subgroups(caps, g) && g.K % per_texel == 0 && g.ldb % per_texel == 0 &&
+                   base_b % per_texel == 0 && g.stride_b.outer % per_texel == 0 && g.stride_b.inner % per_texel == 0 &&
+                   b_start % std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1) == 0 &&
+                   b_view_bytes >= 16 && b_view_bytes / 16 <= caps.max_texel_buffer_elements;
+  if (g.texel_weights == true && !fit)
+    throw Error("gemm: B cannot be read as texels on device '" + caps.name + "' (it needs the small-M kernel's " +
+                "subgroups, B a Linear weight, and A and B with K, rows, batches and offsets on whole 16-byte texels, " +
+                "at most " + std::to_string(caps.max_texel_buffer_elements) + " texels each)");
+  return fit && g.texel_weights.value_or(caps.type == DeviceType::Cpu);
+}
+
+// A's layout in B's place, to check it by the same rule (the texel path reads both).
+static Gemm a_as_b(const Gemm& g) {
+  Gemm a = g;
+  a.ldb = g.lda;
+  a.stride_b = g.stride_a;
+  a.N = g.M;
+  return a;
+}
+
+std::string Ops::gemm_variant(const Gemm& g0) const {
+  if (g0.M <= kSmallM) {
+    Gemm g = g0;
+    if (!g.lda) g.lda = g.trans_a ? g.M : g.K;
+    if (!g.ldb) g.ldb = g.trans_b ? g.K : g.N;
+    const uint64_t b_bytes = (uint64_t(g.N - 1) * g.ldb + g.K) * dtype_bytes(dtype_);
+    const uint64_t a_bytes = (uint64_t(g.M - 1) * g.lda + g.K) * dtype_bytes(dtype_);
+    const auto& caps = ctx_.capabilities();
+    return small_m_texels(caps, g, dtype_, 0, 0, b_bytes) && small_m_texels(caps, a_as_b(g), dtype_, 0, 0, a_bytes)
+               ? "small_m texels"
+               : "small_m";
+  }
+  return gemm_tiles(g0).name();
 }
 
 // Row statistics (RowStats) need the direct kernel's subgroups: shuffles for its rows,
@@ -268,10 +315,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
   const bool small = g.M <= kSmallM;
   if (small) {
     // Decode step: stream the weights once.
-    // gl_SubgroupID and subgroupAdd (basic + arithmetic), at one fixed subgroup size.
-    const bool subgroups = g.trans_b && caps.subgroup_basic && caps.subgroup_arithmetic &&
-                           caps.min_subgroup_size == caps.max_subgroup_size && caps.subgroup_size >= 4 &&
-                           caps.subgroup_size <= 64;
+    const bool subgroups = small_m_subgroups(caps, g);
     if (subgroups) {
       // One row (batch-1 decoding) as a variant of its own, whose loops run that row
       // alone (lavapipe: 15-25% faster than looping to 4 rows); 2 to 4 rows share one, so
@@ -285,10 +329,19 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       if (g.M == 1) d.emplace_back("ROWS", "1");
       if (vec4) d.emplace_back("VEC4_K", "1");
       if (g.norm_of != NormOf::None) d.emplace_back("NORM_FOLDED", "1");
-      k = kernel("gemm_small_m.comp", d, 9, sizeof push);
+      const bool texels = vec4 && small_m_texels(caps, g, dtype_, pb.view.offset, pb.base, pb.view.size) &&
+                          small_m_texels(caps, a_as_b(g), dtype_, pa.view.offset, pa.base, pa.view.size);
+      if (g.texel_weights == true && !texels) throw Error("gemm: A and B cannot be read as texels");
+      if (texels) d.emplace_back("TEXEL_B", "1");
+      const TexelFormat f = dtype_ == DType::F16 ? TexelFormat::Rgba32Ui : TexelFormat::Rgba32F;
+      k = kernel("gemm_small_m.comp", d, 9, sizeof push, {},
+                 texels ? std::vector<TexelFormat>{f, f} : std::vector<TexelFormat>{});
+      if (texels) label = "gemm_small_m texels";
       const uint32_t per_group = wg / caps.subgroup_size * cols;
       groups = {(g.N + per_group - 1) / per_group, 1, batches};
     } else {
+      if (g.texel_weights == true) throw Error("gemm: B cannot be read as texels on device '" + caps.name +
+                                               "' (the small-M kernel's texel path needs subgroup arithmetic)");
       const uint32_t wg = std::min<uint32_t>(256, caps.max_workgroup_invocations);
       const uint32_t lanes = std::min<uint32_t>(32, wg);
       Defines d = {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}};
@@ -297,7 +350,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       const uint32_t cols = g.trans_b ? wg / lanes : wg;
       groups = {(g.N + cols - 1) / cols, 1, batches};
     }
-    label = "gemm_small_m";
+    if (label.empty()) label = "gemm_small_m";
   } else {
     GemmTiles t = gemm_tiles(g);
     const bool folded = g.norm_of != NormOf::None;

@@ -17,7 +17,7 @@ Ops::Ops(Context& ctx, DType dtype) : ctx_(ctx), dtype_(dtype) {
 }
 
 Kernel Ops::kernel(const char* shader, Defines defines, uint32_t bindings, uint32_t push_bytes,
-                   std::vector<uint32_t> spec) {
+                   std::vector<uint32_t> spec, std::vector<TexelFormat> texels) {
   if (dtype_ == DType::F16) {
     defines.emplace_back("VKF_FP16_STORAGE", "1");
     // fp16 results round to nearest even, as the host's float_to_half and PyTorch do.
@@ -27,7 +27,8 @@ Kernel Ops::kernel(const char* shader, Defines defines, uint32_t bindings, uint3
                       .defines = std::move(defines),
                       .bindings = bindings,
                       .push_constant_bytes = push_bytes,
-                      .spec_constants = std::move(spec)});
+                      .spec_constants = std::move(spec),
+                      .texel_formats = std::move(texels)});
 }
 
 Ops::Placed Ops::place(const BufferView& v, const char* op) const {

@@ -53,12 +53,13 @@ class GemmTest : public OpsTest {
 
   // One folded-norm product against LN then GEMM in double, on fresh random rows.
   void check_folded_norm(uint32_t M, uint32_t N, uint32_t K, NormOf where, std::optional<GemmTiles> tiles,
-                         std::mt19937_64& rng) {
+                         std::mt19937_64& rng, std::optional<bool> texels = std::nullopt) {
     const DType dt = dtype();
     const uint32_t batch = 2;
     SCOPED_TRACE("M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
                  (where == NormOf::A ? " norm of A" : " norm of the residual") + (tiles ? " " + tiles->name() : ""));
     Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .act = Activation::Relu, .batch = batch, .tiles = tiles};
+    g.texel_weights = texels;
     g.stride_a = {uint64_t(M) * K, 0};
     g.stride_c = g.stride_r = {uint64_t(M) * N, 0};
     g.norm_of = where;
@@ -175,6 +176,64 @@ TEST_P(GemmTest, LargeProductAndLongK) {
   check({.M = 1, .N = 1500, .K = 2049, .trans_b = true}, true, false, rng);  // decode step
   check({.M = 2, .N = 1003, .K = 700}, false, true, rng);
   check({.M = 130, .N = 200, .K = 512, .trans_b = true, .act = Activation::Gelu}, true, true, rng);  // vec4 loads
+}
+
+// The decode-step kernel's two ways of reading A and B, storage buffers and storage
+// texel buffers (the default on CPU drivers where both start and end on whole 16-byte
+// texels), each forced where it can run: M = 1 to 4, awkward N, K on whole texels in
+// both precisions (multiples of 8) or in fp32 only (of 4), every epilogue, batched items
+// sharing one weight, the folded norms, and a texel read refused by name where B is not
+// on whole texels or the device lacks the kernel's subgroups (the portable profile).
+TEST_P(GemmTest, SmallMReadsAAndBFromBuffersOrTexels) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  Ops o = ops();
+  const uint32_t per_texel = 16 / dtype_bytes(dtype());
+  const bool texels_run = o.gemm_variant({.M = 1, .N = 8, .K = 64, .trans_b = true}) == "small_m texels";
+  if (ctx().capabilities().type == DeviceType::Cpu && !GetParam().portable)
+    EXPECT_TRUE(texels_run) << "CPU drivers read the decode step's weights as texels by default";
+  const uint32_t shapes[][3] = {{1, 1, 8}, {1, 3, 16}, {2, 17, 24}, {3, 255, 64}, {4, 1000, 40}, {1, 1029, 512}, {1, 9, 12}};
+  for (bool texels : {false, true}) {
+    if (texels && !texels_run) continue;  // (refused below)
+    for (auto& sh : shapes) {
+      Gemm g{.M = sh[0], .N = sh[1], .K = sh[2], .trans_b = true, .act = sh[1] % 2 ? Activation::Gelu : Activation::None};
+      g.texel_weights = texels;
+      if (texels && sh[2] % per_texel) {  // K not on whole texels: refused when forced, buffers by default
+        Buffer any = ctx().buffer(1 << 16, "any");
+        auto cl = ctx().command_list();
+        try {
+          o.gemm(cl, g, any.view(), any.view(), any.view());
+          ADD_FAILURE() << "K = " << sh[2] << " read as texels";
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("cannot be read as texels"), std::string::npos) << e.what();
+        }
+        g.texel_weights.reset();
+        EXPECT_EQ(o.gemm_variant(g), "small_m");
+        check(g, true, true, rng);
+        continue;
+      }
+      SCOPED_TRACE(texels ? "texels" : "buffers");
+      check(g, true, sh[0] % 2 == 1, rng);
+      check(g, false, false, rng);
+      Gemm batched = g;  // two items, one weight
+      batched.batch = 2;
+      batched.stride_a = {uint64_t(g.M) * g.K, 0};
+      batched.stride_c = batched.stride_r = {uint64_t(g.M) * g.N, 0};
+      check(batched, true, true, rng);
+      if (sh[0] <= 4) {
+        check_folded_norm(sh[0], sh[1], sh[2], NormOf::A, std::nullopt, rng, texels);
+        check_folded_norm(sh[0], sh[1], sh[2], NormOf::Residual, std::nullopt, rng, texels);
+      }
+    }
+  }
+  if (!texels_run) {
+    Buffer any = ctx().buffer(1 << 16, "any");
+    auto cl = ctx().command_list();
+    Gemm g{.M = 1, .N = 8, .K = 64, .trans_b = true};
+    g.texel_weights = true;
+    EXPECT_THROW(o.gemm(cl, g, any.view(), any.view(), any.view()), Error);
+  }
 }
 
 // B larger than one binding (a 50k-token output projection in fp32 on a device that binds
