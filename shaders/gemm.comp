@@ -8,7 +8,7 @@
 // SIMD-across-invocation drivers like lavapipe pay for, and GPUs like vec4 loads too.
 // Tile sizes are specialization constants chosen per device (lib/ops/gemm.cpp).
 //
-// Variants: VKF_FP16_STORAGE; VEC4_NT when op(A) = A [M, K] and op(B) = B^T [N, K]
+// Variants: VKF_FP16_STORAGE; SPLIT_K (gemm_common.glsl); VEC4_NT when op(A) = A [M, K] and op(B) = B^T [N, K]
 // (Linear layers, Q K^T) with K, the leading dimensions and the batch offsets
 // multiples of 4: global loads are then vec4 too. Everything else is a push constant.
 #extension GL_GOOGLE_include_directive : require
@@ -65,9 +65,10 @@ void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint tr = tid / CT, tc = tid % CT;
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
-  const uint z = gl_WorkGroupID.z;
+  const uint z = gemm_batch();
   const uint a_off = offset_a(z);
   const uint b_off = offset_b(z);
+  const uint k_first = k_begin(BK), k_last = k_end(BK);  // all of K, or a split-K slice's run
 #ifdef NORM_FOLDED
   if (flag(FLAG_NORM_A | FLAG_NORM_R)) norm_row_statistics(z, m0);  // uniform: the whole workgroup or none
   const bool norm_a = flag(FLAG_NORM_A);
@@ -76,20 +77,20 @@ void main() {
   float acc[TM * TN];
   for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
 
-  for (uint k0 = 0; k0 < pc.K; k0 += BK) {
+  for (uint k0 = k_first; k0 < k_last; k0 += BK) {
 #ifdef VEC4_NT
     for (uint i = tid; i < BM * BK4; i += WG) {
       uint m = i / BK4, kq = i % BK4, gm = m0 + m, gk = k0 + 4 * kq;
-      vec4 v = (gm < pc.M && gk < pc.K) ? vec4(A4[(a_off + gm * pc.lda + gk) / 4]) : vec4(0.0);
+      vec4 v = (gm < pc.M && gk < k_last) ? vec4(A4[(a_off + gm * pc.lda + gk) / 4]) : vec4(0.0);
 #ifdef NORM_FOLDED
-      if (norm_a && gm < pc.M && gk < pc.K)
+      if (norm_a && gm < pc.M && gk < k_last)
         v = (v - norm_mean[m]) * norm_rstd[m] * vec4(norm_gamma4[gk / 4]) + vec4(norm_beta4[gk / 4]);
 #endif
       As[i] = v;
     }
     for (uint i = tid; i < BN * BK4; i += WG) {
       uint n = i / BK4, kq = i % BK4, gn = n0 + n, gk = k0 + 4 * kq;
-      Bs[i] = (gn < pc.N && gk < pc.K) ? vec4(B4[(b_off + gn * pc.ldb + gk) / 4]) : vec4(0.0);
+      Bs[i] = (gn < pc.N && gk < k_last) ? vec4(B4[(b_off + gn * pc.ldb + gk) / 4]) : vec4(0.0);
     }
 #else
     // Any shape and transpose: scalar loads in memory order, scattered into the tiles.
@@ -97,16 +98,16 @@ void main() {
     for (uint i = tid; i < BM * BK; i += WG) {
       uint m = a_m_fast ? i % BM : i / BK, k = a_m_fast ? i / BM : i % BK;
       uint gm = m0 + m, gk = k0 + k;
-      float v = (gm < pc.M && gk < pc.K) ? a_at(a_off, gm, gk) : 0.0;
+      float v = (gm < pc.M && gk < k_last) ? a_at(a_off, gm, gk) : 0.0;
 #ifdef NORM_FOLDED
-      if (norm_a && gm < pc.M && gk < pc.K) v = normalized(v, gm, gk);
+      if (norm_a && gm < pc.M && gk < k_last) v = normalized(v, gm, gk);
 #endif
       As[m * BK4 + k / 4][k % 4] = v;
     }
     for (uint i = tid; i < BN * BK; i += WG) {
       uint n = b_n_fast ? i % BN : i / BK, k = b_n_fast ? i / BN : i % BK;
       uint gn = n0 + n, gk = k0 + k;
-      Bs[n * BK4 + k / 4][k % 4] = (gn < pc.N && gk < pc.K) ? b_at(b_off, gk, gn) : 0.0;
+      Bs[n * BK4 + k / 4][k % 4] = (gn < pc.N && gk < k_last) ? b_at(b_off, gk, gn) : 0.0;
     }
 #endif
     barrier();

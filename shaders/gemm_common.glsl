@@ -10,7 +10,16 @@
 layout(std430, set = 0, binding = 0) readonly buffer BufA { store_t A[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB { store_t B[]; };
 #endif
+#ifdef SPLIT_K
+// Split-K (host: GemmTiles::split_k > 1, SPLIT_K slices): the workgroups along z are
+// (batch item, slice) pairs, slice s taking the s-th of SPLIT_K equal runs of whole BK
+// steps of K (empty past its end); each writes its fp32 sums, unscaled, to partials
+// [z][slice][M][N] at binding 2, and gemm_split_k_reduce.comp adds the slices in order
+// and applies alpha, bias, activation, residual, split output and step rows once.
+layout(std430, set = 0, binding = 2) writeonly buffer BufPartials { float partials[]; };
+#else
 layout(std430, set = 0, binding = 2) writeonly buffer BufC { store_t C[]; };
+#endif
 layout(std430, set = 0, binding = 3) readonly buffer BufBias { store_t bias[]; };  // unused without FLAG_BIAS
 layout(std430, set = 0, binding = 4) readonly buffer BufR { store_t R[]; };        // unused without FLAG_RESIDUAL
 #define STEP_BINDING 5
@@ -72,6 +81,19 @@ layout(push_constant) uniform Push {
 
 bool flag(uint f) { return (pc.flags & f) != 0u; }
 
+// The batch item of this workgroup and the run of K it sums, [k_begin, k_end), in
+// whole steps of bk (all of K without SPLIT_K).
+#ifdef SPLIT_K
+uint gemm_batch() { return gl_WorkGroupID.z / SPLIT_K; }
+uint k_run(uint bk) { return ((pc.K + bk - 1u) / bk + SPLIT_K - 1u) / SPLIT_K * bk; }
+uint k_begin(uint bk) { return (gl_WorkGroupID.z % SPLIT_K) * k_run(bk); }
+uint k_end(uint bk) { return min(pc.K, k_begin(bk) + k_run(bk)); }
+#else
+uint gemm_batch() { return gl_WorkGroupID.z; }
+uint k_begin(uint bk) { return 0u; }
+uint k_end(uint bk) { return pc.K; }
+#endif
+
 uint batch_offset(uint z, uvec2 stride) { return (z / pc.inner) * stride.x + (z % pc.inner) * stride.y; }
 uint offset_a(uint z) { return pc.base_a + batch_offset(z, pc.stride_a); }
 uint offset_b(uint z) { return pc.base_b + batch_offset(z, pc.stride_b); }
@@ -102,6 +124,9 @@ float as_stored(float v) {
 #endif
 }
 
+#ifdef SPLIT_K
+void store_c(uint z, uint m, uint n, float acc) { partials[(gl_WorkGroupID.z * pc.M + m) * pc.N + n] = acc; }
+#else
 // Returns the value stored, as a reader of C will see it (rounded to the storage type).
 float store_c_at(uint z, uint m, uint n, float acc, uint norm_r) {
   float v = pc.alpha * acc;
@@ -130,6 +155,7 @@ void store_c(uint z, uint m, uint n, float acc) { store_c_at(z, m, n, acc, m - n
 #else
 void store_c(uint z, uint m, uint n, float acc) { store_c_at(z, m, n, acc, 0u); }
 #endif
+#endif  // SPLIT_K
 
 #ifndef GEMM_SKIP_AB
 // Element (m, k) of op(A) and (k, n) of op(B).

@@ -45,21 +45,22 @@ void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint sm = (gl_SubgroupID / SUBGROUPS_N) * TM, sn = (gl_SubgroupID % SUBGROUPS_N) * TN;
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
-  const uint z = gl_WorkGroupID.z;
+  const uint z = gemm_batch();
   const uint a_off = offset_a(z);
   const uint b_off = offset_b(z);
+  const uint k_first = k_begin(BK), k_last = k_end(BK);  // all of K, or a split-K slice's run
 
   ACC acc[MT * NT];
   for (uint i = 0; i < MT * NT; ++i) acc[i] = ACC(0.0);
 
-  for (uint k0 = 0; k0 < pc.K; k0 += BK) {
+  for (uint k0 = k_first; k0 < k_last; k0 += BK) {
     for (uint i = tid; i < BM * BK; i += WG) {
       const uint gm = m0 + i / BK, gk = k0 + i % BK;
-      As[i] = float16_t(gm < pc.M && gk < pc.K ? a_at(a_off, gm, gk) : 0.0);
+      As[i] = float16_t(gm < pc.M && gk < k_last ? a_at(a_off, gm, gk) : 0.0);
     }
     for (uint i = tid; i < BN * BK; i += WG) {
       const uint gn = n0 + i / BK, gk = k0 + i % BK;
-      Bs[i] = float16_t(gn < pc.N && gk < pc.K ? b_at(b_off, gk, gn) : 0.0);
+      Bs[i] = float16_t(gn < pc.N && gk < k_last ? b_at(b_off, gk, gn) : 0.0);
     }
     barrier();
     for (uint kk = 0; kk < BK; kk += 16) {

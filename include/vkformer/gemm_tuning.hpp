@@ -21,6 +21,7 @@ namespace vkf {
 // Row classes of the tiled kernel (products of more than Ops' small-M limit): at most
 // 64 rows, at most 256, more. Each gets its own tiles, default or tuned.
 constexpr std::array<uint32_t, 3> kGemmRowClassLimits = {64, 256, UINT32_MAX};
+constexpr uint32_t kGemmMaxSplitK = 16;  // GemmTiles::split_k's largest
 uint32_t gemm_row_class(uint32_t rows);
 std::string gemm_row_class_name(uint32_t row_class);  // "M <= 64", "M <= 256", "M > 256"
 

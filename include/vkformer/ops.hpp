@@ -77,6 +77,12 @@ enum class GemmStrategy : uint32_t { Tiled, Direct, CoopMatNV };
 struct GemmTiles {
   uint32_t bm = 0, bn = 0, bk = 0, tm = 0, tn = 0;
   GemmStrategy strategy = GemmStrategy::Tiled;
+  // Split-K (tiled and cooperative-matrix kernels): K in this many runs of whole BK
+  // steps, each a workgroup of its own writing fp32 partial sums, then a second pass
+  // (gemm_split_k_reduce.comp) adds them in order and applies the epilogue once: a
+  // product with few tiles of C (24 rows by 512 columns) fills a large GPU. At most the
+  // runs K has; 1: one pass.
+  uint32_t split_k = 1;
   static constexpr uint32_t kCoopMatSubgroup = 32;  // NVIDIA's subgroup size, which the kernel assumes
   uint32_t invocations() const {
     if (!tm || !tn) return 0;
@@ -87,7 +93,8 @@ struct GemmTiles {
     if (strategy == GemmStrategy::CoopMatNV) return bk * (bm + bn) * 2 + bm * bn * 4;  // fp16 tiles, fp32 block of C
     return 0;
   }
-  std::string name() const;  // "tiled 32x128x16/4x16", "direct 16x64x4/16x1", "coopmat_nv 64x64x32/32x32"
+  // "tiled 32x128x16/4x16", "direct 16x64x4/16x1", "coopmat_nv 64x64x32/32x32", "tiled 32x64x16/4x8 split 4"
+  std::string name() const;
   bool operator==(const GemmTiles&) const = default;
 };
 

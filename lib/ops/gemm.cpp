@@ -311,6 +311,8 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
   std::string label;
   uint32_t bindings = 9;  // the decode-step kernel's (it has the fold's weights always)
   Placed stats_in = placeholder, stats_out = placeholder;
+  uint32_t slices = 1;  // split-K's (GemmTiles::split_k), as run
+  uint64_t partial_bytes = 0;
   std::optional<RowStats> written;
   const bool small = g.M <= kSmallM;
   if (small) {
@@ -403,8 +405,21 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       }
     }
     bindings = row_stats ? 11 : folded ? 9 : 7;
+    // Split-K where the tiles ask for it (never with a fold: gemm_norm_fold_problem),
+    // and one pass where K is a single BK step or the partials would not fit one
+    // binding or the grid. Always the tiles' slice count, one pipeline per design: where
+    // K has fewer BK steps, the last slices sum nothing and write zeros.
+    if (t.split_k > 1 && !folded && !row_stats && g.K > t.bk) {
+      slices = t.split_k;
+      partial_bytes = uint64_t(batches) * slices * g.M * g.N * 4;
+      if (partial_bytes > caps.max_storage_buffer_range || uint64_t(batches) * slices > caps.max_workgroup_count[2])
+        slices = 1;
+      if (slices > 1) d.emplace_back("SPLIT_K", std::to_string(slices));
+    }
     if (t.strategy == GemmStrategy::CoopMatNV) {
-      k = kernel("gemm_coopmat.comp", {}, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
+      Defines split;  // its only define (it reads A and B one way, never folds)
+      if (slices > 1) split.emplace_back("SPLIT_K", std::to_string(slices));
+      k = kernel("gemm_coopmat.comp", split, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     } else if (t.strategy == GemmStrategy::Direct) {
       const bool shuffle = ops::direct_gemm_shuffles(caps, t);
       if (shuffle) d.emplace_back("SHUFFLE_A", "1");
@@ -420,6 +435,21 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
   // Absent operands are bound to A (or C) as placeholders; the kernel never touches them.
   const BufferView step_view = step ? step->state : pa.view;
+  if (slices > 1) {
+    // Split-K: the slices' fp32 partial sums, [batch][slice][M][N], in a buffer of this
+    // recording's own (a replay reuses it; another recording has its own), then one
+    // pass adding them in order and applying the epilogue.
+    Buffer partials = ctx_.buffer(partial_bytes, "gemm split-K partials");
+    cl.dispatch(k, {groups.x, groups.y, batches * slices},
+                {in(pa.view), in(pb.view), partials.out(), in(pbias.view), in(pr.view), in(step_view), in(pc2.view)},
+                push, label + " split " + std::to_string(slices));
+    Kernel reduce = kernel("gemm_split_k_reduce.comp", {{"SLICES", std::to_string(slices)}}, 8, sizeof push);
+    cl.dispatch(reduce, {(g.N + 63) / 64, g.M, batches},
+                {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step_view), out(pc2.view),
+                 partials.in()},
+                push, "gemm split-K reduce " + std::to_string(g.M) + "x" + std::to_string(g.N));
+    return std::nullopt;
+  }
   if (bindings == 11)  // + the folded norm's gamma and beta, the row statistics in and out
     cl.dispatch(k, groups,
                 {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step_view), out(pc2.view),

@@ -16,7 +16,7 @@ std::string GemmTiles::name() const {
                      : strategy == GemmStrategy::CoopMatNV ? "coopmat_nv "
                                                            : "tiled ";
   return std::string(kind) + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "/" +
-         std::to_string(tm) + "x" + std::to_string(tn);
+         std::to_string(tm) + "x" + std::to_string(tn) + (split_k > 1 ? " split " + std::to_string(split_k) : "");
 }
 
 uint32_t gemm_row_class(uint32_t rows) {
@@ -32,6 +32,10 @@ std::string gemm_row_class_name(uint32_t row_class) {
 
 std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t, DType precision) {
   if (!t.bm || !t.bn || !t.bk || !t.tm || !t.tn) return "a tile size is 0";
+  if (t.split_k < 1 || t.split_k > kGemmMaxSplitK)
+    return "split-K runs 1 to " + std::to_string(kGemmMaxSplitK) + " slices, not " + std::to_string(t.split_k);
+  if (t.split_k > 1 && t.strategy == GemmStrategy::Direct)
+    return "the direct kernel (CPU drivers, which it fills already) has no split-K";
   if (t.bk % 4) return "BK " + std::to_string(t.bk) + " is not a multiple of 4 (the kernel reads k in vec4s)";
   if (t.bm % t.tm || t.bn % t.tn) return "TM must divide BM and TN divide BN";
   if (t.strategy == GemmStrategy::CoopMatNV) {
@@ -62,6 +66,7 @@ GemmNormRows gemm_norm_rows(const GemmTiles& t) {
 
 std::string gemm_norm_fold_problem(const Capabilities& caps, const GemmTiles& t) {
   if (t.strategy == GemmStrategy::CoopMatNV) return "the cooperative-matrix kernel has no folded LayerNorm";
+  if (t.split_k > 1) return "split-K has no folded LayerNorm (each slice would need the whole rows)";
   const GemmNormRows n = gemm_norm_rows(t);
   const uint64_t bytes = t.shared_bytes() + (uint64_t(n.rows) * n.parts * 3 + n.rows * 2) * 4;
   if (bytes > caps.max_shared_memory)
@@ -74,7 +79,7 @@ std::vector<GemmTiles> gemm_tile_designs() {
   // Short wide tiles (CPU drivers run a workgroup on one core, SIMD across invocations:
   // empty rows cost as much as full ones); square 64-128 blocks with 4x4 to 8x8 per
   // invocation (GPUs); small ones within 16 KiB and 128 invocations (mobile).
-  constexpr GemmStrategy D = GemmStrategy::Direct, C = GemmStrategy::CoopMatNV;
+  constexpr GemmStrategy T = GemmStrategy::Tiled, D = GemmStrategy::Direct, C = GemmStrategy::CoopMatNV;
   return {
       {32, 64, 16, 4, 8},    {32, 128, 16, 4, 16},  {32, 128, 32, 4, 16}, {32, 256, 16, 4, 16}, {64, 64, 16, 4, 4},
       {64, 64, 16, 4, 8},    {64, 128, 16, 4, 16},  {64, 128, 16, 8, 8},  {128, 64, 16, 8, 8},  {128, 128, 16, 8, 8},
@@ -87,6 +92,10 @@ std::vector<GemmTiles> gemm_tile_designs() {
       // 16x16 accumulators, within 48 KiB of shared memory with the epilogue's block.
       {64, 64, 32, 32, 32, C}, {64, 64, 64, 32, 32, C}, {128, 64, 32, 64, 32, C}, {64, 128, 32, 32, 64, C},
       {128, 64, 32, 32, 32, C},
+      // Split-K for products with few tiles of C (a short source or a batched decode step
+      // by a Transformer-base's 512 columns: 8 to 16 workgroups where a GPU has 100+ SMs).
+      {32, 64, 16, 4, 8, T, 4}, {64, 64, 16, 4, 4, T, 4}, {32, 64, 16, 4, 8, T, 8}, {32, 32, 8, 4, 4, T, 4},
+      {64, 64, 32, 32, 32, C, 4}, {64, 64, 32, 32, 32, C, 8},
   };
 }
 
@@ -121,6 +130,10 @@ nlohmann::json classes_json(const GemmTuning& t) {
       nlohmann::json tiles = {x->bm, x->bn, x->bk, x->tm, x->tn};
       if (x->strategy == GemmStrategy::Direct) tiles.push_back("direct");
       if (x->strategy == GemmStrategy::CoopMatNV) tiles.push_back("coopmat_nv");
+      if (x->split_k > 1) {  // [.., strategy, split_k]: files without it stay valid
+        if (x->strategy == GemmStrategy::Tiled) tiles.push_back("tiled");
+        tiles.push_back(x->split_k);
+      }
       j[std::to_string(c)] = tiles;
     }
   return j;
@@ -202,15 +215,20 @@ std::optional<GemmTuning> parse_gemm_tuning(const std::string& text, const std::
   GemmTuning t;
   for (const auto& [key, value] : classes.items()) {
     if (key.size() != 1 || key[0] < '0' || key[0] >= char('0' + t.tiles.size())) return fail("an unknown row class");
-    if (!value.is_array() || (value.size() != 5 && value.size() != 6))
-      return fail("tiles must be [bm, bn, bk, tm, tn] or [bm, bn, bk, tm, tn, strategy]");
+    if (!value.is_array() || value.size() < 5 || value.size() > 7)
+      return fail("tiles must be [bm, bn, bk, tm, tn], [bm, bn, bk, tm, tn, strategy] or [bm, bn, bk, tm, tn, strategy, split_k]");
     for (size_t i = 0; i < 5; ++i)
       if (!value[i].is_number_unsigned() || value[i].get<uint64_t>() > 4096) return fail("a tile size is not a small integer");
     GemmTiles tiles{value[0], value[1], value[2], value[3], value[4]};
-    if (value.size() == 6) {
+    if (value.size() >= 6) {
       if (value[5] == "direct") tiles.strategy = GemmStrategy::Direct;
       else if (value[5] == "coopmat_nv") tiles.strategy = GemmStrategy::CoopMatNV;
-      else return fail("an unknown strategy (\"direct\" or \"coopmat_nv\"; tiled is the default)");
+      else if (value[5] != "tiled") return fail("an unknown strategy (\"tiled\", \"direct\" or \"coopmat_nv\")");
+    }
+    if (value.size() == 7) {
+      if (!value[6].is_number_unsigned() || value[6].get<uint64_t>() > kGemmMaxSplitK)
+        return fail("split_k is not a small integer");
+      tiles.split_k = value[6];
     }
     if (const std::string problem = gemm_tiles_problem(caps, tiles, precision); !problem.empty())
       return fail(tiles.name() + ": " + problem);

@@ -543,7 +543,8 @@ TEST_P(GemmTest, FoldedLayerNormMisuseIsAClearError) {
 // A split output: columns [split, N) go to a second buffer with its own layout (a
 // fused QKV projection: queries to scratch, keys and values to a cache), at awkward
 // shapes, both GEMM kernels (M <= 4 and the tiled one), with and without a decode step
-// (which moves only the split part's rows). Unwritten elements keep their poison.
+// (which moves only the split part's rows), and through split-K (its second pass
+// applies the split and the step rows). Unwritten elements keep their poison.
 TEST_P(GemmTest, SplitOutputGoesToItsOwnLayout) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
@@ -552,12 +553,18 @@ TEST_P(GemmTest, SplitOutputGoesToItsOwnLayout) {
     uint32_t M, N, K, split, batch;
     bool stepped;
   };
+  const GemmTiles split_k{32, 64, 16, 4, 8, GemmStrategy::Tiled, 4};
+  std::vector<std::optional<GemmTiles>> tilings = {std::nullopt};
+  if (gemm_tiles_problem(ctx().capabilities(), split_k, dtype()).empty()) tilings.push_back(split_k);
+  for (const auto& tiles : tilings)
   for (const Case& t : {Case{1, 3, 1, 1, 1, false}, Case{1, 48, 33, 16, 3, true}, Case{3, 37, 17, 11, 2, false},
-                        Case{17, 255, 64, 85, 2, false}, Case{70, 40, 9, 39, 1, false}}) {
-    SCOPED_TRACE("M=" + std::to_string(t.M) + " N=" + std::to_string(t.N) + " split=" + std::to_string(t.split));
+                        Case{17, 255, 64, 85, 2, false}, Case{70, 40, 9, 39, 1, false}, Case{9, 40, 70, 13, 2, true},
+                        Case{24, 67, 1030, 30, 1, false}}) {
+    SCOPED_TRACE("M=" + std::to_string(t.M) + " N=" + std::to_string(t.N) + " split=" + std::to_string(t.split) +
+                 (tiles ? " " + tiles->name() : ""));
     const uint32_t rows2 = t.M + (t.stepped ? 4 : 0) + 1;  // a cache of rows2 positions per batch item
     const uint32_t cols2 = t.N - t.split, ld2 = cols2 + 3;
-    Gemm g{.M = t.M, .N = t.N, .K = t.K, .trans_b = true, .batch = t.batch};
+    Gemm g{.M = t.M, .N = t.N, .K = t.K, .trans_b = true, .batch = t.batch, .tiles = tiles};
     g.stride_a = {uint64_t(t.M) * t.K, 0};
     g.stride_c = {uint64_t(t.M) * t.split, 0};
     g.split = {.column = t.split, .ld = ld2, .stride = uint64_t(rows2) * ld2};

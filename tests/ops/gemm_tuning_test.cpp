@@ -134,6 +134,17 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
   EXPECT_EQ(ops.gemm_variant({.M = 200, .N = 512, .K = 512, .trans_b = true}),
             ops.default_gemm_tiles({.M = 200, .N = 512, .K = 512, .trans_b = true}).name());
 
+  {  // split-K rides in the tiles as [bm, bn, bk, tm, tn, strategy, split_k]
+    GemmTuning split = tuned;
+    split.tiles[2] = GemmTiles{32, 64, 16, 4, 8, GemmStrategy::Tiled, 4};
+    save_gemm_tuning(ctx, DType::F32, split);
+    const auto again = load_gemm_tuning(ctx, DType::F32);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->tiles[2], split.tiles[2]);
+    EXPECT_EQ(Ops(ctx, DType::F32).gemm_variant({.M = 300, .N = 512, .K = 512, .trans_b = true}),
+              "tiled 32x64x16/4x8 split 4");
+    save_gemm_tuning(ctx, DType::F32, tuned);
+  }
   const std::string good = [&] {
     std::ifstream f(path);
     return std::string(std::istreambuf_iterator<char>(f), {});
@@ -159,6 +170,21 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
     j["checksum"] = hex;
   }, "not a multiple of 4");
+  auto with_classes = [&](const nlohmann::json& classes, const std::string& why) {  // a checksum to match
+    with([&](auto& j) {
+      j["classes"] = classes;
+      j.erase("attention");
+      const std::string s = j["classes"].dump();
+      const uint64_t h = fnv1a64(s.data(), s.size());
+      char hex[17];
+      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+      j["checksum"] = hex;
+    }, why);
+  };
+  with_classes({{"0", {32, 64, 16, 4, 8, "tiled", 17}}}, "split_k is not a small integer");
+  with_classes({{"0", {32, 64, 16, 4, 8, "tiled", 0}}}, "split-K runs 1 to 16 slices, not 0");
+  with_classes({{"0", {8, 64, 4, 8, 4, "direct", 2}}}, "the direct kernel (CPU drivers, which it fills already) has no split-K");
+  with_classes({{"0", {32, 64, 16, 4, 8, "fast"}}}, "an unknown strategy");
   with([&](auto& j) {  // an attention kernel by an unknown name, with a checksum to match
     j["attention"] = {{"0", "fastest"}};
     const std::string s = j["classes"].dump() + j["attention"].dump();
