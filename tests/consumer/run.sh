@@ -49,6 +49,15 @@ cc -std=c99 -Wall -Wextra -pedantic "$src/samples/c_translate/translate.c" $(pkg
 out=$(env -u LD_LIBRARY_PATH "$work/translate_pc" "$model" "March 3, 1998")
 echo "$out"
 grep -q -- "-> $want" <<<"$out" || { echo "FAIL: the pkg-config build did not print $want"; exit 1; }
+# An app's own C99 program on the installed header alone (tests/consumer/model_facts.c):
+# model facts size its buffers, a batch of three sources is tokenized, translated and
+# detokenized, and a missing model, bad input and a memory budget give distinct statuses.
+cc -std=c99 -Wall -Wextra -pedantic -Werror "$src/tests/consumer/model_facts.c" $(pkg-config --cflags --libs vkformer) \
+   -Wl,-rpath,"$(pkg-config --variable=libdir vkformer)" -o "$work/model_facts"
+out=$(env -u LD_LIBRARY_PATH "$work/model_facts" "$model")
+echo "$out"
+grep -q -- "-> 1969-12-25" <<<"$out" && grep -q "all as expected" <<<"$out" ||
+  { echo "FAIL: the C API program did not translate its batch or tell the failures apart"; exit 1; }
 
 # As a subproject: add_subdirectory builds the library alone (no CLI, no tests).
 cmake -S "$src/tests/consumer/subproject" -B "$work/sub" -G "Unix Makefiles" -DVKFORMER_SOURCE="$src" \
@@ -57,4 +66,4 @@ cmake --build "$work/sub" -j2 >"$work/sub-build.log" 2>&1 || { cat "$work/sub-bu
 out=$("$work/sub/translate" "$model" "25.12.1969")
 echo "$out"
 grep -q -- "-> 1969-12-25" <<<"$out" || { echo "FAIL: the subproject build did not translate"; exit 1; }
-echo "consumers: find_package (C and C++ shared, static beside the loader, C-only static), pkg-config with an rpath and add_subdirectory of a C-only app under Makefiles all translate"
+echo "consumers: find_package (C and C++ shared, static beside the loader, C-only static), pkg-config with an rpath (the translate sample and a C99 app's model facts, batch and statuses) and add_subdirectory of a C-only app under Makefiles all translate"
