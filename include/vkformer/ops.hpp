@@ -113,10 +113,10 @@ struct Gemm {
   // candidates); checked against the device's limits. Products of at most
   // kMaxFoldedNormRows rows run the small-M kernel whatever this says.
   std::optional<GemmTiles> tiles;
-  // The small-M kernel reads a Linear weight B as a storage texel buffer by default on
-  // CPU drivers, where it measured 2-2.5x faster, whenever B starts and ends on whole
-  // 16-byte texels (K and the offsets multiples of 4 fp32 or 8 fp16 values); true or
-  // false forces the choice (tests), true refused where B cannot be read so.
+  // The small-M kernel reads A and a Linear weight B as storage texel buffers by default
+  // on CPU drivers, where it measured 2-2.5x faster, whenever both start and end on whole
+  // 16-byte texels (K, rows and offsets multiples of 4 fp32 or 8 fp16 values); true or
+  // false forces the choice (tests), true refused where they cannot be read so.
   std::optional<bool> texel_weights;
 };
 

@@ -136,34 +136,36 @@ static bool small_m_subgroups(const Capabilities& caps, const Gemm& g) {
          caps.subgroup_size >= 4 && caps.subgroup_size <= 64;
 }
 
-// Whether the small-M kernel reads B as a storage texel buffer (TEXEL_B): where asked,
-// else on CPU drivers (lavapipe, Mesa 25.0.7 on 2 AMD EPYC cores, 1xNxK products of a
-// Transformer-base: 2-2.5x a storage buffer's speed; GPUs keep the storage buffer, on
-// which texels were never measured). B must start at a texel-aligned byte offset and
-// every row and batch on a whole texel. `b_start` is the bound view's byte offset in its
-// allocation (which starts texel-aligned: lib/gpu/memory.cpp) and `base_b` B's element
-// offset inside it; gemm_variant() assumes both aligned.
-static bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, uint64_t b_start, uint32_t base_b,
-                           uint64_t b_view_bytes) {
+// Where an operand of the small-M kernel lies: its bound view's byte offset in its
+// allocation (allocations start texel-aligned: lib/gpu/memory.cpp), its element offset
+// inside the view, and the view's bytes.
+struct SmallMOperand {
+  uint64_t start = 0;
+  uint32_t base = 0;
+  uint64_t bytes = 0;
+};
+
+// Whether the small-M kernel reads A and B as storage texel buffers (TEXEL_B): where
+// asked, else on CPU drivers (lavapipe, Mesa 25.0.7 on 2 AMD EPYC cores, 1xNxK products
+// of a Transformer-base: 2-2.5x a storage buffer's speed; GPUs keep storage buffers, on
+// which texels were never measured). Each operand must start at a texel-aligned byte
+// offset and every row and batch on a whole texel.
+static bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, const SmallMOperand& a,
+                           const SmallMOperand& b) {
   const uint32_t per_texel = 16 / dtype_bytes(dt);
-  const bool fit = small_m_subgroups(caps, g) && g.K % per_texel == 0 && g.ldb % per_texel == 0 &&
-                   base_b % per_texel == 0 && g.stride_b.outer % per_texel == 0 && g.stride_b.inner % per_texel == 0 &&
-                   b_start % std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1) == 0 &&
-                   b_view_bytes >= 16 && b_view_bytes / 16 <= caps.max_texel_buffer_elements;
+  const uint64_t align = std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1);
+  auto fits = [&](const SmallMOperand& o, uint32_t ld, const Strides& stride) {
+    return ld % per_texel == 0 && o.base % per_texel == 0 && stride.outer % per_texel == 0 &&
+           stride.inner % per_texel == 0 && o.start % align == 0 && o.bytes >= 16 &&
+           o.bytes / 16 <= caps.max_texel_buffer_elements;
+  };
+  const bool fit = small_m_subgroups(caps, g) && g.K % per_texel == 0 && fits(a, g.lda, g.stride_a) &&
+                   fits(b, g.ldb, g.stride_b);
   if (g.texel_weights == true && !fit)
-    throw Error("gemm: B cannot be read as texels on device '" + caps.name + "' (it needs the small-M kernel's " +
+    throw Error("gemm: A and B cannot be read as texels on device '" + caps.name + "' (it needs the small-M kernel's " +
                 "subgroups, B a Linear weight, and A and B with K, rows, batches and offsets on whole 16-byte texels, " +
                 "at most " + std::to_string(caps.max_texel_buffer_elements) + " texels each)");
   return fit && g.texel_weights.value_or(caps.type == DeviceType::Cpu);
-}
-
-// A's layout in B's place, to check it by the same rule (the texel path reads both).
-static Gemm a_as_b(const Gemm& g) {
-  Gemm a = g;
-  a.ldb = g.lda;
-  a.stride_b = g.stride_a;
-  a.N = g.M;
-  return a;
 }
 
 std::string Ops::gemm_variant(const Gemm& g0) const {
@@ -171,12 +173,10 @@ std::string Ops::gemm_variant(const Gemm& g0) const {
     Gemm g = g0;
     if (!g.lda) g.lda = g.trans_a ? g.M : g.K;
     if (!g.ldb) g.ldb = g.trans_b ? g.K : g.N;
-    const uint64_t b_bytes = (uint64_t(g.N - 1) * g.ldb + g.K) * dtype_bytes(dtype_);
-    const uint64_t a_bytes = (uint64_t(g.M - 1) * g.lda + g.K) * dtype_bytes(dtype_);
-    const auto& caps = ctx_.capabilities();
-    return small_m_texels(caps, g, dtype_, 0, 0, b_bytes) && small_m_texels(caps, a_as_b(g), dtype_, 0, 0, a_bytes)
-               ? "small_m texels"
-               : "small_m";
+    // Both operands assumed to start aligned (the views are not known here).
+    const SmallMOperand a{.bytes = (uint64_t(g.M - 1) * g.lda + g.K) * dtype_bytes(dtype_)};
+    const SmallMOperand b{.bytes = (uint64_t(g.N - 1) * g.ldb + g.K) * dtype_bytes(dtype_)};
+    return small_m_texels(ctx_.capabilities(), g, dtype_, a, b) ? "small_m texels" : "small_m";
   }
   return gemm_tiles(g0).name();
 }
@@ -331,19 +331,20 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       if (g.M == 1) d.emplace_back("ROWS", "1");
       if (vec4) d.emplace_back("VEC4_K", "1");
       if (g.norm_of != NormOf::None) d.emplace_back("NORM_FOLDED", "1");
-      const bool texels = vec4 && small_m_texels(caps, g, dtype_, pb.view.offset, pb.base, pb.view.size) &&
-                          small_m_texels(caps, a_as_b(g), dtype_, pa.view.offset, pa.base, pa.view.size);
+      const bool texels = vec4 && small_m_texels(caps, g, dtype_, {pa.view.offset, pa.base, pa.view.size},
+                                                 {pb.view.offset, pb.base, pb.view.size});
       if (g.texel_weights == true && !texels) throw Error("gemm: A and B cannot be read as texels");
       if (texels) d.emplace_back("TEXEL_B", "1");
       const TexelFormat f = dtype_ == DType::F16 ? TexelFormat::Rgba32Ui : TexelFormat::Rgba32F;
       k = kernel("gemm_small_m.comp", d, 9, sizeof push, {},
                  texels ? std::vector<TexelFormat>{f, f} : std::vector<TexelFormat>{});
-      if (texels) label = "gemm_small_m texels";
+      label = texels ? "gemm_small_m texels" : "gemm_small_m";
       const uint32_t per_group = wg / caps.subgroup_size * cols;
       groups = {(g.N + per_group - 1) / per_group, 1, batches};
     } else {
       if (g.texel_weights == true) throw Error("gemm: B cannot be read as texels on device '" + caps.name +
                                                "' (the small-M kernel's texel path needs subgroup arithmetic)");
+      label = "gemm_small_m";
       const uint32_t wg = std::min<uint32_t>(256, caps.max_workgroup_invocations);
       const uint32_t lanes = std::min<uint32_t>(32, wg);
       Defines d = {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}};
@@ -352,7 +353,6 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       const uint32_t cols = g.trans_b ? wg / lanes : wg;
       groups = {(g.N + cols - 1) / cols, 1, batches};
     }
-    if (label.empty()) label = "gemm_small_m";
   } else {
     GemmTiles t = gemm_tiles(g);
     const bool folded = g.norm_of != NormOf::None;
