@@ -37,8 +37,11 @@ extern "C" {
 /** Raised whenever a struct, a function signature or a status's meaning changes
  *  incompatibly. 2: ::VKF_ERROR_FAILED no longer covers a missing file, bad input, an
  *  unsupported model or feature, memory, a lost device or a busy session, which have
- *  statuses of their own (README, "Migrating to ABI 2"). */
-#define VKF_ABI_VERSION 2
+ *  statuses of their own (README, "Migrating to ABI 2"). 3: vkf_generate_options grew the
+ *  CLI's repetition penalty, end tokens, stop string and steps per submit, and generation
+ *  applies a Hugging Face model's generation_config.json processors as the CLI does
+ *  (README, "Migrating to ABI 3"). */
+#define VKF_ABI_VERSION 3
 
 /** Marks the functions the library exports. */
 #if defined(_WIN32) && defined(VKF_BUILDING_SHARED)
@@ -282,6 +285,20 @@ typedef struct vkf_generate_options {
    *  order, and cannot be ended early). */
   int (*on_token)(void* user, size_t output, uint32_t token, const char* piece, size_t piece_length);
   void* on_token_user; /**< passed to on_token */
+  /* ABI 3: the rest of `vkformer generate`'s options. */
+  float repetition_penalty;      /**< transformers' repetition penalty: the logit of every token an output
+                                      already holds (a decoder-only prompt's included) is divided by it when
+                                      positive, multiplied when negative; from above 0 to 100, 1: none; 0: the
+                                      model's own (generation_config.json's, else 1) */
+  const uint32_t* eos_ids;       /**< greedy and sampling: eos_id_count more tokens that end an output as the
+                                      model's EOS does (kept in the tokens, as EOS is); NULL when the count is 0 */
+  size_t eos_id_count;           /**< how many eos_ids (at most 1024) */
+  const char* stop;              /**< greedy and sampling, a model with a tokenizer: NULL, or a non-empty UTF-8
+                                      string that ends an output at the token that completes it in the output's
+                                      text (that token is kept), as `vkformer generate --stop`. eos_ids and
+                                      stop are copied before the call returns (vkf_*_start's too) */
+  uint32_t max_steps_per_submit; /**< greedy and sampling: the most decode steps one submit runs (0: 64), within
+                                      submit_budget_ms */
 } vkf_generate_options;
 
 /** The defaults for vkf_generate_options: greedy, struct_size filled in. */
@@ -303,9 +320,11 @@ VKF_API vkf_status vkf_generate_batch(vkf_session* session, const uint32_t* cons
                                       size_t batch, const vkf_generate_options* options, uint32_t* tokens,
                                       size_t capacity, size_t* counts, size_t* total);
 
-/** Text in, text out with the model's tokenizer (its vocab.json): the translation of
- *  @p text (UTF-8) into out[capacity], NUL-terminated; *needed (may be NULL) receives
- *  the bytes it takes with its NUL. @p options may be NULL. */
+/** Text in, text out with the model's tokenizer: an encoder-decoder's translation of
+ *  @p text (UTF-8), or a decoder-only model's continuation of it as a prompt (GPT-2,
+ *  a Llama with tokenizer.json: the new text only, as `vkformer generate --prompt`),
+ *  into out[capacity], NUL-terminated; *needed (may be NULL) receives the bytes it takes
+ *  with its NUL. @p options may be NULL. */
 VKF_API vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_generate_options* options,
                                  char* out, size_t capacity, size_t* needed);
 

@@ -51,7 +51,14 @@ vkf_status check_length(const char* function, const char* what, size_t length, c
 std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options* o, const vkf::ModelConfig& c,
                                                 const char* function,
                                                 const std::shared_ptr<const vkf::Tokenizer>& tokenizer) {
-  vkf::GenerateOptions g;
+  // The model's own processors (a Hugging Face generation_config.json's min_length,
+  // no_repeat_ngram_size, bad words, forced tokens, repetition penalty), as the CLI takes
+  // them: without them an app's output would differ from transformers' and the CLI's.
+  // Beam width, length penalty and length stay the caller's (vkf_model_info has the
+  // model's, for an app that wants them).
+  vkf::GenerateOptions g = vkf::GenerateOptions::defaults(c);
+  g.beam = 1;
+  g.length_penalty = 1.0f;
   g.max_new_tokens = c.max_position;
   if (!o) return g;
   if (o->struct_size != sizeof(vkf_generate_options)) {
@@ -86,6 +93,31 @@ std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options*
   g.seed = o->seed;
   if (!(o->submit_budget_ms >= 0)) return bad("submit_budget_ms must be >= 0 (0: no budget)");
   g.submit_budget_ms = o->submit_budget_ms;
+  if (o->repetition_penalty != 0) {
+    if (!(o->repetition_penalty > 0 && o->repetition_penalty <= vkf::GenerateOptions::kMaxRepetitionPenalty))
+      return bad("repetition_penalty must be above 0 and at most " +
+                 std::to_string(int(vkf::GenerateOptions::kMaxRepetitionPenalty)) +
+                 " (1: none; 0: the model's own), got " + std::to_string(o->repetition_penalty));
+    g.repetition_penalty = o->repetition_penalty;
+  }
+  constexpr size_t kMostEosIds = 1024;  // more end tokens than any vocabulary's specials: a wrong count
+  if (o->eos_id_count > kMostEosIds)
+    return bad("eos_id_count " + std::to_string(o->eos_id_count) + " is more than " + std::to_string(kMostEosIds));
+  if (o->eos_id_count && !o->eos_ids) return bad("eos_ids is NULL but eos_id_count is " + std::to_string(o->eos_id_count));
+  if (o->eos_id_count) g.eos_ids.assign(o->eos_ids, o->eos_ids + o->eos_id_count);  // checked against the vocabulary by generate
+  g.max_steps_per_submit = o->max_steps_per_submit ? o->max_steps_per_submit : 64;
+  std::function<bool(size_t, const std::vector<uint32_t>&)> stop_string;
+  if (o->stop) {
+    const std::string text = o->stop;
+    if (text.empty()) return bad("stop is empty: it would end every output at once (NULL: no stop string)");
+    if (!tokenizer) return bad("stop needs the model's tokenizer, and this model has none (vkf_model_info.has_tokenizer)");
+    if (g.beam > 1) return bad("stop ends greedy or sampled outputs; beam search ends at the model's EOS only");
+    // The whole output's text each time, as the CLI does: the string may span tokens.
+    stop_string = [tokenizer, text](size_t, const std::vector<uint32_t>& tokens) {
+      return tokenizer->decode(tokens).find(text) != std::string::npos;
+    };
+    g.stop = stop_string;
+  }
   if (o->on_token) {
     // Each output's text as whole characters (TextStream), and which outputs the
     // callback ended; called on the generating thread only, so no lock.
@@ -106,7 +138,9 @@ std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options*
       }
     };
     if (g.beam <= 1)
-      g.stop = [st](size_t output, const std::vector<uint32_t>&) { return output < st->ended.size() && st->ended[output]; };
+      g.stop = [st, stop_string](size_t output, const std::vector<uint32_t>& tokens) {
+        return (output < st->ended.size() && st->ended[output]) || (stop_string && stop_string(output, tokens));
+      };
   }
   return g;
 }

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "capi/open_model.hpp"
 #include "support/app_vulkan.hpp"
 #include "vkformer/vkformer.h"
 #include "vkformer/vkformer.hpp"
@@ -24,28 +25,11 @@ extern "C" int vkf_test_c99_header(void);
 
 namespace {
 
+using vkf::capi_test::error_mentions;
+using vkf::capi_test::Handles;
+using vkf::capi_test::kDates;
+
 namespace fs = std::filesystem;
-const std::string kDates = std::string(VKF_SOURCE_DIR) + "/samples/dates";
-
-bool error_mentions(const char* part) { return std::strstr(vkf_last_error(), part) != nullptr; }
-
-struct Handles {
-  vkf_context* context = nullptr;
-  vkf_model* model = nullptr;
-  vkf_session* session = nullptr;
-  ~Handles() {
-    vkf_session_free(session);
-    vkf_model_free(model);
-    vkf_context_free(context);
-  }
-  void open(const std::string& dir = kDates) {
-    vkf_context_options o = vkf_context_options_default();
-    o.validation = 1;
-    ASSERT_EQ(vkf_context_create(&o, &context), VKF_OK) << vkf_last_error();
-    ASSERT_EQ(vkf_model_load(context, dir.c_str(), VKF_PRECISION_FP32, &model), VKF_OK) << vkf_last_error();
-    ASSERT_EQ(vkf_session_create(model, &session), VKF_OK) << vkf_last_error();
-  }
-};
 
 // vkformer's messages as an app's log callback receives them: "<level> <text>".
 struct Messages {
