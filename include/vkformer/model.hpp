@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "vkformer/context.hpp"
+#include "vkformer/model_files.hpp"
 #include "vkformer/gemm_tuning.hpp"
 #include "vkformer/ops.hpp"
 
@@ -23,7 +24,7 @@ namespace vkf {
 // ("torch-seq2seq", "torch-patch-forecaster") or, for a Hugging Face directory, its
 // "model_type" ("marian", "bart"); or an Error that says what is wrong with the
 // directory (missing, a file, no config.json, neither field).
-std::string model_architecture(const std::string& directory);
+std::string model_architecture(const ModelFiles& files);
 
 // What a Hugging Face model's generation_config.json (or config.json) asks of
 // generate(), read at load; GenerateOptions::defaults turns it into options.
@@ -166,7 +167,7 @@ struct GenerateStats {
 
 class Model {
  public:
-  static std::shared_ptr<const Model> load(Context& ctx, const std::string& directory, DType precision = DType::F32);
+  static std::shared_ptr<const Model> load(Context& ctx, const ModelFiles& files, DType precision = DType::F32);
   ~Model();
   const ModelConfig& config() const;
   DType precision() const;

@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "vkformer/model_files.hpp"
+
 namespace vkf {
 
 class Tokenizer {
@@ -31,7 +33,7 @@ class Tokenizer {
   // Marian's source.spm + target.spm + vocab.json. Errors name the file and what is wrong.
   // The vocabulary may not be larger than the model's (config.json), which is checked
   // before its tables are built.
-  static std::unique_ptr<Tokenizer> for_model(const std::string& directory);
+  static std::unique_ptr<Tokenizer> for_model(const ModelFiles& files);
 
  protected:
   // encode() for text already checked to be valid UTF-8 without NUL bytes.
@@ -64,6 +66,8 @@ class CharTokenizer : public Tokenizer {
   // token to default to), outside the list, or a one-character token (a real character
   // would become unknown or vanish when decoding).
   static CharTokenizer from_file(const std::string& vocab_json, uint32_t max_tokens = 1u << 24);
+  // The same from a model's file (a directory's or one in memory).
+  static CharTokenizer from_file(const ModelFiles& files, const std::string& name, uint32_t max_tokens);
 
   // Stops at EOS; skips the other special tokens.
   std::string decode(const std::vector<uint32_t>& ids) const override;

@@ -182,6 +182,27 @@ VKF_API vkf_status vkf_context_device_name(const vkf_context* context, char* nam
 /** Loads a model directory (config.json, model.safetensors, and vocab.json for text). */
 VKF_API vkf_status vkf_model_load(vkf_context* context, const char* directory, vkf_precision precision,
                                   vkf_model** model);
+/** One file of a model that an app holds in memory (vkf_model_load_from_memory): a
+ *  string it built, or bytes mapped from its asset pack. */
+typedef struct vkf_memory_file {
+  const char* name; /**< its name in a model directory: "config.json", "generation_config.json",
+                         "model.safetensors" (or "model.safetensors.index.json" and its shards),
+                         "vocab.json", "merges.txt", "tokenizer.json", "source.spm"...; NUL-terminated */
+  const void* data; /**< its bytes, as the file holds them (a text file needs no terminator) */
+  size_t size;      /**< how many bytes */
+} vkf_memory_file;
+
+/** Loads a model from `count` files the app holds in memory, as vkf_model_load loads
+ *  them from a directory, with the same checks and limits (a malformed, truncated or
+ *  hostile file is refused by name: "config.json (in memory): ..."), as ncnn's
+ *  load_param_mem and onnxruntime's OrtCreateSessionFromArray allow. The bytes are
+ *  read where they are, never copied whole, and only during the call: the weights go to
+ *  the device and the tokenizer keeps its own tables, so the app may unmap or free them
+ *  once it returns. ::VKF_ERROR_INVALID_ARGUMENT: no files, a NULL name, NULL data with
+ *  a size; ::VKF_ERROR_INVALID_INPUT: a name that is not a plain file name, or given
+ *  twice; ::VKF_ERROR_NOT_FOUND: no config.json, or no weights. */
+VKF_API vkf_status vkf_model_load_from_memory(vkf_context* context, const vkf_memory_file* files, size_t count,
+                                              vkf_precision precision, vkf_model** model);
 /** Releases a model (its weights go when its sessions are gone too). */
 VKF_API void vkf_model_free(vkf_model* model);
 

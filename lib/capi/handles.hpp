@@ -24,7 +24,7 @@ struct vkf_model {
   std::shared_ptr<vkf::Context> ctx;  // the model's weights live on it
   std::shared_ptr<const vkf::Model> model;
   std::shared_ptr<const vkf::Tokenizer> tokenizer;  // null without vocab.json
-  std::string directory;
+  std::string where;  // "model directory 'DIR'" or "model in memory", for messages
 };
 
 struct vkf_session {

@@ -50,7 +50,7 @@ vkf_status vkf_tokenize(const vkf_model* model, const char* text, uint32_t* ids,
   if (!text) return invalid(fn, "text is NULL");
   if (!count) return invalid(fn, "count is NULL");
   if (!model->tokenizer)
-    return capi::failed(fn, "model '" + model->directory + "' has no tokenizer (vocab.json, or a decoder-only "
+    return capi::failed(fn, model->where + " has no tokenizer (vocab.json, or a decoder-only "
                             "model's tokenizer.json): give ids to vkf_generate");
   return guarded(fn, [&] {
     const std::vector<uint32_t> out = model->tokenizer->encode(text);  // not UTF-8: VKF_ERROR_INVALID_INPUT
@@ -69,7 +69,7 @@ vkf_status vkf_detokenize(const vkf_model* model, const uint32_t* ids, size_t co
   if (!model) return invalid(fn, "model is NULL");
   if (!ids && count) return invalid(fn, "ids is NULL");
   if (!model->tokenizer)
-    return capi::failed(fn, "model '" + model->directory + "' has no tokenizer (vocab.json, or a decoder-only "
+    return capi::failed(fn, model->where + " has no tokenizer (vocab.json, or a decoder-only "
                             "model's tokenizer.json)");
   const size_t size = model->tokenizer->size();
   for (size_t i = 0; i < count; ++i)

@@ -4,7 +4,6 @@
 // and the tokenizer (model_info_c.cpp) and the forecaster (forecaster_c.cpp) live beside it.
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 
 #include "handles.hpp"
 
@@ -289,27 +288,67 @@ vkf_status vkf_context_device_name(const vkf_context* context, char* name, size_
   return copy_string("vkf_context_device_name", context->ctx->capabilities().name, name, capacity, needed);
 }
 
-vkf_status vkf_model_load(vkf_context* context, const char* directory, vkf_precision precision, vkf_model** model) {
-  if (!model) return invalid("vkf_model_load", "model is NULL");
-  *model = nullptr;
-  if (!context) return invalid("vkf_model_load", "context is NULL");
-  if (!directory) return invalid("vkf_model_load", "directory is NULL");
-  const int precision_value = capi::enum_value(precision);
-  if (precision_value != VKF_PRECISION_FP32 && precision_value != VKF_PRECISION_FP16)
-    return invalid("vkf_model_load", "precision must be VKF_PRECISION_FP32 or VKF_PRECISION_FP16");
-  return guarded("vkf_model_load", [&] {
+}  // extern "C"
+
+namespace {
+
+// vkf_model_load and vkf_model_load_from_memory after their own checks: the model, and
+// its tokenizer where the files hold one (vocab.json; a decoder-only model's tokenizer.json).
+vkf_status load_model(const char* fn, vkf_context* context, const vkf::ModelFiles& files, int precision,
+                      vkf_model** model) {
+  return guarded(fn, [&] {
     auto handle = std::make_unique<vkf_model>();
     handle->ctx = context->ctx;
-    handle->directory = directory;
-    handle->model = vkf::Model::load(*context->ctx, directory,
-                                     precision_value == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
-    // A tokenizer where the directory has one (vocab.json; a Llama's tokenizer.json).
-    const std::filesystem::path dir(directory);
-    if (std::filesystem::exists(dir / "vocab.json") ||
-        (handle->model->config().decoder_only && std::filesystem::exists(dir / "tokenizer.json")))
-      handle->tokenizer = vkf::Tokenizer::for_model(directory);
+    handle->where = files.describe();
+    handle->model = vkf::Model::load(*context->ctx, files, precision == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
+    if (files.has("vocab.json") || (handle->model->config().decoder_only && files.has("tokenizer.json")))
+      handle->tokenizer = vkf::Tokenizer::for_model(files);
     *model = handle.release();
     return VKF_OK;
+  });
+}
+
+bool valid_precision(int precision) { return precision == VKF_PRECISION_FP32 || precision == VKF_PRECISION_FP16; }
+
+}  // namespace
+
+extern "C" {
+
+vkf_status vkf_model_load(vkf_context* context, const char* directory, vkf_precision precision, vkf_model** model) {
+  const char* fn = "vkf_model_load";
+  if (!model) return invalid(fn, "model is NULL");
+  *model = nullptr;
+  if (!context) return invalid(fn, "context is NULL");
+  if (!directory) return invalid(fn, "directory is NULL");
+  if (!valid_precision(capi::enum_value(precision)))
+    return invalid(fn, "precision must be VKF_PRECISION_FP32 or VKF_PRECISION_FP16");
+  return load_model(fn, context, vkf::ModelFiles(directory), capi::enum_value(precision), model);
+}
+
+vkf_status vkf_model_load_from_memory(vkf_context* context, const vkf_memory_file* files, size_t count,
+                                      vkf_precision precision, vkf_model** model) {
+  const char* fn = "vkf_model_load_from_memory";
+  if (!model) return invalid(fn, "model is NULL");
+  *model = nullptr;
+  if (!context) return invalid(fn, "context is NULL");
+  if (!files || count == 0) return invalid(fn, "no files (files NULL or count 0): give config.json and the weights at least");
+  // A model directory holds a dozen files; a count far beyond is a wrong argument, not a model.
+  constexpr size_t kMostFiles = 4096;
+  if (count > kMostFiles)
+    return invalid(fn, "count " + std::to_string(count) + " is more than the " + std::to_string(kMostFiles) +
+                           " files a model may have");
+  if (!valid_precision(capi::enum_value(precision)))
+    return invalid(fn, "precision must be VKF_PRECISION_FP32 or VKF_PRECISION_FP16");
+  std::vector<vkf::ModelFiles::File> list;
+  for (size_t i = 0; i < count; ++i) {
+    const vkf_memory_file& f = files[i];
+    if (!f.name) return invalid(fn, "files[" + std::to_string(i) + "].name is NULL");
+    if (!f.data && f.size) return invalid(fn, std::string("files[") + std::to_string(i) + "] (" + f.name + "): data is NULL");
+    list.push_back({f.name, std::string_view(static_cast<const char*>(f.data), f.size)});
+  }
+  return guarded(fn, [&] {
+    const vkf::ModelFiles in_memory = vkf::ModelFiles::in_memory(list);  // names checked: VKF_ERROR_INVALID_INPUT
+    return load_model(fn, context, in_memory, capi::enum_value(precision), model);
   });
 }
 

@@ -10,14 +10,14 @@ namespace vkf::model {
 
 namespace {
 
-ModelConfig read_config(const std::string& directory) {
-  const ConfigReader r((std::filesystem::path(directory) / "config.json").string());
+ModelConfig read_config(const ModelFiles& files) {
+  const ConfigReader r(files, "config.json");
   ModelConfig c = read_bart_layout_config(r);
   c.positions = ModelConfig::Positions::Learned;
   c.embedding_norm = true;
   if (r.has("normalize_embedding") && !r.flag("normalize_embedding"))
     r.fail("field 'normalize_embedding' is false; vkformer runs BART with its layernorm_embedding");
-  finish_bart_layout_config(r, directory, c);
+  finish_bart_layout_config(r, files, c);
   return c;
 }
 

@@ -17,9 +17,9 @@ struct Family {
   bool hugging_face;  // named by model_type, in a save_pretrained directory
   // config.json (and generation_config.json): errors name the file and the field, and
   // settings that would change the computation and vkformer does not run are refused.
-  ModelConfig (*read_config)(const std::string& directory);
+  ModelConfig (*read_config)(const ModelFiles& files);
   // The checkpoint, checked by name and shape before anything is uploaded.
-  std::unique_ptr<Model::Impl> (*load_weights)(Context& ctx, const std::string& directory, const ModelConfig& config,
+  std::unique_ptr<Model::Impl> (*load_weights)(Context& ctx, const ModelFiles& files, const ModelConfig& config,
                                                DType precision);
 };
 

@@ -19,9 +19,9 @@ namespace {
 
 // config.json (model_type "gpt2"): errors name the file and the field; settings that
 // would change the computation and vkformer does not run are refused by name.
-ModelConfig read_gpt2_config(const std::string& directory) {
+ModelConfig read_gpt2_config(const ModelFiles& files) {
   namespace fs = std::filesystem;
-  const ConfigReader r((fs::path(directory) / "config.json").string());
+  const ConfigReader r(files, "config.json");
   ModelConfig c;
   c.architecture = r.string("model_type");
   if (c.architecture != "gpt2") r.fail("model_type '" + c.architecture + "' is not gpt2");
@@ -74,7 +74,7 @@ ModelConfig read_gpt2_config(const std::string& directory) {
   // generation_config.json as for the encoder-decoders: repetition_penalty honoured, a
   // setting vkformer would drop (do_sample, ...) refused by name. Its max_length counts
   // the prompt, so the default number of new tokens stays vkformer's.
-  read_hf_generation(directory, c);
+  read_hf_generation(files, c);
   return c;
 }
 
@@ -98,17 +98,17 @@ void conv1d(ExpectedTensors& t, const std::string& p, uint64_t in, uint64_t out)
 
 }  // namespace
 
-std::unique_ptr<Model::Impl> load_gpt2_weights(Context& ctx, const std::string& directory, const ModelConfig& c,
+std::unique_ptr<Model::Impl> load_gpt2_weights(Context& ctx, const ModelFiles& files, const ModelConfig& c,
                                                DType precision) {
-  SafeTensors file(hf_checkpoint(directory));
+  SafeTensors file(files, hf_checkpoint(files));
   const Names n = names_of(file);
   const uint64_t D = c.d_model, F = c.dim_feedforward, V = c.tgt_vocab_size;
-  check_layer_count(file, directory, n("h"), c.num_decoder_layers, "n_layer");
+  check_layer_count(file, files.label(), n("h"), c.num_decoder_layers, "n_layer");
   // Every tensor by name and shape; the attention-mask buffers older files carry
   // (attn.bias, attn.masked_bias) are ignored, and lm_head.weight is the tied embedding
   // unless config.json unties it.
-  const bool tied = !ConfigReader((std::filesystem::path(directory) / "config.json").string()).has("tie_word_embeddings") ||
-                    ConfigReader((std::filesystem::path(directory) / "config.json").string()).flag("tie_word_embeddings");
+  const bool tied = !ConfigReader(files, "config.json").has("tie_word_embeddings") ||
+                    ConfigReader(files, "config.json").flag("tie_word_embeddings");
   ExpectedTensors t;
   t.add(n("wte.weight"), {V, D});
   t.add(n("wpe.weight"), {c.max_position, D});
@@ -126,7 +126,7 @@ std::unique_ptr<Model::Impl> load_gpt2_weights(Context& ctx, const std::string& 
     for (const char* buffer : {".attn.bias", ".attn.masked_bias"})
       if (const auto it = file.tensors().find(p + buffer); it != file.tensors().end()) t.add(p + buffer, it->second.shape);
   }
-  t.check(file, directory, "gpt2");
+  t.check(file, files.label(), "gpt2");
 
   auto m = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});
   Uploader up(ctx, file, precision);

@@ -167,14 +167,11 @@ std::vector<std::string> with_suffixes(const std::string& p, std::initializer_li
 
 }  // namespace
 
-void read_hf_generation(const std::string& directory, ModelConfig& c) {
-  namespace fs = std::filesystem;
-  const fs::path gen = fs::path(directory) / "generation_config.json";
-  std::error_code ec;
-  if (fs::exists(gen, ec))
-    read_generation(ConfigReader(gen.string()), true, c);
+void read_hf_generation(const ModelFiles& files, ModelConfig& c) {
+  if (files.has("generation_config.json"))
+    read_generation(ConfigReader(files, "generation_config.json"), true, c);
   else
-    read_generation(ConfigReader((fs::path(directory) / "config.json").string()), false, c);
+    read_generation(ConfigReader(files, "config.json"), false, c);
 }
 
 ModelConfig read_bart_layout_config(const ConfigReader& r) {
@@ -208,41 +205,33 @@ ModelConfig read_bart_layout_config(const ConfigReader& r) {
   return c;
 }
 
-void finish_bart_layout_config(const ConfigReader& r, const std::string& directory, ModelConfig& c) {
+void finish_bart_layout_config(const ConfigReader& r, const ModelFiles& files, ModelConfig& c) {
   c.pad_id = hf_token_id(r, "pad_token_id", c.src_vocab_size);
   c.eos_id = hf_token_id(r, "eos_token_id", c.tgt_vocab_size);
   c.bos_id = hf_token_id(r, "decoder_start_token_id", c.tgt_vocab_size);
   c.final_norms = false;
-  read_hf_generation(directory, c);
+  read_hf_generation(files, c);
 }
 
-std::string hf_checkpoint(const std::string& directory) {
-  namespace fs = std::filesystem;
-  const fs::path dir(directory);
-  std::error_code ec;
+std::string hf_checkpoint(const ModelFiles& files) {
   // One file, or a sharded checkpoint (save_pretrained's default past 5 GB): its index.
-  std::string checkpoint = (dir / "model.safetensors").string();
-  if (fs::exists(checkpoint, ec)) return checkpoint;
-  checkpoint = (dir / "model.safetensors.index.json").string();
-  if (fs::exists(checkpoint, ec)) return checkpoint;
-  if (fs::exists(dir / "pytorch_model.bin", ec) || fs::exists(dir / "pytorch_model.bin.index.json", ec))
-    throw Error("model " + directory + " has only pytorch_model.bin (a pickle, which vkformer does not read): convert "
+  for (const char* name : {"model.safetensors", "model.safetensors.index.json"})
+    if (files.has(name)) return name;
+  if (files.has("pytorch_model.bin") || files.has("pytorch_model.bin.index.json"))
+    throw Error("model " + files.label() + " has only pytorch_model.bin (a pickle, which vkformer does not read): convert "
                 "it with transformers: the model's from_pretrained(dir), then save_pretrained(dir, "
-                "safe_serialization=True), which writes model.safetensors");
-  throw Error("model " + directory + ": missing model.safetensors (or a sharded model.safetensors.index.json)",
+                "safe_serialization=True), which writes model.safetensors", ErrorKind::Unsupported);
+  throw Error("model " + files.label() + ": missing model.safetensors (or a sharded model.safetensors.index.json)",
               ErrorKind::NotFound);
 }
 
-std::unique_ptr<Model::Impl> load_bart_layout_weights(Context& ctx, const std::string& directory, const ModelConfig& c,
+std::unique_ptr<Model::Impl> load_bart_layout_weights(Context& ctx, const ModelFiles& files, const ModelConfig& c,
                                              DType precision) {
-  namespace fs = std::filesystem;
-  const fs::path dir(directory);
-  std::error_code ec;
-  SafeTensors file(hf_checkpoint(directory));
+  SafeTensors file(files, hf_checkpoint(files));
   const Embeddings e = embeddings(file);
-  check_layer_count(file, directory, "model.encoder.layers", c.num_encoder_layers, "encoder_layers");
-  check_layer_count(file, directory, "model.decoder.layers", c.num_decoder_layers, "decoder_layers");
-  expected_tensors(c, file, e).check(file, directory, c.architecture);
+  check_layer_count(file, files.label(), "model.encoder.layers", c.num_encoder_layers, "encoder_layers");
+  check_layer_count(file, files.label(), "model.decoder.layers", c.num_decoder_layers, "decoder_layers");
+  expected_tensors(c, file, e).check(file, files.label(), c.architecture);
 
   auto m = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});
   Uploader up(ctx, file, precision);

@@ -13,12 +13,12 @@ namespace vkf::model {
 
 // The checkpoint of a save_pretrained directory: model.safetensors, or the index of its
 // shards; an error naming what is there instead (a pickle) or missing.
-std::string hf_checkpoint(const std::string& directory);
+std::string hf_checkpoint(const ModelFiles& files);
 
 // generation_config.json (or, in older checkpoints, the same keys in config.json) into
 // c.generation: what generate() honours is read, what would change its output and
 // vkformer does not do is refused by name.
-void read_hf_generation(const std::string& directory, ModelConfig& c);
+void read_hf_generation(const ModelFiles& files, ModelConfig& c);
 
 // config.json's activation_function, and a token id field (an integer, or a list of one).
 Activation hf_activation(const ConfigReader& r);
@@ -29,12 +29,12 @@ uint32_t hf_token_id(const ConfigReader& r, const char* key, uint32_t vocab);
 // embedding norm, the target vocabulary) and calls finish_bart_layout_config.
 ModelConfig read_bart_layout_config(const ConfigReader& r);
 // The special ids and the generation settings, once the vocabularies are known.
-void finish_bart_layout_config(const ConfigReader& r, const std::string& directory, ModelConfig& c);
+void finish_bart_layout_config(const ConfigReader& r, const ModelFiles& files, ModelConfig& c);
 
 // The weights under BART's names (q/k/v stacked into one projection, the shared
 // embedding serving both stacks and, tied, the output projection, whose bias is
 // final_logits_bias), checked by name and shape before anything is uploaded.
-std::unique_ptr<Model::Impl> load_bart_layout_weights(Context& ctx, const std::string& directory,
+std::unique_ptr<Model::Impl> load_bart_layout_weights(Context& ctx, const ModelFiles& files,
                                                       const ModelConfig& config, DType precision);
 
 }  // namespace vkf::model

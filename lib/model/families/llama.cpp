@@ -59,9 +59,9 @@ void read_rope(const ConfigReader& r, ModelConfig& c) {
   }
 }
 
-ModelConfig read_llama_config(const std::string& directory) {
+ModelConfig read_llama_config(const ModelFiles& files) {
   namespace fs = std::filesystem;
-  const ConfigReader r((fs::path(directory) / "config.json").string());
+  const ConfigReader r(files, "config.json");
   ModelConfig c;
   c.architecture = r.string("model_type");
   if (c.architecture != "llama" && c.architecture != "mistral") r.fail("model_type '" + c.architecture + "' is not llama");
@@ -118,16 +118,16 @@ ModelConfig read_llama_config(const std::string& directory) {
   c.bos_id = id("bos_token_id", 1);
   c.eos_id = id("eos_token_id", 2);
   c.pad_id = r.has("pad_token_id") ? id("pad_token_id", c.eos_id) : c.eos_id;
-  read_hf_generation(directory, c);
+  read_hf_generation(files, c);
   return c;
 }
 
-std::unique_ptr<Model::Impl> load_llama_weights(Context& ctx, const std::string& directory, const ModelConfig& c,
+std::unique_ptr<Model::Impl> load_llama_weights(Context& ctx, const ModelFiles& files, const ModelConfig& c,
                                                 DType precision) {
-  SafeTensors file(hf_checkpoint(directory));
+  SafeTensors file(files, hf_checkpoint(files));
   const uint64_t D = c.d_model, F = c.dim_feedforward, V = c.tgt_vocab_size, KV = uint64_t(c.kv_head_count()) * c.head_dim();
-  check_layer_count(file, directory, "model.layers", c.num_decoder_layers, "num_hidden_layers");
-  const ConfigReader r((std::filesystem::path(directory) / "config.json").string());
+  check_layer_count(file, files.label(), "model.layers", c.num_decoder_layers, "num_hidden_layers");
+  const ConfigReader r(files, "config.json");
   const bool tied = r.has("tie_word_embeddings") && r.flag("tie_word_embeddings");  // LlamaConfig's default: false
   ExpectedTensors t;
   t.add("model.embed_tokens.weight", {V, D});
@@ -149,7 +149,7 @@ std::unique_ptr<Model::Impl> load_llama_weights(Context& ctx, const std::string&
     if (const auto it = file.tensors().find(p + ".self_attn.rotary_emb.inv_freq"); it != file.tensors().end())
       t.add(it->first, it->second.shape);
   }
-  t.check(file, directory, c.architecture);
+  t.check(file, files.label(), c.architecture);
 
   auto m = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});
   Uploader up(ctx, file, precision);

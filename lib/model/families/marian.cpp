@@ -11,12 +11,12 @@ namespace vkf::model {
 
 namespace {
 
-ModelConfig read_config(const std::string& directory) {
-  const ConfigReader r((std::filesystem::path(directory) / "config.json").string());
+ModelConfig read_config(const ModelFiles& files) {
+  const ConfigReader r(files, "config.json");
   ModelConfig c = read_bart_layout_config(r);
   if (r.has("decoder_vocab_size")) c.tgt_vocab_size = r.count("decoder_vocab_size", 1);
   c.positions = ModelConfig::Positions::Halves;
-  finish_bart_layout_config(r, directory, c);
+  finish_bart_layout_config(r, files, c);
   return c;
 }
 

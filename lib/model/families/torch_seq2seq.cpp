@@ -38,18 +38,17 @@ ExpectedTensors expected_tensors(const ModelConfig& c) {
 }
 
 
-ModelConfig read_config(const std::string& directory) {
-  return ModelConfig::from_file((std::filesystem::path(directory) / "config.json").string());
+ModelConfig read_config(const ModelFiles& files) {
+  return model::torch_seq2seq_config(model::ConfigReader(files, "config.json"));
 }
 
-std::unique_ptr<Model::Impl> load_weights(Context& ctx, const std::string& directory, const ModelConfig& c,
+std::unique_ptr<Model::Impl> load_weights(Context& ctx, const ModelFiles& files, const ModelConfig& c,
                                           DType precision) {
-  namespace fs = std::filesystem;
-  SafeTensors file((fs::path(directory) / "model.safetensors").string());
+  SafeTensors file(files, "model.safetensors");
   // Layer counts, then names and shapes: nothing is built or uploaded for a model that does not match.
-  check_layer_count(file, directory, "transformer.encoder.layers", c.num_encoder_layers, "num_encoder_layers");
-  check_layer_count(file, directory, "transformer.decoder.layers", c.num_decoder_layers, "num_decoder_layers");
-  expected_tensors(c).check(file, directory, "torch-seq2seq");
+  check_layer_count(file, files.label(), "transformer.encoder.layers", c.num_encoder_layers, "num_encoder_layers");
+  check_layer_count(file, files.label(), "transformer.decoder.layers", c.num_decoder_layers, "num_decoder_layers");
+  expected_tensors(c).check(file, files.label(), "torch-seq2seq");
 
   auto m = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});
   Uploader up(ctx, file, precision);

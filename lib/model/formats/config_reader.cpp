@@ -7,6 +7,8 @@
 namespace vkf::model {
 
 ConfigReader::ConfigReader(const std::string& path) : path_(path), json_(read_json_object(path, "config")) {}
+ConfigReader::ConfigReader(const ModelFiles& files, const std::string& name)
+    : path_(files.where(name)), json_(read_json_object(files, name, "config")) {}
 
 void ConfigReader::fail(const std::string& why) const { throw Error("config " + path_ + ": " + why); }
 

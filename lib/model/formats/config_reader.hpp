@@ -4,7 +4,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "vkformer/model_files.hpp"
 #include "vkformer/ops.hpp"
+
+namespace vkf {
+struct ModelConfig;
+}
 
 namespace vkf::model {
 
@@ -27,9 +32,14 @@ void set_stack(Config& c, const StackSettings& s) {
   c.layer_norm_eps = s.layer_norm_eps;
 }
 
+class ConfigReader;
+// vkformer's own config.json (the torch-seq2seq family's), read and checked.
+ModelConfig torch_seq2seq_config(const ConfigReader& r);
+
 class ConfigReader {
  public:
   explicit ConfigReader(const std::string& path);  // a JSON object, or a clear error
+  ConfigReader(const ModelFiles& files, const std::string& name);  // a model's file, such as config.json
 
   [[noreturn]] void fail(const std::string& why) const;
   bool has(const char* key) const { return json_.contains(key) && !json_[key].is_null(); }

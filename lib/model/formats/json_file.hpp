@@ -1,12 +1,10 @@
 #pragma once
-#include <sys/stat.h>
-
-#include <fstream>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "vkformer/error.hpp"
-#include "vkformer/files.hpp"
+#include "vkformer/model_files.hpp"
 
 namespace vkf::model {
 
@@ -22,26 +20,26 @@ constexpr uint64_t kConfigFileBytes = 4ull << 20;
 // file's size, not its parse, refuses a vocabulary far larger than the model's.
 inline uint64_t vocab_file_bytes(uint64_t tokens) { return (64ull << 10) + tokens * 1024; }
 
-// A JSON object from a file of at most `max_bytes`; errors say "<what> <path>: ..."
-// (unreadable, too large, bad JSON, not an object).
-inline nlohmann::json read_json_object(const std::string& path, const char* what,
+// A JSON object from a model's file of at most `max_bytes`; errors say "<what> <where>:
+// ..." (missing, unreadable, too large, bad JSON, not an object).
+inline nlohmann::json read_json_object(const ModelFiles& files, const std::string& name, const char* what,
                                        uint64_t max_bytes = kConfigFileBytes) {
-  auto fail = [&](const std::string& why) { throw Error(std::string(what) + " " + path + ": " + why); };
-  if (std::string problem = regular_file_problem(path); !problem.empty()) fail(problem);
-  std::ifstream f(path);
-  if (!f) fail("cannot be read");
-  struct stat st{};
-  if (::stat(path.c_str(), &st) == 0 && uint64_t(st.st_size) > max_bytes)
-    fail("is " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) +
-         " such a file can be (refused before parsing it)");
+  const std::string text = files.read(name, what, max_bytes);
+  auto fail = [&](const std::string& why) { throw Error(std::string(what) + " " + files.where(name) + ": " + why); };
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(f);
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     fail(std::string("is not valid JSON: ") + e.what());
   }
   if (!j.is_object()) fail("is not a JSON object");
   return j;
+}
+
+// The same for a file given by its path.
+inline nlohmann::json read_json_object(const std::string& path, const char* what, uint64_t max_bytes = kConfigFileBytes) {
+  const std::filesystem::path p(path);
+  return read_json_object(ModelFiles(p.parent_path().string()), p.filename().string(), what, max_bytes);
 }
 
 }  // namespace vkf::model

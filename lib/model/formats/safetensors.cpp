@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -45,26 +46,41 @@ std::optional<uint64_t> shape_bytes(const std::vector<uint64_t>& shape, uint64_t
 
 }  // namespace
 
-std::vector<std::string> SafeTensors::add_file(const std::string& path) {
+std::vector<std::string> SafeTensors::add_file(const ModelFiles& files, const std::string& name_in_model) {
+  const std::string path = files.where(name_in_model);
   auto fail = [&](const std::string& why) { throw Error("model file " + path + ": " + why); };
-  // O_NONBLOCK: a FIFO in the file's place must not block the open; it is refused below.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) fail(std::string("cannot open: ") + std::strerror(errno));
-  struct stat st{};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  const uint8_t* bytes = nullptr;
+  uint64_t size = 0;
+  if (files.from_memory()) {  // the app's bytes, read where they are
+    if (!files.has(name_in_model)) throw Error("model file " + path + ": is not among the model's files", ErrorKind::NotFound);
+    const std::string_view b = files.memory_file(name_in_model);
+    bytes = reinterpret_cast<const uint8_t*>(b.data());
+    size = b.size();
+    if (size < 8) fail("truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
+  } else {
+    // O_NONBLOCK: a FIFO in the file's place must not block the open; it is refused below.
+    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      const int err = errno;
+      throw Error("model file " + path + ": cannot open: " + std::strerror(err),
+                  err == ENOENT ? ErrorKind::NotFound : ErrorKind::Failed);
+    }
+    struct stat st{};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      fail("is not a regular file (a FIFO, socket, device or directory)");
+    }
+    size = uint64_t(st.st_size);
+    if (size < 8) {
+      ::close(fd);
+      fail("truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
+    }
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     ::close(fd);
-    fail("is not a regular file (a FIFO, socket, device or directory)");
+    if (map == MAP_FAILED) fail("cannot map it into memory");
+    maps_.emplace_back(map, size);
+    bytes = static_cast<const uint8_t*>(map);
   }
-  const uint64_t size = uint64_t(st.st_size);
-  if (size < 8) {
-    ::close(fd);
-    fail("truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
-  }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) fail("cannot map it into memory");
-  maps_.emplace_back(map, size);
-  const auto* bytes = static_cast<const uint8_t*>(map);
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];  // little-endian
   if (header_len > size - 8) fail("truncated: the header claims " + std::to_string(header_len) + " bytes");
@@ -128,20 +144,24 @@ std::vector<std::string> SafeTensors::add_file(const std::string& path) {
   return names;
 }
 
-SafeTensors::SafeTensors(const std::string& path) : path_(path) {
+SafeTensors::SafeTensors(const ModelFiles& files, const std::string& name) : path_(files.where(name)) {
   const std::string suffix = ".index.json";
-  if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0)
-    add_shards(path);
+  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    add_shards(files, name);
   else
-    add_file(path);
+    add_file(files, name);
 }
+
+SafeTensors::SafeTensors(const std::string& path)
+    : SafeTensors(ModelFiles(std::filesystem::path(path).parent_path().string()),
+                  std::filesystem::path(path).filename().string()) {}
 
 // model.safetensors.index.json as save_pretrained writes it: {"metadata": {...},
 // "weight_map": {tensor: shard file name}}. Every shard it names is mapped, and each
 // tensor must be in the shard the map gives, so a stale or mixed-up index is an error.
-void SafeTensors::add_shards(const std::string& index_path) {
-  namespace fs = std::filesystem;
-  const nlohmann::json index = read_json_object(index_path, "model index");
+void SafeTensors::add_shards(const ModelFiles& files, const std::string& index_name) {
+  const std::string index_path = files.where(index_name);
+  const nlohmann::json index = read_json_object(files, index_name, "model index");
   auto fail = [&](const std::string& why) { throw Error("model index " + index_path + ": " + why); };
   const auto map = index.find("weight_map");
   if (map == index.end() || !map->is_object() || map->empty())
@@ -155,10 +175,9 @@ void SafeTensors::add_shards(const std::string& index_path) {
       fail("tensor '" + tensor + "' names the file '" + name + "', which is not a file name in the checkpoint's directory");
     shards[name].insert(tensor);
   }
-  const fs::path dir = fs::path(index_path).parent_path();
   for (const auto& [name, listed] : shards) {
-    const std::string shard = (dir / name).string();
-    for (const std::string& tensor : add_file(shard))
+    const std::string shard = files.where(name);
+    for (const std::string& tensor : add_file(files, name))
       if (!listed.count(tensor))
         throw Error("model file " + shard + ": holds tensor '" + tensor + "', which " + index_path +
                     (map->contains(tensor) ? " puts in " + (*map)[tensor].get<std::string>() : " does not list"));
@@ -166,7 +185,7 @@ void SafeTensors::add_shards(const std::string& index_path) {
   for (const auto& [name, listed] : shards)
     for (const std::string& tensor : listed)
       if (!tensors_.count(tensor))
-        throw Error("model file " + (dir / name).string() + ": missing tensor '" + tensor + "', which " + index_path +
+        throw Error("model file " + files.where(name) + ": missing tensor '" + tensor + "', which " + index_path +
                     " puts there");
 }
 

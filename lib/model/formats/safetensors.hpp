@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "vkformer/model_files.hpp"
+
 namespace vkf::model {
 
 enum class TensorType { F32, F16, BF16 };
@@ -25,6 +27,9 @@ class SafeTensors {
   // One .safetensors file, or (a path ending in .index.json) a sharded checkpoint's
   // index and the shards beside it. Throws vkf::Error naming the file and what is wrong.
   explicit SafeTensors(const std::string& path);
+  // The model's file `name` (model.safetensors, or model.safetensors.index.json and its
+  // shards), on disk or in memory (read where it is, never copied).
+  SafeTensors(const ModelFiles& files, const std::string& name);
   ~SafeTensors();
   SafeTensors(const SafeTensors&) = delete;
   SafeTensors& operator=(const SafeTensors&) = delete;
@@ -47,8 +52,8 @@ class SafeTensors {
     ~Mapping();
   };
   // Maps one file and adds its tensors; the names it returns are those it held.
-  std::vector<std::string> add_file(const std::string& path);
-  void add_shards(const std::string& index_path);
+  std::vector<std::string> add_file(const ModelFiles& files, const std::string& name);
+  void add_shards(const ModelFiles& files, const std::string& index_name);
 
   std::string path_;
   std::vector<Mapping> maps_;

@@ -7,20 +7,26 @@
 
 namespace vkf {
 
-std::string model_architecture(const std::string& directory) {
+std::string model_architecture(const ModelFiles& files) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::exists(directory, ec)) throw Error("model directory '" + directory + "' does not exist", ErrorKind::NotFound);
-  if (!fs::is_directory(directory, ec))
+  const std::string& directory = files.directory();
+  if (files.from_memory()) {
+    if (!files.has("config.json")) throw Error("model in memory: config.json is not among its files", ErrorKind::NotFound);
+  } else if (!fs::exists(directory, ec)) {
+    throw Error("model directory '" + directory + "' does not exist", ErrorKind::NotFound);
+  } else if (!fs::is_directory(directory, ec)) {
     throw Error("model '" + directory + "' is a file; --model takes the model's directory (config.json, model.safetensors)");
-  const model::ConfigReader r((fs::path(directory) / "config.json").string());
+  }
+  const model::ConfigReader r(files, "config.json");
   if (r.has("architecture")) return r.string("architecture");
   if (r.has("model_type")) return r.string("model_type");  // a Hugging Face directory
   r.fail("missing field 'architecture' (a vkformer model) or 'model_type' (a Hugging Face model)");
 }
 
-ModelConfig ModelConfig::from_file(const std::string& path) {
-  const model::ConfigReader r(path);
+ModelConfig ModelConfig::from_file(const std::string& path) { return model::torch_seq2seq_config(model::ConfigReader(path)); }
+
+ModelConfig model::torch_seq2seq_config(const model::ConfigReader& r) {
   ModelConfig c;
   c.architecture = r.string("architecture");
   if (c.architecture != "torch-seq2seq")

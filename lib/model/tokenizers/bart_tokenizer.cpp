@@ -117,13 +117,10 @@ class GptPattern {
   bool keep_gaps_ = false;
 };
 
-BartTokenizer::BartTokenizer(const std::string& directory, uint32_t vocab_size, Flavour flavour)
+BartTokenizer::BartTokenizer(const ModelFiles& files, uint32_t vocab_size, Flavour flavour)
     : pattern_(std::make_unique<GptPattern>()), wrap_(flavour == Flavour::Bart) {
-  namespace fs = std::filesystem;
-  const fs::path dir(directory);
-
-  const std::string vocab = (dir / "vocab.json").string();
-  const nlohmann::json j = read_json_object(vocab, "tokenizer", vocab_file_bytes(vocab_size));
+  const std::string vocab = files.where("vocab.json");
+  const nlohmann::json j = read_json_object(files, "vocab.json", "tokenizer", vocab_file_bytes(vocab_size));
   if (j.size() > vocab_size)
     throw Error("tokenizer " + vocab + ": " + std::to_string(j.size()) + " tokens, more than the model's vocabulary of " +
                 std::to_string(vocab_size) + " (config.json)");
@@ -141,18 +138,10 @@ BartTokenizer::BartTokenizer(const std::string& directory, uint32_t vocab_size, 
   // merges.txt as BartTokenizer reads it: split("\n")[1:-1], the first line being the
   // "#version" header and the last the empty one after the final newline; a merge listed
   // twice keeps its later rank.
-  const std::string merges = (dir / "merges.txt").string();
-  require_regular_file(merges, "tokenizer merges");
+  const std::string merges = files.where("merges.txt");
   // A merge makes one token, so there are fewer merges than tokens: the file's size is
   // bounded as a vocabulary's is, before it is read.
-  if (const uint64_t bytes = std::filesystem::file_size(merges); bytes > vocab_file_bytes(vocab_size))
-    throw Error("tokenizer " + merges + ": is " + std::to_string(bytes) + " bytes, more than " +
-                std::to_string(vocab_file_bytes(vocab_size)) + " for a vocabulary of " + std::to_string(vocab_size));
-  std::ifstream in(merges, std::ios::binary);
-  std::stringstream whole;
-  whole << in.rdbuf();
-  if (!in) throw Error("tokenizer " + merges + ": cannot be read");
-  const std::string text = whole.str();
+  const std::string text = files.read("merges.txt", "tokenizer merges", vocab_file_bytes(vocab_size));
   if (size_t bad = invalid_utf8_at(text); bad != std::string::npos)
     throw Error("tokenizer " + merges + ": not UTF-8 (byte " + std::to_string(bad) + ")");
   std::vector<std::string> lines;
@@ -176,9 +165,8 @@ BartTokenizer::BartTokenizer(const std::string& directory, uint32_t vocab_size, 
 
   // tokenizer_config.json (optional): the special tokens' texts and two switches.
   nlohmann::json config = nlohmann::json::object();
-  const fs::path config_path = dir / "tokenizer_config.json";
-  const std::string config_file = config_path.string();
-  if (fs::exists(config_path)) config = read_json_object(config_file, "tokenizer");
+  const std::string config_file = files.where("tokenizer_config.json");
+  if (files.has("tokenizer_config.json")) config = read_json_object(files, "tokenizer_config.json", "tokenizer");
   auto flag = [&](const char* key, bool fallback) {
     const auto it = config.find(key);
     if (it == config.end() || it->is_null()) return fallback;
@@ -187,13 +175,14 @@ BartTokenizer::BartTokenizer(const std::string& directory, uint32_t vocab_size, 
   };
   add_prefix_space_ = flag("add_prefix_space", false);
   clean_up_spaces_ = flag("clean_up_tokenization_spaces", true);
-  if (const fs::path added = dir / "added_tokens.json"; fs::exists(added)) {
+  if (files.has("added_tokens.json")) {
     // Older save_pretrained writes the tokens added beyond vocab.json here; the specials
     // are already in it.
-    const nlohmann::json tokens = read_json_object(added.string(), "tokenizer");
+    const std::string added = files.where("added_tokens.json");
+    const nlohmann::json tokens = read_json_object(files, "added_tokens.json", "tokenizer");
     for (const auto& [token, id] : tokens.items())
       if (!ids_.count(token) || !id.is_number_unsigned() || ids_.at(token) != id.get<uint64_t>())
-        throw Error("tokenizer " + added.string() + ": added token '" + token +
+        throw Error("tokenizer " + added + ": added token '" + token +
                     "' is not in vocab.json with that id (vkformer runs BART's own vocabulary only)");
   }
   if (const auto it = config.find("added_tokens_decoder"); it != config.end() && it->is_object())
@@ -353,11 +342,10 @@ std::string BartTokenizer::describe() const {
          std::to_string(merges_) + " merges)";
 }
 
-std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const std::string& directory, uint32_t vocab_size) {
-  namespace fs = std::filesystem;
-  const std::string file = (fs::path(directory) / "tokenizer.json").string();
+std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFiles& files, uint32_t vocab_size) {
+  const std::string file = files.where("tokenizer.json");
   // The file holds the vocabulary and the merges (each at most a few dozen bytes a token).
-  const nlohmann::json j = read_json_object(file, "tokenizer", 2 * vocab_file_bytes(vocab_size));
+  const nlohmann::json j = read_json_object(files, "tokenizer.json", "tokenizer", 2 * vocab_file_bytes(vocab_size));
   auto fail = [&](const std::string& what) -> void { throw Error("tokenizer " + file + ": " + what); };
   auto type_of = [](const nlohmann::json& v) { return v.is_object() ? v.value("type", std::string()) : std::string(); };
   std::unique_ptr<BartTokenizer> t(new BartTokenizer());
@@ -475,8 +463,8 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const std::str
     fail("post_processor '" + type_of(post) + "' is not supported (vkformer reads TemplateProcessing and ByteLevel)");
   }
   // tokenizer_config.json (optional): whether decoding cleans up spaces.
-  if (const fs::path config = fs::path(directory) / "tokenizer_config.json"; fs::exists(config)) {
-    const nlohmann::json c = read_json_object(config.string(), "tokenizer");
+  if (files.has("tokenizer_config.json")) {
+    const nlohmann::json c = read_json_object(files, "tokenizer_config.json", "tokenizer");
     if (c.contains("clean_up_tokenization_spaces") && c["clean_up_tokenization_spaces"].is_boolean())
       t->clean_up_spaces_ = c["clean_up_tokenization_spaces"].get<bool>();
   }

@@ -23,7 +23,7 @@ class BartTokenizer : public Tokenizer {
   // <|endoftext|> special as BOS, EOS and unknown).
   enum class Flavour { Bart, Gpt2 };
   // vocab_size: the model's (config.json); a larger vocabulary is refused before its tables are built.
-  BartTokenizer(const std::string& directory, uint32_t vocab_size, Flavour flavour = Flavour::Bart);
+  BartTokenizer(const ModelFiles& files, uint32_t vocab_size, Flavour flavour = Flavour::Bart);
   // The same byte-level BPE from the directory's tokenizer.json (the `tokenizers` library's
   // file, which every current hub model ships: SmolLM's, Llama 3's), as transformers' fast
   // tokenizer runs it: its added tokens, a ByteLevel pre-tokenizer (GPT-2's pattern) or a
@@ -31,7 +31,7 @@ class BartTokenizer : public Tokenizer {
   // without ignore_merges, the special tokens its TemplateProcessing puts around a text.
   // Anything else in the file that would change the ids (a normalizer, byte fallback,
   // dropout...) is refused by name.
-  static std::unique_ptr<BartTokenizer> from_tokenizer_json(const std::string& directory, uint32_t vocab_size);
+  static std::unique_ptr<BartTokenizer> from_tokenizer_json(const ModelFiles& files, uint32_t vocab_size);
   ~BartTokenizer() override;
   std::string decode(const std::vector<uint32_t>& ids) const override;
   uint32_t size() const override { return uint32_t(tokens_.size()); }

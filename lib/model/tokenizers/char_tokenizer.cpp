@@ -1,3 +1,5 @@
+#include <filesystem>
+
 #include "hf_text.hpp"
 #include "json_file.hpp"
 
@@ -17,8 +19,14 @@ size_t utf8_length(unsigned char c) {
 }  // namespace
 
 CharTokenizer CharTokenizer::from_file(const std::string& path, uint32_t max_tokens) {
+  const std::filesystem::path p(path);
+  return from_file(ModelFiles(p.parent_path().string()), p.filename().string(), max_tokens);
+}
+
+CharTokenizer CharTokenizer::from_file(const ModelFiles& files, const std::string& name, uint32_t max_tokens) {
+  const std::string path = files.where(name);
   auto fail = [&](const std::string& why) -> void { throw Error("tokenizer " + path + ": " + why); };
-  const nlohmann::json j = model::read_json_object(path, "tokenizer", model::vocab_file_bytes(max_tokens));
+  const nlohmann::json j = model::read_json_object(files, name, "tokenizer", model::vocab_file_bytes(max_tokens));
   // (Checked by type first: json::value() throws the JSON library's own error when
   // "type" is not a string, which fuzzing found.)
   const bool characters = j.contains("type") && j["type"].is_string() && j["type"] == "characters";

@@ -13,23 +13,26 @@ namespace vkf::model {
 
 namespace {
 
-std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::filesystem::path& path) {
-  require_regular_file(path.string(), "SentencePiece model");
+// The largest SentencePiece model read: one holds each piece with its score and type
+// (~20 bytes a piece), so a 250,000-piece multilingual model is ~5 MB; 64 MiB is far
+// beyond any real one and bounds what a hostile file costs before the parse.
+constexpr uint64_t kMaxSpmBytes = 64ull << 20;
+
+std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const ModelFiles& files, const std::string& name) {
+  const std::string bytes = files.read(name, "SentencePiece model", kMaxSpmBytes);
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = sp->Load(path.string());
-  if (!status.ok()) throw Error("tokenizer " + path.string() + ": not a SentencePiece model (" + status.ToString() + ")");
+  const auto status = sp->LoadFromSerializedProto(bytes);
+  if (!status.ok()) throw Error("tokenizer " + files.where(name) + ": not a SentencePiece model (" + status.ToString() + ")");
   return sp;
 }
 
 }  // namespace
 
-MarianTokenizer::MarianTokenizer(const std::string& directory, uint32_t vocab_size) {
-  namespace fs = std::filesystem;
-  const fs::path dir(directory);
-  source_ = load_spm(dir / "source.spm");
-  target_ = load_spm(dir / "target.spm");
-  const std::string vocab = (dir / "vocab.json").string();
-  const nlohmann::json j = read_json_object(vocab, "tokenizer", vocab_file_bytes(vocab_size));
+MarianTokenizer::MarianTokenizer(const ModelFiles& files, uint32_t vocab_size) {
+  source_ = load_spm(files, "source.spm");
+  target_ = load_spm(files, "target.spm");
+  const std::string vocab = files.where("vocab.json");
+  const nlohmann::json j = read_json_object(files, "vocab.json", "tokenizer", vocab_file_bytes(vocab_size));
   if (j.size() > vocab_size)
     throw Error("tokenizer " + vocab + ": " + std::to_string(j.size()) + " pieces, more than the model's vocabulary of " +
                 std::to_string(vocab_size) + " (config.json)");

@@ -18,7 +18,7 @@ namespace vkf::model {
 class MarianTokenizer : public Tokenizer {
  public:
   // vocab_size: the model's (config.json); a larger vocabulary is refused before its tables are built.
-  MarianTokenizer(const std::string& directory, uint32_t vocab_size);
+  MarianTokenizer(const ModelFiles& files, uint32_t vocab_size);
   ~MarianTokenizer() override;
   std::string decode(const std::vector<uint32_t>& ids) const override;
   uint32_t size() const override { return uint32_t(pieces_.size()); }

@@ -12,25 +12,23 @@
 
 namespace vkf {
 
-std::unique_ptr<Tokenizer> Tokenizer::for_model(const std::string& directory) {
-  namespace fs = std::filesystem;
-  const std::string architecture = model_architecture(directory);
+std::unique_ptr<Tokenizer> Tokenizer::for_model(const ModelFiles& files) {
+  const std::string architecture = model_architecture(files);
   // The model's vocabulary bounds the tokenizer's, checked before its tables are built.
-  const model::ConfigReader config((fs::path(directory) / "config.json").string());
+  const model::ConfigReader config(files, "config.json");
   if (architecture == "marian") {
     uint32_t vocab = config.count("vocab_size", 1);
     if (config.has("decoder_vocab_size")) vocab = std::max(vocab, config.count("decoder_vocab_size", 1));
-    return std::make_unique<model::MarianTokenizer>(directory, vocab);
+    return std::make_unique<model::MarianTokenizer>(files, vocab);
   }
-  if (architecture == "bart") return std::make_unique<model::BartTokenizer>(directory, config.count("vocab_size", 1));
+  if (architecture == "bart") return std::make_unique<model::BartTokenizer>(files, config.count("vocab_size", 1));
   if (architecture == "gpt2")
-    return std::make_unique<model::BartTokenizer>(directory, config.count("vocab_size", 1),
+    return std::make_unique<model::BartTokenizer>(files, config.count("vocab_size", 1),
                                                   model::BartTokenizer::Flavour::Gpt2);
   if (architecture == "llama" || architecture == "mistral") {
-    std::error_code ec;
-    if (fs::exists(fs::path(directory) / "tokenizer.json", ec))
-      return model::BartTokenizer::from_tokenizer_json(directory, config.count("vocab_size", 1));
-    throw Error("model " + directory + " has no tokenizer.json (vkformer reads the Llama family's tokenizer from it; "
+    if (files.has("tokenizer.json"))
+      return model::BartTokenizer::from_tokenizer_json(files, config.count("vocab_size", 1));
+    throw Error("model " + files.label() + " has no tokenizer.json (vkformer reads the Llama family's tokenizer from it; "
                 "tokenizer.model alone is not read yet): give token ids (`vkformer generate --ids`, or ids to "
                 "Session::generate)");
   }
@@ -39,12 +37,11 @@ std::unique_ptr<Tokenizer> Tokenizer::for_model(const std::string& directory) {
                     ? "model_type '" + architecture + "' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama and mistral)"
                     : "unknown architecture '" + architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama and mistral)");
   const uint32_t vocab = std::max(config.count("src_vocab_size", 1), config.count("tgt_vocab_size", 1));
-  std::error_code ec;
-  if (!fs::exists(fs::path(directory) / "vocab.json", ec))
-    throw Error("model " + directory + " has no vocab.json, the character vocabulary that text needs (its format: "
+  if (!files.has("vocab.json"))
+    throw Error("model " + files.label() + " has no vocab.json, the character vocabulary that text needs (its format: "
                 "README, \"Bring your own PyTorch model\"; tools/export.py writes it given tokens=[...]); "
                 "without one, `vkformer generate --src-ids` takes token ids");
-  return std::make_unique<CharTokenizer>(CharTokenizer::from_file((fs::path(directory) / "vocab.json").string(), vocab));
+  return std::make_unique<CharTokenizer>(CharTokenizer::from_file(files, "vocab.json", vocab));
 }
 
 }  // namespace vkf
