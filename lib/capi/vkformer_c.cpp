@@ -301,7 +301,8 @@ vkf_status load_model(const char* fn, vkf_context* context, const vkf::ModelFile
     handle->ctx = context->ctx;
     handle->where = files.describe();
     handle->model = vkf::Model::load(*context->ctx, files, precision == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
-    if (files.has("vocab.json") || (handle->model->config().decoder_only && files.has("tokenizer.json")))
+    if (files.has("vocab.json") ||
+        (handle->model->config().decoder_only && (files.has("tokenizer.json") || files.has("tokenizer.model"))))
       handle->tokenizer = vkf::Tokenizer::for_model(files);
     *model = handle.release();
     return VKF_OK;

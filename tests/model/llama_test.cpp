@@ -147,7 +147,7 @@ TEST_F(GpuTest, LlamaBadInputsAreNamedErrors) {
   Session gqa(Model::load(ctx(), (kDir / "gqa").string(), DType::F32));
   fails([&] { gqa.generate({std::vector<uint32_t>(60, 1)}, {.max_new_tokens = 10}); }, "(n_positions)");
   fails([&] { gqa.generate({{1, 300}}, {.max_new_tokens = 2}); }, "token id 300, outside the vocabulary of 300");
-  fails([&] { Tokenizer::for_model((kDir / "gqa").string()); }, "has no tokenizer.json");
+  fails([&] { Tokenizer::for_model((kDir / "gqa").string()); }, "has no tokenizer (tokenizer.model");
 }
 
 }  // namespace
@@ -174,6 +174,32 @@ TEST(LlamaTokenizer, TokenizerJsonIdsAndTextMatchTransformers) {
     for (size_t i = 0; i < sentences.size(); ++i) {
       EXPECT_EQ(tok->encode(sentences[i]), ids[i]) << sentences[i];
       EXPECT_EQ(tok->decode(ids[i]), decoded[i]) << sentences[i];
+    }
+  }
+}
+
+// Llama 2's and TinyLlama's tokenizer.model (a SentencePiece BPE model with byte
+// fallback, trained by tools/hf_references/make_sentencepiece_references.py), with
+// tokenizer_config.json's legacy false (their hub files) and true with EOS added: the ids
+// and decoded text of transformers' slow LlamaTokenizer on the sentence list and edge
+// cases (marks and spaces at the start, special tokens written in the text, bytes that
+// fall back to <0x..> pieces). Where the fast tokenizer converted from it differs (special
+// tokens in the text, non-legacy), the slow one is the reference, as transformers names it.
+TEST(LlamaTokenizer, TokenizerModelIdsAndTextMatchTransformers) {
+  const nlohmann::json refs = read_references(kDir / "sentencepiece_references.json");
+  for (const char* name : {"tokenizer_sentencepiece", "tokenizer_sentencepiece_legacy"}) {
+    SCOPED_TRACE(name);
+    const auto& ref = refs["tokenizers"][name];
+    const auto tok = Tokenizer::for_model((kDir / name).string());
+    EXPECT_NE(tok->describe().find("tokenizer.model"), std::string::npos) << tok->describe();
+    const auto sentences = ref["sentences"].get<std::vector<std::string>>();
+    const auto ids = ref["ids"].get<std::vector<std::vector<uint32_t>>>();
+    const auto decoded = ref["decoded"].get<std::vector<std::string>>();
+    ASSERT_EQ(sentences.size(), ids.size());
+    ASSERT_GE(ref["byte_fallback_ids"].size(), 10u) << "the sentences must reach the byte fallback";
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      EXPECT_EQ(tok->encode(sentences[i]), ids[i]) << "'" << sentences[i] << "'";
+      EXPECT_EQ(tok->decode(ids[i]), decoded[i]) << "'" << sentences[i] << "'";
     }
   }
 }

@@ -6,31 +6,15 @@
 
 #include "hf_text.hpp"
 #include "json_file.hpp"
+#include "sentencepiece_model.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/files.hpp"
 
 namespace vkf::model {
 
-namespace {
-
-// The largest SentencePiece model read: one holds each piece with its score and type
-// (~20 bytes a piece), so a 250,000-piece multilingual model is ~5 MB; 64 MiB is far
-// beyond any real one and bounds what a hostile file costs before the parse.
-constexpr uint64_t kMaxSpmBytes = 64ull << 20;
-
-std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const ModelFiles& files, const std::string& name) {
-  const std::string bytes = files.read(name, "SentencePiece model", kMaxSpmBytes);
-  auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = sp->LoadFromSerializedProto(bytes);
-  if (!status.ok()) throw Error("tokenizer " + files.where(name) + ": not a SentencePiece model (" + status.ToString() + ")");
-  return sp;
-}
-
-}  // namespace
-
 MarianTokenizer::MarianTokenizer(const ModelFiles& files, uint32_t vocab_size) {
-  source_ = load_spm(files, "source.spm");
-  target_ = load_spm(files, "target.spm");
+  source_ = load_sentencepiece(files, "source.spm");
+  target_ = load_sentencepiece(files, "target.spm");
   const std::string vocab = files.where("vocab.json");
   const nlohmann::json j = read_json_object(files, "vocab.json", "tokenizer", vocab_file_bytes(vocab_size));
   if (j.size() > vocab_size)

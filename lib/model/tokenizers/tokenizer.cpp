@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "bart_tokenizer.hpp"
+#include "llama_tokenizer.hpp"
 #include "config_reader.hpp"
 #include "marian_tokenizer.hpp"
 #include "vkformer/error.hpp"
@@ -26,11 +27,15 @@ std::unique_ptr<Tokenizer> Tokenizer::for_model(const ModelFiles& files) {
     return std::make_unique<model::BartTokenizer>(files, config.count("vocab_size", 1),
                                                   model::BartTokenizer::Flavour::Gpt2);
   if (architecture == "llama" || architecture == "mistral") {
+    // Llama 2 and TinyLlama ship tokenizer.model (SentencePiece BPE with byte fallback)
+    // beside a tokenizer.json converted from it: the model itself is read, through
+    // libsentencepiece. Llama 3, SmolLM and Qwen2 ship tokenizer.json alone (byte-level BPE).
+    if (files.has("tokenizer.model"))
+      return std::make_unique<model::LlamaTokenizer>(files, config.count("vocab_size", 1));
     if (files.has("tokenizer.json"))
       return model::BartTokenizer::from_tokenizer_json(files, config.count("vocab_size", 1));
-    throw Error("model " + files.label() + " has no tokenizer.json (vkformer reads the Llama family's tokenizer from it; "
-                "tokenizer.model alone is not read yet): give token ids (`vkformer generate --ids`, or ids to "
-                "Session::generate)");
+    throw Error("model " + files.label() + " has no tokenizer (tokenizer.model, SentencePiece's, or tokenizer.json): "
+                "give token ids (`vkformer generate --ids`, or ids to Session::generate)", ErrorKind::NotFound);
   }
   if (architecture != "torch-seq2seq")  // the loader's words, so every command says the same
     config.fail(config.has("model_type")
