@@ -185,13 +185,16 @@ TEST(LlamaTokenizer, TokenizerJsonIdsAndTextMatchTransformers) {
 // cases (marks and spaces at the start, special tokens written in the text, bytes that
 // fall back to <0x..> pieces). Where the fast tokenizer converted from it differs (special
 // tokens in the text, non-legacy), the slow one is the reference, as transformers names it.
+// And the same model as tokenizer.json alone (byte_fallback BPE, as the converter writes
+// it): the fast tokenizer's ids and text.
 TEST(LlamaTokenizer, TokenizerModelIdsAndTextMatchTransformers) {
   const nlohmann::json refs = read_references(kDir / "sentencepiece_references.json");
-  for (const char* name : {"tokenizer_sentencepiece", "tokenizer_sentencepiece_legacy"}) {
+  for (const char* name : {"tokenizer_sentencepiece", "tokenizer_sentencepiece_legacy", "tokenizer_sentencepiece_json"}) {
     SCOPED_TRACE(name);
     const auto& ref = refs["tokenizers"][name];
     const auto tok = Tokenizer::for_model((kDir / name).string());
-    EXPECT_NE(tok->describe().find("tokenizer.model"), std::string::npos) << tok->describe();
+    const bool json = std::string(name) == "tokenizer_sentencepiece_json";
+    EXPECT_NE(tok->describe().find(json ? "tokenizer.json" : "tokenizer.model"), std::string::npos) << tok->describe();
     const auto sentences = ref["sentences"].get<std::vector<std::string>>();
     const auto ids = ref["ids"].get<std::vector<std::vector<uint32_t>>>();
     const auto decoded = ref["decoded"].get<std::vector<std::string>>();
@@ -201,18 +204,26 @@ TEST(LlamaTokenizer, TokenizerModelIdsAndTextMatchTransformers) {
       EXPECT_EQ(tok->encode(sentences[i]), ids[i]) << "'" << sentences[i] << "'";
       EXPECT_EQ(tok->decode(ids[i]), decoded[i]) << "'" << sentences[i] << "'";
     }
+    // A long text is one word to SentencePiece-style BPE: merged from a heap (O(n log n)),
+    // 400,000 characters take well under a second, not the hours a scan per merge would.
+    std::string book;
+    while (book.size() < 400000) book += sentences[1] + " " + sentences[4] + " ";
+    const auto long_ids = tok->encode(book);
+    EXPECT_GT(long_ids.size(), book.size() / 8);
+    EXPECT_EQ(tok->decode(long_ids), book);
   }
 }
 
 // What would change the ids and is not read is refused by name: a normalizer, byte
-// fallback (SentencePiece-style BPE), another pre-tokenizer; and a vocabulary larger than
-// the model's.
+// fallback without SentencePiece's layout, another pre-tokenizer or decoder with it; and a
+// vocabulary larger than the model's.
 TEST(LlamaTokenizer, UnsupportedTokenizerJsonIsRefusedByName) {
+  std::string from = "tokenizer_llama3";
   auto with = [&](const std::function<void(nlohmann::json&)>& edit, const std::string& says) {
     const fs::path dir = fs::temp_directory_path() / ("vkf_tokjson_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
     fs::create_directories(dir);
-    fs::copy_file(kDir / "tokenizer_llama3" / "config.json", dir / "config.json");
-    std::ifstream in(kDir / "tokenizer_llama3" / "tokenizer.json");
+    fs::copy_file(kDir / from / "config.json", dir / "config.json");
+    std::ifstream in(kDir / from / "tokenizer.json");
     nlohmann::json t = nlohmann::json::parse(in);
     edit(t);
     std::ofstream(dir / "tokenizer.json") << t.dump();
@@ -225,10 +236,15 @@ TEST(LlamaTokenizer, UnsupportedTokenizerJsonIsRefusedByName) {
     fs::remove_all(dir);
   };
   with([](auto& t) { t["normalizer"] = {{"type", "NFC"}}; }, "normalizer 'NFC' is not supported");
-  with([](auto& t) { t["model"]["byte_fallback"] = true; }, "byte_fallback is true");
+  with([](auto& t) { t["model"]["byte_fallback"] = true; }, "with byte_fallback, the normalizer must be Prepend");
   with([](auto& t) { t["pre_tokenizer"] = {{"type", "Metaspace"}}; }, "pre_tokenizer 'Metaspace' is not supported");
   with([](auto& t) { t["model"]["type"] = "Unigram"; }, "model type 'Unigram' is not supported");
   with([](auto& t) { t["model"]["vocab"]["extra"] = 400; }, "must be an integer from 0 to");
+  from = "tokenizer_sentencepiece_json";
+  with([](auto& t) { t["pre_tokenizer"] = {{"type", "Metaspace"}}; }, "with byte_fallback, pre_tokenizer 'Metaspace'");
+  with([](auto& t) { t["normalizer"] = nullptr; }, "with byte_fallback, the normalizer must be Prepend");
+  with([](auto& t) { t["decoder"]["decoders"].erase(3); }, "with byte_fallback, the decoder must be");
+  with([](auto& t) { t["model"]["unk_token"] = "<nope>"; }, "model.unk_token must be a token");
 }
 
 }  // namespace

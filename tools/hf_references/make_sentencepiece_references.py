@@ -7,6 +7,11 @@ SentencePiece BPE model with byte fallback) with real `transformers`:
                            of its vocabulary; no tokenizer.json
   tests/hf/llama/tokenizer_sentencepiece_legacy/  the same model with legacy true (the
                            default of configs that do not say), BOS and EOS both added
+  tests/hf/llama/tokenizer_sentencepiece_json/    the fast tokenizer converted from it, saved
+                           as tokenizer.json alone (the `tokenizers` library's SentencePiece-
+                           style BPE: Prepend and Replace normalizers, byte fallback, the
+                           ByteFallback decoder), as hub repositories ship it beside (or,
+                           converted, without) tokenizer.model
   tests/hf/llama/sentencepiece_references.json
                            per directory: the ids transformers' slow LlamaTokenizer gives
                            tests/hf/sentences.txt and a few edge cases, and the text its
@@ -14,8 +19,10 @@ SentencePiece BPE model with byte fallback) with real `transformers`:
                            converted from it, for comparison
 
 The SentencePiece model is trained here (sentencepiece's own trainer, as Meta's was: BPE,
-byte fallback, digits split, whitespace kept, identity normalization) on the README, so no
-hub is needed; 700 pieces leave plenty of characters of sentences.txt to byte fallback.
+byte fallback, digits split, whitespace kept, identity normalization) on the README as it
+is when the script runs, so no hub is needed (a later README trains a slightly different
+model: rerunning rewrites the models and their references together); 700 pieces leave
+plenty of characters of sentences.txt to byte fallback.
 Run with transformers 4.36.2, sentencepiece and protobuf on Debian's torch:
 
   PYTHONPATH=/path/to/site-packages /usr/bin/python3 tools/hf_references/make_sentencepiece_references.py
@@ -27,7 +34,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 import transformers
-from transformers import LlamaTokenizer, LlamaTokenizerFast
+from transformers import LlamaTokenizer, LlamaTokenizerFast, PreTrainedTokenizerFast
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "hf" / "llama"
@@ -78,6 +85,21 @@ def main():
             # The bytes that fell back: pieces <0x..> among the ids (the test needs some).
             refs["tokenizers"][name]["byte_fallback_ids"] = sorted(
                 {i for row in ids for i in row if slow.convert_ids_to_tokens(i).startswith("<0x")})
+        # tokenizer.json alone: what AutoTokenizer then runs is the fast tokenizer.
+        out = OUT / "tokenizer_sentencepiece_json"
+        if out.exists():
+            shutil.rmtree(out)
+        shutil.copytree(OUT / "tokenizer_sentencepiece_legacy", out)
+        fast = LlamaTokenizerFast.from_pretrained(out, from_slow=True, legacy=True, add_eos_token=False)
+        shutil.rmtree(out)
+        fast.save_pretrained(out)
+        (out / "tokenizer.model").unlink(missing_ok=True)  # (a fast tokenizer saves it only when it has it)
+        shutil.copy(OUT / "tokenizer_sentencepiece" / "config.json", out / "config.json")
+        fast = PreTrainedTokenizerFast.from_pretrained(out)
+        ids = [fast(s)["input_ids"] for s in sentences]
+        refs["tokenizers"]["tokenizer_sentencepiece_json"] = {
+            "sentences": sentences, "ids": ids, "decoded": [fast.decode(i, skip_special_tokens=True) for i in ids],
+            "byte_fallback_ids": sorted({i for row in ids for i in row if fast.convert_ids_to_tokens(i).startswith("<0x")})}
     with open(OUT / "sentencepiece_references.json", "w", encoding="utf-8") as f:
         json.dump(refs, f, ensure_ascii=False, indent=1)
     print("wrote", OUT / "sentencepiece_references.json")

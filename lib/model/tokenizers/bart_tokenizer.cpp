@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <queue>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -279,7 +281,80 @@ std::vector<std::string> BartTokenizer::bpe(std::string_view word) const {
   return symbols;
 }
 
+std::vector<std::string> BartTokenizer::bpe_by_rank(std::vector<std::string> symbols) const {
+  // The `tokenizers` library's order: the pair of lowest rank first, the leftmost of equal
+  // ones, one merge at a time (a heap of candidate pairs, stale ones skipped), so a long
+  // text is O(n log n) rather than a scan of every pair per merge.
+  const size_t n = symbols.size();
+  std::vector<long> prev(n), next(n);
+  for (size_t i = 0; i < n; ++i) prev[i] = long(i) - 1, next[i] = i + 1 < n ? long(i + 1) : -1;
+  std::vector<bool> alive(n, true);
+  using Candidate = std::pair<uint32_t, size_t>;  // rank, left symbol
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
+  auto rank_of = [&](size_t left) -> uint32_t {
+    if (next[left] < 0) return UINT32_MAX;
+    const auto it = ranks_.find(symbols[left] + " " + symbols[size_t(next[left])]);
+    return it == ranks_.end() ? UINT32_MAX : it->second;
+  };
+  auto offer = [&](size_t left) {
+    if (const uint32_t r = rank_of(left); r != UINT32_MAX) queue.push({r, left});
+  };
+  for (size_t i = 0; i + 1 < n; ++i) offer(i);
+  while (!queue.empty()) {
+    const auto [rank, left] = queue.top();
+    queue.pop();
+    if (!alive[left] || rank_of(left) != rank) continue;  // merged away, or its pair changed since
+    const size_t right = size_t(next[left]);
+    symbols[left] += symbols[right];
+    alive[right] = false;
+    next[left] = next[right];
+    if (next[right] >= 0) prev[size_t(next[right])] = long(left);
+    offer(left);
+    if (prev[left] >= 0) offer(size_t(prev[left]));
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n; ++i)
+    if (alive[i]) out.push_back(std::move(symbols[i]));
+  return out;
+}
+
+void BartTokenizer::encode_sentencepiece_style(std::string_view text, std::vector<uint32_t>& ids) const {
+  // The normalizer: the mark before the text and for every space.
+  static const std::string kMark = "\u2581";
+  std::string marked = kMark;
+  for (char c : text) c == ' ' ? marked += kMark : marked += c;
+  // Symbols: each character in the vocabulary, else its bytes' <0xXX> tokens, else the
+  // unknown token (consecutive ones fused into one where fuse_unk says).
+  std::vector<std::string> symbols;
+  bool last_unknown = false;
+  for (size_t at = 0, n = 0; at < marked.size(); at += n) {
+    utf8_code_point(marked, at, &n);
+    std::string c = marked.substr(at, n);
+    if (ids_.count(c)) {
+      symbols.push_back(std::move(c));
+      last_unknown = false;
+      continue;
+    }
+    std::vector<std::string> bytes;
+    for (unsigned char b : c) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+      if (!ids_.count(hex)) break;
+      bytes.push_back(hex);
+    }
+    if (bytes.size() == c.size()) {
+      for (auto& b : bytes) symbols.push_back(std::move(b));
+      last_unknown = false;
+    } else if (!(fuse_unk_ && last_unknown)) {
+      symbols.push_back(tokens_[unk_]);
+      last_unknown = true;
+    }
+  }
+  for (const auto& token : bpe_by_rank(std::move(symbols))) ids.push_back(id_of(token));
+}
+
 void BartTokenizer::encode_text(std::string_view text, std::vector<uint32_t>& ids) const {
+  if (spm_) return encode_sentencepiece_style(text, ids);
   pattern_->for_each_word(text, [&](std::string_view word) {
     std::string spelled;
     for (char b : word) spelled += kBytes.spelled[uint8_t(b)];
@@ -323,6 +398,21 @@ std::string BartTokenizer::decode(const std::vector<uint32_t>& ids) const {
       bytes += token;
       continue;
     }
+    if (spm_) {  // the decoder's Replace and ByteFallback; invalid bytes become U+FFFD below
+      unsigned byte = 0;
+      if (token.size() == 6 && token.rfind("<0x", 0) == 0 && token[5] == '>' && std::sscanf(token.c_str() + 3, "%2X", &byte) == 1) {
+        bytes += char(byte);
+        continue;
+      }
+      for (size_t at = 0;;) {
+        const size_t m = token.find("\u2581", at);
+        bytes.append(token, at, m == std::string::npos ? std::string::npos : m - at);
+        if (m == std::string::npos) break;
+        bytes += ' ';
+        at = m + 3;
+      }
+      continue;
+    }
     for (size_t at = 0, n = 0; at < token.size(); at += n) {
       const char32_t c = utf8_code_point(token, at, &n);
       if (c >= kBytes.byte_of.size() || kBytes.byte_of[c] < 0)
@@ -331,6 +421,7 @@ std::string BartTokenizer::decode(const std::vector<uint32_t>& ids) const {
     }
   }
   std::string text = decode_utf8_replacing(bytes);
+  if (spm_ && !text.empty() && text[0] == ' ') text.erase(0, 1);  // the decoder's Strip(' ', 1, 0)
   return clean_up_spaces_ ? clean_up_tokenization(std::move(text)) : text;
 }
 
@@ -357,8 +448,11 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
   const nlohmann::json& model = j.contains("model") ? j["model"] : nlohmann::json();
   if (type_of(model) != "BPE")
     fail("model type '" + type_of(model) + "' is not supported (vkformer reads byte-level BPE tokenizer.json files)");
-  if (model.value("byte_fallback", false))
-    fail("model.byte_fallback is true (SentencePiece-style BPE: Llama 2, TinyLlama), which vkformer does not read yet");
+  // byte_fallback: SentencePiece-style BPE (Llama 2's and TinyLlama's tokenizer.json, converted
+  // from their tokenizer.model): Unicode characters, not bytes, are the symbols, and a
+  // character outside the vocabulary becomes its UTF-8 bytes' <0xXX> tokens.
+  t->spm_ = model.value("byte_fallback", false);
+  t->fuse_unk_ = model.value("fuse_unk", false);
   if (model.contains("dropout") && !model["dropout"].is_null()) fail("model.dropout is set (BPE dropout), which vkformer does not run");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (model.contains(key) && !model[key].is_null() && model[key] != "")
@@ -397,6 +491,30 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
     ++t->merges_;
   }
 
+  if (t->spm_) {
+    // SentencePiece's layout as transformers' LlamaConverter writes it: the word-boundary
+    // mark before each piece of text and for each space, no pre-tokenizer (a piece of text
+    // is one word), and a decoder that undoes it. Another layout would change the ids.
+    const nlohmann::json none;
+    const nlohmann::json& norm = j.contains("normalizer") ? j["normalizer"] : none;
+    const nlohmann::json expected_norm = nlohmann::json::parse(
+        R"({"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]})");
+    if (norm != expected_norm)
+      fail("with byte_fallback, the normalizer must be Prepend(\u2581) then Replace(' ', \u2581) as transformers' "
+           "LlamaConverter writes it; this one is '" + norm.dump() + "'");
+    if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null())
+      fail("with byte_fallback, pre_tokenizer '" + type_of(j["pre_tokenizer"]) + "' is not supported (vkformer reads "
+           "the Prepend/Replace layout with none)");
+    const nlohmann::json expected_decoder = nlohmann::json::parse(
+        R"({"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]})");
+    if (j.value("decoder", nlohmann::json()) != expected_decoder)
+      fail("with byte_fallback, the decoder must be Replace(\u2581, ' '), ByteFallback, Fuse, Strip(' ', 1, 0)");
+    if (!model.contains("unk_token") || !model["unk_token"].is_string() || !t->ids_.count(model["unk_token"].get<std::string>()))
+      fail("with byte_fallback, model.unk_token must be a token of the vocabulary");
+    t->unk_ = t->ids_.at(model["unk_token"].get<std::string>());
+  } else {
   // The text's path to the model: no normalizer; ByteLevel, or Split then ByteLevel.
   if (j.contains("normalizer") && !j["normalizer"].is_null())
     fail("normalizer '" + type_of(j["normalizer"]) + "' is not supported (vkformer reads byte-level BPE without one)");
@@ -423,6 +541,7 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
     fail("pre_tokenizer '" + type_of(pre) + "' is not supported (vkformer reads ByteLevel, or Split then ByteLevel)");
   }
   if (type_of(j.value("decoder", nlohmann::json())) != "ByteLevel") fail("decoder must be ByteLevel");
+  }
 
   // Added tokens: matched in the text first, tokens of their own; the special ones are
   // left out of decoded text.
