@@ -212,7 +212,7 @@ typedef struct vkf_model_info {
   uint32_t struct_size;        /**< sizeof(vkf_model_info): set it before the call */
   char architecture[32];       /**< config.json's "architecture" (vkformer's own format) or Hugging Face
                                     "model_type": "torch-seq2seq", "marian", "bart", "gpt2", "llama",
-                                    "mistral"; NUL-terminated */
+                                    "mistral", "qwen2"; NUL-terminated */
   int decoder_only;            /**< 1: vkf_generate's source is a prompt it continues (GPT-2, Llama);
                                     0: an encoder-decoder translating a source */
   int has_tokenizer;           /**< 1: vkf_tokenize, vkf_detokenize and vkf_translate work */

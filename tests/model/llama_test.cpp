@@ -35,6 +35,13 @@ const nlohmann::json& references() {
   return refs;
 }
 
+// Qwen2's come from transformers 4.37 (tools/hf_references/make_qwen2_references.py), in
+// the same format: the model's own file.
+const nlohmann::json& references_of(const std::string& model) {
+  static const nlohmann::json qwen2 = read_references(kDir / "qwen2_references.json");
+  return model == "qwen2" ? qwen2 : references();
+}
+
 
 struct Case {
   const char* model;  // tests/hf/llama/<model> and its references
@@ -51,9 +58,9 @@ TEST_P(Llama, LogitsAndGreedyContinuationsMatchTransformers) {
   EXPECT_TRUE(c.decoder_only && c.rms_norm && c.gated_ffn);
   EXPECT_LT(c.kv_head_count(), c.nhead);  // every reference model groups its K/V heads
   Session session(model);
-  const uint32_t n = references()["new_tokens"];
+  const uint32_t n = references_of(name)["new_tokens"];
   std::vector<std::vector<uint32_t>> prompts, greedy;
-  for (const auto& ref : references()["models"][name]) {
+  for (const auto& ref : references_of(name)["models"][name]) {
     const auto ids = ref["ids"].get<std::vector<uint32_t>>();
     SCOPED_TRACE("prompt of " + std::to_string(ids.size()) + " tokens");
     const auto logits = session.score(ids);  // [n, V]
@@ -67,7 +74,7 @@ TEST_P(Llama, LogitsAndGreedyContinuationsMatchTransformers) {
       EXPECT_EQ(got[0], want[0]);
     } else {
       EXPECT_EQ(got, want);
-      GenerateOptions penalised{.max_new_tokens = n, .repetition_penalty = references()["repetition_penalty"]};
+      GenerateOptions penalised{.max_new_tokens = n, .repetition_penalty = references_of(name)["repetition_penalty"]};
       EXPECT_EQ(session.generate({ids}, penalised).at(0), ref["greedy_repetition_penalty"].get<std::vector<uint32_t>>());
     }
   }
@@ -79,7 +86,8 @@ INSTANTIATE_TEST_SUITE_P(, Llama,
                          ::testing::Values(Case{"gqa", DType::F32}, Case{"gqa", DType::F16}, Case{"tied", DType::F32},
                                            Case{"tied", DType::F16}, Case{"bf16", DType::F32},
                                            Case{"bf16", DType::F16}, Case{"mistral", DType::F32},
-                                           Case{"overflow", DType::F32}),
+                                           Case{"overflow", DType::F32}, Case{"qwen2", DType::F32},
+                                           Case{"qwen2", DType::F16}),
                          [](const auto& info) {
                            return std::string(info.param.model) + (info.param.dtype == DType::F16 ? "_fp16" : "_fp32");
                          });
@@ -138,7 +146,13 @@ TEST_F(GpuTest, LlamaBadInputsAreNamedErrors) {
   fails([&] { load(heads); }, "num_key_value_heads 3 does not divide num_attention_heads 4");
   const fs::path layers = edited("gqa", [](auto& c) { c["num_hidden_layers"] = 3; });
   fails([&] { load(layers); }, "num_hidden_layers");
-  for (const auto& d : {yarn, heads, layers}) fs::remove_all(d);
+  // Qwen2's sliding window bounds a run only when use_sliding_window turns it on.
+  const fs::path windowed = edited("qwen2", [](auto& c) { c["use_sliding_window"] = true; c["sliding_window"] = 16; });
+  EXPECT_EQ(load(windowed)->config().max_position, 16u);
+  EXPECT_EQ(load(kDir / "qwen2")->config().max_position, 64u);
+  const fs::path missing_bias = edited("qwen2", [](auto& c) { c["model_type"] = "llama"; });
+  fails([&] { load(missing_bias); }, "_proj.bias' (not part of a llama");  // biases a Llama does not have
+  for (const auto& d : {yarn, heads, layers, windowed, missing_bias}) fs::remove_all(d);
 
   Session mistral(Model::load(ctx(), (kDir / "mistral").string(), DType::F32));
   EXPECT_EQ(mistral.model().config().max_position, 32u);  // its sliding window bounds a run

@@ -12,7 +12,7 @@ namespace vkf {
 namespace {
 
 const model::Family* const kFamilies[] = {&model::kTorchSeq2Seq, &model::kMarian, &model::kBart,
-                                          &model::kGpt2,         &model::kLlama,  &model::kMistral};
+                                          &model::kGpt2,         &model::kLlama,  &model::kMistral, &model::kQwen2};
 
 const model::Family& family_of(const ModelFiles& files) {
   const std::string name = model_architecture(files);  // first: a clear error for a missing directory or file
@@ -23,10 +23,10 @@ const model::Family& family_of(const ModelFiles& files) {
   const std::string file = files.where("config.json");
   if (hugging_face)
     throw Error("config " + file + ": model_type '" + name +
-                    "' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama and mistral)",
+                    "' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama, mistral and qwen2)",
                 ErrorKind::Unsupported);
   throw Error("config " + file + ": unknown architecture '" + name +
-                  "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama and mistral)",
+                  "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama, mistral and qwen2)",
               ErrorKind::Unsupported);
 }
 

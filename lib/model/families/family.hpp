@@ -23,7 +23,7 @@ struct Family {
                                                DType precision);
 };
 
-// One per file: torch_seq2seq.cpp, marian.cpp, bart.cpp, gpt2.cpp, llama.cpp (Llama and Mistral).
-extern const Family kTorchSeq2Seq, kMarian, kBart, kGpt2, kLlama, kMistral;
+// One per file: torch_seq2seq.cpp, marian.cpp, bart.cpp, gpt2.cpp, llama.cpp (Llama, Mistral, Qwen2).
+extern const Family kTorchSeq2Seq, kMarian, kBart, kGpt2, kLlama, kMistral, kQwen2;
 
 }  // namespace vkf::model

@@ -1,5 +1,6 @@
-// The Llama family (transformers' LlamaForCausalLM, model_type "llama", and Mistral's
-// "mistral", the same computation) mapped onto vkformer's decoder stack: RMSNorm before
+// The Llama family (transformers' LlamaForCausalLM, model_type "llama", Mistral's
+// "mistral", the same computation, and Qwen2's "qwen2", the same with biases on the
+// query, key and value projections) mapped onto vkformer's decoder stack: RMSNorm before
 // each block and at the end, rotary positions on queries and keys (rotate-half, rope_theta,
 // rope_scaling linear or llama3), grouped-query attention, a gated SiLU MLP (SwiGLU; gate
 // and up stacked into one projection), no biases, the output projection tied to the
@@ -64,7 +65,8 @@ ModelConfig read_llama_config(const ModelFiles& files) {
   const ConfigReader r(files, "config.json");
   ModelConfig c;
   c.architecture = r.string("model_type");
-  if (c.architecture != "llama" && c.architecture != "mistral") r.fail("model_type '" + c.architecture + "' is not llama");
+  if (c.architecture != "llama" && c.architecture != "mistral" && c.architecture != "qwen2")
+    r.fail("model_type '" + c.architecture + "' is not llama, mistral or qwen2");
   c.hugging_face = true;
   c.decoder_only = true;
   c.d_model = r.count("hidden_size", 1);
@@ -101,7 +103,10 @@ ModelConfig read_llama_config(const ModelFiles& files) {
   // Mistral's sliding window: attention over the last sliding_window keys only. Runs that
   // stay inside it compute the same as full attention, so the window bounds the positions
   // a run may use (a longer one is refused, naming it), never a silent difference.
-  if (r.has("sliding_window") && !r.json()["sliding_window"].is_null()) {
+  // Qwen2's applies only with use_sliding_window (its default: off), and then only to the
+  // layers from max_window_layers on: bounding every run by it is the safe reading.
+  const bool window_applies = c.architecture != "qwen2" || (r.has("use_sliding_window") && r.flag("use_sliding_window"));
+  if (window_applies && r.has("sliding_window") && !r.json()["sliding_window"].is_null()) {
     const uint32_t window = r.count("sliding_window", 1);
     if (window < c.max_position) c.max_position = window;
   }
@@ -133,12 +138,18 @@ std::unique_ptr<Model::Impl> load_llama_weights(Context& ctx, const ModelFiles& 
   t.add("model.embed_tokens.weight", {V, D});
   t.add("model.norm.weight", {D});
   const bool has_head = file.tensors().count("lm_head.weight") > 0;
+  const bool qkv_bias = c.architecture == "qwen2";  // Qwen2's only biases
   if (has_head || !tied) t.add("lm_head.weight", {V, D});
   for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);
     t.add(p + ".self_attn.q_proj.weight", {D, D});
     t.add(p + ".self_attn.k_proj.weight", {KV, D});
     t.add(p + ".self_attn.v_proj.weight", {KV, D});
+    if (qkv_bias) {
+      t.add(p + ".self_attn.q_proj.bias", {D});
+      t.add(p + ".self_attn.k_proj.bias", {KV});
+      t.add(p + ".self_attn.v_proj.bias", {KV});
+    }
     t.add(p + ".self_attn.o_proj.weight", {D, D});
     t.add(p + ".mlp.gate_proj.weight", {F, D});
     t.add(p + ".mlp.up_proj.weight", {F, D});
@@ -172,7 +183,8 @@ std::unique_ptr<Model::Impl> load_llama_weights(Context& ctx, const ModelFiles& 
   for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);
     DecoderLayer l;  // no cross-attention: cross_q, cross_kv and cross_out stay empty
-    l.self_qkv = linear({p + ".self_attn.q_proj.weight", p + ".self_attn.k_proj.weight", p + ".self_attn.v_proj.weight"});
+    const std::string q = p + ".self_attn.q_proj", k = p + ".self_attn.k_proj", v = p + ".self_attn.v_proj";
+    l.self_qkv = qkv_bias ? up.stacked_linear({q, k, v}) : linear({q + ".weight", k + ".weight", v + ".weight"});
     l.self_out = linear({p + ".self_attn.o_proj.weight"});
     l.ffn = {linear({p + ".mlp.gate_proj.weight", p + ".mlp.up_proj.weight"}), linear({p + ".mlp.down_proj.weight"})};
     l.norm1 = rms(p + ".input_layernorm.weight");           // before self-attention
@@ -191,5 +203,6 @@ std::unique_ptr<Model::Impl> load_llama_weights(Context& ctx, const ModelFiles& 
 
 const Family kLlama{"llama", true, read_llama_config, load_llama_weights};
 const Family kMistral{"mistral", true, read_llama_config, load_llama_weights};
+const Family kQwen2{"qwen2", true, read_llama_config, load_llama_weights};
 
 }  // namespace vkf::model

@@ -30,7 +30,7 @@ ModelConfig model::torch_seq2seq_config(const model::ConfigReader& r) {
   ModelConfig c;
   c.architecture = r.string("architecture");
   if (c.architecture != "torch-seq2seq")
-    r.fail("unknown architecture '" + c.architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama and mistral)");
+    r.fail("unknown architecture '" + c.architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama, mistral and qwen2)");
   model::set_stack(c, r.stack());
   c.num_encoder_layers = r.count("num_encoder_layers", 0);
   c.num_decoder_layers = r.count("num_decoder_layers", 0);

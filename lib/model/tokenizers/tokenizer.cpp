@@ -26,7 +26,7 @@ std::unique_ptr<Tokenizer> Tokenizer::for_model(const ModelFiles& files) {
   if (architecture == "gpt2")
     return std::make_unique<model::BartTokenizer>(files, config.count("vocab_size", 1),
                                                   model::BartTokenizer::Flavour::Gpt2);
-  if (architecture == "llama" || architecture == "mistral") {
+  if (architecture == "llama" || architecture == "mistral" || architecture == "qwen2") {
     // Llama 2 and TinyLlama ship tokenizer.model (SentencePiece BPE with byte fallback)
     // beside a tokenizer.json converted from it: the model itself is read, through
     // libsentencepiece. Llama 3, SmolLM and Qwen2 ship tokenizer.json alone (byte-level BPE).
@@ -39,8 +39,8 @@ std::unique_ptr<Tokenizer> Tokenizer::for_model(const ModelFiles& files) {
   }
   if (architecture != "torch-seq2seq")  // the loader's words, so every command says the same
     config.fail(config.has("model_type")
-                    ? "model_type '" + architecture + "' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama and mistral)"
-                    : "unknown architecture '" + architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama and mistral)");
+                    ? "model_type '" + architecture + "' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama, mistral and qwen2)"
+                    : "unknown architecture '" + architecture + "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama, mistral and qwen2)");
   const uint32_t vocab = std::max(config.count("src_vocab_size", 1), config.count("tgt_vocab_size", 1));
   if (!files.has("vocab.json"))
     throw Error("model " + files.label() + " has no vocab.json, the character vocabulary that text needs (its format: "
