@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config
   libvulkan-dev libvulkan-volk-dev glslang-dev glslang-tools spirv-tools
   mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
-  libgtest-dev nlohmann-json3-dev libopenblas-dev doxygen libsentencepiece-dev libpcre2-dev
+  libgtest-dev nlohmann-json3-dev libopenblas-dev doxygen libsentencepiece-dev libpcre2-dev libutf8proc-dev
   python3-torch python3-numpy python3-jsonschema
   clang)  # libFuzzer (tools/fuzz.sh)
 

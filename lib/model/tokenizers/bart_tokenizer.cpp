@@ -2,10 +2,12 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <utf8proc.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <queue>
 #include <filesystem>
 #include <fstream>
@@ -355,13 +357,24 @@ void BartTokenizer::encode_sentencepiece_style(std::string_view text, std::vecto
 
 void BartTokenizer::encode_text(std::string_view text, std::vector<uint32_t>& ids) const {
   if (spm_) return encode_sentencepiece_style(text, ids);
-  pattern_->for_each_word(text, [&](std::string_view word) {
-    std::string spelled;
-    for (char b : word) spelled += kBytes.spelled[uint8_t(b)];
-    if (ignore_merges_)
-      if (const auto it = ids_.find(spelled); it != ids_.end()) return ids.push_back(it->second);
-    for (const auto& token : bpe(spelled)) ids.push_back(id_of(token));
-  });
+  if (nfc_) {  // the normalizer, on each piece of text between added tokens, as `tokenizers` runs it
+    std::string composed(text);  // NUL-terminated for utf8proc (encode() refused NUL bytes)
+    utf8proc_uint8_t* nfc = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(composed.c_str()));
+    if (!nfc) throw Error("tokenizer: NFC normalization failed (out of memory)", ErrorKind::OutOfMemory);
+    composed = reinterpret_cast<const char*>(nfc);
+    std::free(nfc);
+    pattern_->for_each_word(composed, [&](std::string_view word) { encode_word(word, ids); });
+    return;
+  }
+  pattern_->for_each_word(text, [&](std::string_view word) { encode_word(word, ids); });
+}
+
+void BartTokenizer::encode_word(std::string_view word, std::vector<uint32_t>& ids) const {
+  std::string spelled;
+  for (char b : word) spelled += kBytes.spelled[uint8_t(b)];
+  if (ignore_merges_)
+    if (const auto it = ids_.find(spelled); it != ids_.end()) return ids.push_back(it->second);
+  for (const auto& token : bpe(spelled)) ids.push_back(id_of(token));
 }
 
 std::vector<uint32_t> BartTokenizer::encode_valid(std::string_view utf8) const {
@@ -515,9 +528,13 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
       fail("with byte_fallback, model.unk_token must be a token of the vocabulary");
     t->unk_ = t->ids_.at(model["unk_token"].get<std::string>());
   } else {
-  // The text's path to the model: no normalizer; ByteLevel, or Split then ByteLevel.
-  if (j.contains("normalizer") && !j["normalizer"].is_null())
-    fail("normalizer '" + type_of(j["normalizer"]) + "' is not supported (vkformer reads byte-level BPE without one)");
+  // The text's path to the model: no normalizer or NFC (Qwen2's); ByteLevel, or Split
+  // then ByteLevel.
+  if (j.contains("normalizer") && !j["normalizer"].is_null()) {
+    if (type_of(j["normalizer"]) != "NFC")
+      fail("normalizer '" + type_of(j["normalizer"]) + "' is not supported (vkformer reads byte-level BPE without one, or with NFC)");
+    t->nfc_ = true;
+  }
   const nlohmann::json& pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json();
   auto byte_level = [&](const nlohmann::json& p, bool regex) {
     if (type_of(p) != "ByteLevel") return false;

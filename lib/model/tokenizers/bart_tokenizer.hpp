@@ -46,6 +46,7 @@ class BartTokenizer : public Tokenizer {
  private:
   BartTokenizer() = default;  // from_tokenizer_json fills it
   void encode_text(std::string_view text, std::vector<uint32_t>& ids) const;
+  void encode_word(std::string_view word, std::vector<uint32_t>& ids) const;  // one word of the pattern, byte-level
   void encode_sentencepiece_style(std::string_view text, std::vector<uint32_t>& ids) const;  // byte_fallback
   std::vector<std::string> bpe_by_rank(std::vector<std::string> symbols) const;
   uint32_t id_of(const std::string& token) const;
@@ -65,7 +66,8 @@ class BartTokenizer : public Tokenizer {
   bool ignore_merges_ = false;
   std::vector<uint32_t> special_ids_;  // tokenizer.json's added tokens marked special (skipped when decoding)
   std::string source_;
-  bool spm_ = false, fuse_unk_ = false;  // tokenizer.json's SentencePiece-style BPE (byte_fallback)
+  bool spm_ = false, fuse_unk_ = false;
+  bool nfc_ = false;  // tokenizer.json's NFC normalizer (Qwen2's)  // tokenizer.json's SentencePiece-style BPE (byte_fallback)
 };
 
 }  // namespace vkf::model
