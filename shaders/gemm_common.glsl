@@ -29,7 +29,7 @@ layout(std430, set = 0, binding = 6) writeonly buffer BufC2 { store_t C2[]; };  
 #include "gemm_flags.h"  // flag bits shared with lib/ops/gemm.cpp
 const uint FLAG_TRANS_A = GEMM_FLAG_TRANS_A, FLAG_TRANS_B = GEMM_FLAG_TRANS_B;
 const uint FLAG_BIAS = GEMM_FLAG_BIAS, FLAG_RESIDUAL = GEMM_FLAG_RESIDUAL, FLAG_STEP_ROWS = GEMM_FLAG_STEP_ROWS;
-const uint FLAG_NORM_A = GEMM_FLAG_NORM_A, FLAG_NORM_R = GEMM_FLAG_NORM_R;
+const uint FLAG_NORM_A = GEMM_FLAG_NORM_A, FLAG_NORM_R = GEMM_FLAG_NORM_R, FLAG_NORM_RMS = GEMM_FLAG_NORM_RMS;
 const uint FLAG_STATS_IN = GEMM_FLAG_STATS_IN, FLAG_STATS_OUT = GEMM_FLAG_STATS_OUT;
 
 #ifdef GEMM_NORM
@@ -80,6 +80,15 @@ layout(push_constant) uniform Push {
 } pc;
 
 bool flag(uint f) { return (pc.flags & f) != 0u; }
+
+// A folded norm's scale from a row's mean and its sum of squared deviations m2 over
+// `count` values: LayerNorm's 1 / sqrt(var + eps), or RMSNorm's 1 / sqrt(var + mean^2 +
+// eps) (FLAG_NORM_RMS, whose mean the caller then takes as 0: norm_center).
+float norm_scale(float mean, float m2, uint count) {
+  const float var = m2 / float(count);
+  return inversesqrt((flag(FLAG_NORM_RMS) ? var + mean * mean : var) + pc.norm_eps);
+}
+float norm_center(float mean) { return flag(FLAG_NORM_RMS) ? 0.0 : mean; }
 
 // The batch item of this workgroup and the run of K it sums, [k_begin, k_end), in
 // whole steps of bk (all of K without SPLIT_K).

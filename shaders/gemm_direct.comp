@@ -152,8 +152,8 @@ void norm_row_statistics(uint z, uint row0) {
     for (uint r = 0; r < TM; ++r) {
       float mean, m2;
       merge_row_partials(min(row0 + r, pc.M - 1u), mean, m2);
-      norm_mean[r] = mean;
-      norm_rstd[r] = inversesqrt(m2 / float(count) + pc.norm_eps);
+      norm_rstd[r] = norm_scale(mean, m2, count);
+      norm_mean[r] = norm_center(mean);
     }
     return;
   }
@@ -167,8 +167,8 @@ void norm_row_statistics(uint z, uint row0) {
                                             : norm_row_sum(row, count, false, false, 0.0)) / float(count);
     const float m2 = subgroupAdd(residual ? norm_row_sum(row, count, true, true, mean)
                                           : norm_row_sum(row, count, false, true, mean));
-    norm_mean[r] = mean;
-    norm_rstd[r] = inversesqrt(m2 / float(count) + pc.norm_eps);
+    norm_rstd[r] = norm_scale(mean, m2, count);
+    norm_mean[r] = norm_center(mean);
   }
 }
 #else

@@ -25,6 +25,10 @@
 // rows written out (binding 10), so the next folded norm need not re-read whole rows.
 #define GEMM_FLAG_STATS_IN 1024u
 #define GEMM_FLAG_STATS_OUT 2048u
+// The folded norm is an RMSNorm (Llama): no mean taken out, the rows scaled by
+// 1 / sqrt(mean(x^2) + eps) = 1 / sqrt(var + mean^2 + eps), from the same statistics a
+// LayerNorm's fold computes; its beta is zeros.
+#define GEMM_FLAG_NORM_RMS 4096u
 
 // gemm_small_m.comp: products with at most this many rows of C take the decode-step
 // kernel, which keeps MAX_M accumulators per invocation (and a folded norm one row

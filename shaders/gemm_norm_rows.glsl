@@ -48,8 +48,8 @@ void norm_row_statistics(uint z, uint row0) {
       m2 += norm_part_m2[w] + delta * delta * (n * nb / total);
       n = total;
     }
-    norm_mean[r] = mean;
-    norm_rstd[r] = inversesqrt(m2 / float(count) + pc.norm_eps);
+    norm_rstd[r] = norm_scale(mean, m2, count);
+    norm_mean[r] = norm_center(mean);
   }
   barrier();
 }

@@ -165,10 +165,9 @@ void norm_statistics(uint z) {
     M2 += norm_group_m2[g] + delta * delta * (n * nb / total);
     n = total;
   }
-  const vec4 rstd = inversesqrt(M2 / float(count) + pc.norm_eps);
   for (uint m = 0; m < MAX_M; ++m) {
-    norm_mean[m] = m < pc.M ? mean[m] : 0.0;
-    norm_rstd[m] = m < pc.M ? rstd[m] : 0.0;
+    norm_mean[m] = m < pc.M ? norm_center(mean[m]) : 0.0;
+    norm_rstd[m] = m < pc.M ? norm_scale(mean[m], M2[m], count) : 0.0;
   }
 }
 

@@ -109,6 +109,9 @@ struct Gemm {
   GemmSplit split;
   NormOf norm_of = NormOf::None;
   float norm_eps = 1e-5f;
+  // The folded norm is an RMSNorm (Llama's): rows scaled by 1 / sqrt(mean(x^2) + eps),
+  // nothing subtracted; its beta must be zeros (the kernels add it as a LayerNorm's).
+  bool norm_rms = false;
   // The tiled kernel's tiles, instead of the tuned or default choice (the tuner's
   // candidates); checked against the device's limits. Products of at most
   // kMaxFoldedNormRows rows run the small-M kernel whatever this says.

@@ -281,7 +281,8 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
                          (bias ? GEMM_FLAG_BIAS : 0u) | (residual ? GEMM_FLAG_RESIDUAL : 0u) |
                          (step ? GEMM_FLAG_STEP_ROWS : 0u) | (uint32_t(g.act) << GEMM_ACT_SHIFT) |
                          (g.norm_of == NormOf::A ? GEMM_FLAG_NORM_A : 0u) |
-                         (g.norm_of == NormOf::Residual ? GEMM_FLAG_NORM_R : 0u);
+                         (g.norm_of == NormOf::Residual ? GEMM_FLAG_NORM_R : 0u) |
+                         (g.norm_of != NormOf::None && g.norm_rms ? GEMM_FLAG_NORM_RMS : 0u);
   GemmPush push{g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.ldr, g.heads,
                 {narrow(g.stride_a.outer, "stride"), narrow(g.stride_a.inner, "stride")},
                 {narrow(g.stride_b.outer, "stride"), narrow(g.stride_b.inner, "stride")},

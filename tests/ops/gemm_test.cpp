@@ -53,24 +53,27 @@ class GemmTest : public OpsTest {
 
   // One folded-norm product against LN then GEMM in double, on fresh random rows.
   void check_folded_norm(uint32_t M, uint32_t N, uint32_t K, NormOf where, std::optional<GemmTiles> tiles,
-                         std::mt19937_64& rng, std::optional<bool> texels = std::nullopt) {
+                         std::mt19937_64& rng, std::optional<bool> texels = std::nullopt, bool rms = false) {
     const DType dt = dtype();
     const uint32_t batch = 2;
     SCOPED_TRACE("M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
-                 (where == NormOf::A ? " norm of A" : " norm of the residual") + (tiles ? " " + tiles->name() : ""));
+                 (where == NormOf::A ? " norm of A" : " norm of the residual") + (tiles ? " " + tiles->name() : "") +
+                 (rms ? " RMSNorm" : ""));
     Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .act = Activation::Relu, .batch = batch, .tiles = tiles};
     g.texel_weights = texels;
     g.stride_a = {uint64_t(M) * K, 0};
     g.stride_c = g.stride_r = {uint64_t(M) * N, 0};
     g.norm_of = where;
     g.norm_eps = 1e-5f;
+    g.norm_rms = rms;
     const uint32_t cols = where == NormOf::A ? K : N;
     auto A = random_values(size_t(batch) * M * K, rng, 1, 3), W = random_values(size_t(N) * K, rng);
     auto bias = random_values(N, rng), R = random_values(size_t(batch) * M * N, rng, 1, 3);
     auto gamma = random_values(cols, rng, 0.5, 1.5), beta = random_values(cols, rng);
+    if (rms) beta.assign(cols, 0.0);  // an RMSNorm's fold is given zeros as its beta
     for (auto* v : {&A, &W, &bias, &R, &gamma, &beta})
       for (auto& x : *v) x = stored(x, dt);
-    const LayerNorm ln{.rows = batch * M, .cols = cols, .eps = g.norm_eps};
+    const LayerNorm ln{.rows = batch * M, .cols = cols, .eps = g.norm_eps, .rms = rms};
     Gemm plain = g;
     plain.norm_of = NormOf::None;
     const auto want = where == NormOf::A ? ref::gemm(plain, ref::layer_norm(ln, A, gamma, beta, nullptr), W, &bias, &R)
@@ -361,6 +364,20 @@ TEST_P(GemmTest, FoldedLayerNormOfAOrOfTheResidual) {
     for (NormOf where : {NormOf::A, NormOf::Residual}) check_folded_norm(s[0], s[1], s[2], where, {}, rng);
 }
 
+// The same fold as an RMSNorm (Gemm::norm_rms, Llama's): rows scaled by their root mean
+// square, nothing subtracted. Rows in [1, 3] make mean^2 dominate the mean square, so a
+// kernel that centred them (a LayerNorm) would be far off; the same shapes and bounds.
+TEST_P(GemmTest, FoldedRmsNormOfAOrOfTheResidual) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t shapes[][3] = {{1, 67, 45}, {3, 17, 256}, {4, 255, 1000}, {1, 1, 1},    {2, 1000, 3},
+                                {1, 64, 64}, {17, 3, 1000}, {24, 255, 64}, {255, 17, 1}, {1030, 40, 12}};
+  for (auto& s : shapes)
+    for (NormOf where : {NormOf::A, NormOf::Residual})
+      check_folded_norm(s[0], s[1], s[2], where, {}, rng, std::nullopt, true);
+}
+
 // The fold in every variant the tuner may pick that can hold it (tiled and direct; the
 // rest are refused by name), both norms, vec4 loads (K = 64) for every other candidate
 // and scalar ones (K = 45) for the rest (one pipeline each: both norms share it).
@@ -383,6 +400,7 @@ TEST_P(GemmTest, FoldedLayerNormInEveryTunerCandidate) {
     }
     const uint32_t K = i++ % 2 ? 45 : 64;
     for (NormOf where : {NormOf::A, NormOf::Residual}) check_folded_norm(37, 70, K, where, t, rng);
+    check_folded_norm(37, 70, K, NormOf::A, t, rng, std::nullopt, true);  // and as an RMSNorm
     ++ran;
   }
   EXPECT_GT(ran, 0u);
