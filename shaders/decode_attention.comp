@@ -58,6 +58,7 @@ layout(push_constant) uniform Push {
   uint N, ldw, r_batch_stride;
   float norm_eps;
   uint base_q, base_k, base_v, base_o, base_w, base_b, base_r;
+  uint kv_group;  // query heads per K/V head (grouped-query attention; 1: one each)
 } pc;
 
 shared float qs[HEAD_DIM];  // this head's query, scaled
@@ -88,7 +89,7 @@ void main() {
   const uint H = pc.heads, S = pc.splits, B = gl_NumWorkGroups.z;
   const uint kv_len = flag(FLAG_STEP) ? step_state[DECODE_KEY_COUNT_WORD] : pc.kv_len;
   const uint j0 = s * CHUNK, n = j0 < kv_len ? min(CHUNK, kv_len - j0) : 0u;  // this stretch's keys
-  const uint kv_base = b * pc.kv_batch_stride + h * pc.kv_head_stride;
+  const uint kv_base = b * pc.kv_batch_stride + (h / pc.kv_group) * pc.kv_head_stride;
 
   for (uint i = tid; i < HEAD_DIM; i += WG_SIZE)
     qs[i] = float(Q[pc.base_q + b * pc.q_batch_stride + h * HEAD_DIM + i]) * pc.scale;

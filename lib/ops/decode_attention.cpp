@@ -51,10 +51,14 @@ void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferVie
   if (step && uint64_t(step->max_step) + 1 > a.kv_len)
     throw Error("decode_attention: a decode step up to " + std::to_string(step->max_step) +
                 " needs kv_len of at least " + std::to_string(uint64_t(step->max_step) + 1));
-  const uint64_t width = uint64_t(a.heads) * a.head_dim;
+  if (!a.kv_heads) a.kv_heads = a.heads;
+  if (a.kv_heads > a.heads || a.heads % a.kv_heads)
+    throw Error("decode_attention: kv_heads (" + std::to_string(a.kv_heads) + ") must divide heads (" +
+                std::to_string(a.heads) + ")");
+  const uint64_t width = uint64_t(a.heads) * a.head_dim, kv_width = uint64_t(a.kv_heads) * a.head_dim;
   if (!a.scale) a.scale = float(1.0 / std::sqrt(double(a.head_dim)));
   if (!a.q_batch_stride) a.q_batch_stride = width;
-  if (!a.kv_row_stride) a.kv_row_stride = width;
+  if (!a.kv_row_stride) a.kv_row_stride = kv_width;
   if (!a.kv_head_stride) a.kv_head_stride = a.head_dim;
   if (!a.kv_batch_stride) a.kv_batch_stride = a.kv_len * a.kv_row_stride;
   const uint32_t N = projection ? projection->N : 0;
@@ -62,7 +66,7 @@ void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferVie
   if (!a.o_batch_stride) a.o_batch_stride = projection ? N : width;
 
   need(q, (a.batch - 1) * a.q_batch_stride + width, "decode_attention", "q");
-  const uint64_t kv = (a.batch - 1) * a.kv_batch_stride + (a.heads - 1) * a.kv_head_stride +
+  const uint64_t kv = (a.batch - 1) * a.kv_batch_stride + (a.kv_heads - 1) * a.kv_head_stride +
                       (a.kv_len - 1) * a.kv_row_stride + a.head_dim;
   need(k, kv, "decode_attention", "k");
   need(v, kv, "decode_attention", "v");
@@ -105,12 +109,13 @@ void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferVie
     uint32_t N, ldw, r_batch_stride;
     float norm_eps;
     uint32_t base_q, base_k, base_v, base_o, base_w, base_b, base_r;
+    uint32_t kv_group;  // query heads per K/V head
   } push{a.kv_len, a.scale, flags, a.heads, lay.splits,
          u32(a.q_batch_stride, "q_batch_stride"), u32(a.kv_batch_stride, "kv_batch_stride"),
          u32(a.kv_head_stride, "kv_head_stride"), u32(a.kv_row_stride, "kv_row_stride"),
          u32(a.o_batch_stride, "o_batch_stride"), N, ldw, r_stride, projection ? projection->norm_eps : 0.0f,
-         0, 0, 0, 0, 0, 0, 0};
-  static_assert(sizeof push == 84, "matches Push in shaders/decode_attention.comp");
+         0, 0, 0, 0, 0, 0, 0, a.heads / a.kv_heads};
+  static_assert(sizeof push == 88, "matches Push in shaders/decode_attention.comp");
 
   const char* op = "decode_attention";
   const Placed pq = place(q, op), pk = place(k, op), pv = place(v, op), po = place(result, op);

@@ -20,13 +20,15 @@ struct Case {
   bool padding;
   uint32_t projection_n = 0;  // 0: no projection
   bool bias = false, residual = false, residual_norm = false;
+  uint32_t kv_heads = 0;  // grouped-query attention: fewer K/V heads (0: heads)
 };
 
 std::string name(const Case& c) {
   return "B=" + std::to_string(c.batch) + " H=" + std::to_string(c.heads) + " d=" + std::to_string(c.head_dim) +
          " Lk=" + std::to_string(c.kv_len) + (c.padding ? " padding" : "") +
          (c.projection_n ? " N=" + std::to_string(c.projection_n) : "") + (c.bias ? " bias" : "") +
-         (c.residual ? " residual" : "") + (c.residual_norm ? " norm" : "");
+         (c.residual ? " residual" : "") + (c.residual_norm ? " norm" : "") +
+         (c.kv_heads ? " KVH=" + std::to_string(c.kv_heads) : "");
 }
 
 // out[b, c] = sum_i attn[b, i] W[c, i] + bias[c] + LN?(r[b, :])[c], and the scale its
@@ -73,20 +75,21 @@ class DecodeAttentionTest : public OpsTest {
  protected:
   void check(const Case& c, std::mt19937_64& rng) {
     SCOPED_TRACE(name(c));
-    const uint32_t W = c.heads * c.head_dim, N = c.projection_n;
+    const uint32_t W = c.heads * c.head_dim, N = c.projection_n, KW = (c.kv_heads ? c.kv_heads : c.heads) * c.head_dim;
     auto rounded = [&](std::vector<double> v) {
       for (auto& e : v) e = stored(e, dtype());
       return v;
     };
     auto q = rounded(random_values(size_t(c.batch) * W, rng, -2, 2));
-    auto k = rounded(random_values(size_t(c.batch) * c.kv_len * W, rng, -2, 2));
-    auto v = rounded(random_values(size_t(c.batch) * c.kv_len * W, rng));
+    auto k = rounded(random_values(size_t(c.batch) * c.kv_len * KW, rng, -2, 2));
+    auto v = rounded(random_values(size_t(c.batch) * c.kv_len * KW, rng));
     std::vector<double> mask(size_t(c.batch) * c.kv_len, 0.0);
     if (c.padding)  // batch item b keeps its first kv_len - b*(kv_len/4 + 1) keys (at least 1)
       for (uint32_t b = 0; b < c.batch; ++b)
         for (uint32_t j = std::max<int64_t>(1, int64_t(c.kv_len) - b * (c.kv_len / 4 + 1)); j < c.kv_len; ++j)
           mask[size_t(b) * c.kv_len + j] = -INFINITY;
-    const Attention a{.batch = c.batch, .heads = c.heads, .head_dim = c.head_dim, .q_len = 1, .kv_len = c.kv_len};
+    const Attention a{.batch = c.batch, .heads = c.heads, .head_dim = c.head_dim, .kv_heads = c.kv_heads, .q_len = 1,
+                      .kv_len = c.kv_len};
     auto [attn, attn_scale] = ref::attention(a, q, k, v, c.padding ? &mask : nullptr);
     std::vector<double> want = attn, scale = attn_scale;
     const double eps = 1e-5;
@@ -154,6 +157,19 @@ TEST_P(DecodeAttentionTest, ProjectsAddsBiasAndNormalisesTheResidual) {
   check({3, 4, 17, 70, true, 64, true, true, true}, rng);
   check({2, 4, 64, 300, false, 256, true, true, true}, rng);  // several stretches, then heads combined
   check({4, 3, 17, 1000, true, 255, false, true, true}, rng);
+}
+
+// Grouped-query attention (Llama's): query head h reads K/V head h / (heads / kv_heads),
+// K and V packed [B, Lk, kv_heads * d], with and without the projection.
+TEST_P(DecodeAttentionTest, GroupedQueryHeadsShareTheirKeyValueHead) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  check({1, 4, 8, 1, false, 0, false, false, false, 1}, rng);
+  check({3, 4, 17, 70, true, 0, false, false, false, 2}, rng);
+  check({2, 6, 64, 300, false, 0, false, false, false, 3}, rng);
+  check({3, 9, 17, 1000, true, 64, true, true, false, 3}, rng);  // SmolLM's 9 over 3
+  check({2, 8, 16, 255, true, 100, false, true, false, 1}, rng);
 }
 
 // A decode cache laid out as the model keeps it ([B, capacity, 2D], K then V in each
