@@ -380,8 +380,16 @@ class Ops {
                  const std::optional<BufferView>& pe, const BufferView& out, const std::optional<DecodeStep>& step = {},
                  const std::optional<BufferView>& position_shift = {});
   // x rotated in place (Rope); table from rotary_positions; position_shift as embedding's.
+  // `second`: another tensor rotated in the same dispatch (a layer's keys in its cache
+  // beside its queries), with its own heads, strides and rows_from_step and the first's
+  // batch, rows, head_dim and positions.
+  struct RopeTarget {
+    Rope rope;
+    BufferView x;
+  };
   void rope(CommandList& cl, const Rope& r, const BufferView& x, const BufferView& table,
-            const std::optional<DecodeStep>& step = {}, const std::optional<BufferView>& position_shift = {});
+            const std::optional<DecodeStep>& step = {}, const std::optional<BufferView>& position_shift = {},
+            const std::optional<RopeTarget>& second = {});
   void add(CommandList& cl, const BufferView& a, const BufferView& b, const BufferView& y, uint32_t count);
   // SwiGLU (Llama's MLP): y[r, j] = silu(x[r, j]) * x[r, cols + j], x [rows, 2 cols] (gate
   // then up, one projection), y [rows, cols].

@@ -119,6 +119,36 @@ TEST_P(RopeTest, TakesTheRowAndPositionFromADecodeStep) {
     cur = got;
   }
   (void)half;
+  // Queries [B, 1, 2H, d] (packed) and these keys in one dispatch: both rotated at the
+  // step's position, the keys at the step's cache row, the queries at row 0.
+  {
+    const Rope rq{.batch = B, .rows = 1, .heads = 2 * H, .head_dim = d, .positions = capacity};
+    auto q = random_values(size_t(B) * 2 * H * d, rng, -2, 2);
+    for (auto& e : q) e = stored(e, dtype());
+    Buffer bq = upload_as(ctx(), q, dtype(), "queries");
+    auto both = ctx().command_list();
+    ops().rope(both, rq, bq.view(), bt.view(), DecodeStep{state.view(), capacity - 1}, shift.view(), Ops::RopeTarget{r, bx.view()});
+    const uint32_t step = 11;
+    const DecodeStep::State st{.step = step, .position = step, .key_count = step + 1};
+    ctx().upload(state, &st, sizeof st);
+    both.submit();
+    const bool f16 = dtype() == DType::F16;
+    std::vector<double> scale;
+    const auto want_k = rotated(cur, r, bs, rs, step, {int64_t(step), int64_t(step) - 3}, table, scale);
+    auto got_k = download_as(ctx(), bx, cur.size(), dtype());
+    for (size_t k = 0; k < got_k.size(); ++k) scale[k] = scale[k] ? scale[k] : std::abs(want_k[k]) + 1e-30;
+    EXPECT_TRUE(close(got_k, want_k, scale, f16 ? 1e-3 : 1e-6, f16 ? 6e-8 : 1e-30)) << "keys beside queries";
+    const uint64_t qrs = uint64_t(2) * H * d;
+    const auto want_q = rotated(q, rq, qrs, qrs, 0, {int64_t(step), int64_t(step) - 3}, table, scale);
+    EXPECT_TRUE(close(download_as(ctx(), bq, q.size(), dtype()), want_q, scale, f16 ? 1e-3 : 1e-6, f16 ? 6e-8 : 1e-30))
+        << "queries beside keys";
+    Rope other = r;
+    other.head_dim = 4;  // the targets must agree on all but heads, strides and rows
+    auto cl3 = ctx().command_list();
+    EXPECT_THROW(ops().rope(cl3, rq, bq.view(), bt.view(), DecodeStep{state.view(), capacity - 1}, shift.view(),
+                            Ops::RopeTarget{other, bx.view()}),
+                 Error);
+  }
   // Positions past the table, an odd head size, rows past x: named errors.
   auto cl2 = ctx().command_list();
   Rope past = r;

@@ -23,15 +23,16 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
              r.at(cache.self(index), first_row * cache.row_stride()), in_norm.weights(),
              {.in = in_norm.norm ? in_stats : std::nullopt});
   if (!b.rope_table) return;
-  // Rotary positions: the new queries [rows, D] and keys (their cache rows) rotated in place.
+  // Rotary positions: the new queries [rows, D] and keys (their cache rows) rotated in
+  // place, in one dispatch.
   const uint32_t d = D / p.heads, kv_heads = cache.kv_width() / d;
   const Rope q{.batch = p.batch, .rows = p.n, .heads = p.heads, .head_dim = d, .position_offset = p.t0,
                .positions = b.rope_positions};
-  r.ops.rope(r.cl, q, b.queries.view(), *b.rope_table, p.step, b.position_shift);
   const Rope k{.batch = p.batch, .rows = p.n, .heads = kv_heads, .head_dim = d, .batch_stride = cache.self_batch_stride(),
                .row_stride = cache.row_stride(), .position_offset = p.t0, .positions = b.rope_positions,
                .rows_from_step = bool(p.step)};
-  r.ops.rope(r.cl, k, r.at(cache.self(index), first_row * cache.row_stride()), *b.rope_table, p.step, b.position_shift);
+  r.ops.rope(r.cl, q, b.queries.view(), *b.rope_table, p.step, b.position_shift,
+             Ops::RopeTarget{k, r.at(cache.self(index), first_row * cache.row_stride())});
 }
 
 // Masked self-attention's first half: the projections, then each query attends over the
