@@ -92,6 +92,24 @@ INSTANTIATE_TEST_SUITE_P(, Llama,
                            return std::string(info.param.model) + (info.param.dtype == DType::F16 ? "_fp16" : "_fp32");
                          });
 
+// Dispatches per Llama layer: a decode step where norms fold (GPUs, the portable
+// profile, VKF_FOLD_NORMS=1) is 6 (the QKV projection with RMSNorm folded, one rotary
+// dispatch for queries and keys, attention fused with its output projection and residual
+// over grouped K/V heads, gate and up with RMSNorm folded, SwiGLU, down with its
+// residual); unfolded (CPU drivers) 9. The prompt pass: 7 folded, 9 not. The outputs are
+// the references' either way (the parameterised test above, run in both modes by CTest).
+TEST_F(GpuTest, LlamaLayerDispatchCounts) {
+  for (const char* name : {"gqa", "qwen2"}) {
+    SCOPED_TRACE(name);
+    Session s(Model::load(ctx(), (kDir / name).string(), DType::F32));
+    s.generate({{5, 17, 9}}, {.max_new_tokens = 8, .stop_at_eos = false, .submit_budget_ms = 0});
+    const GenerateStats& st = s.last_stats();
+    const bool folded = Ops(ctx(), DType::F32).fold_norms_in_decode_steps();
+    EXPECT_EQ(st.dispatches_per_decoder_layer, folded ? 6.0 : 9.0);
+    EXPECT_EQ(st.dispatches_per_encoder_layer, folded ? 7.0 : 9.0);
+  }
+}
+
 // fp16 overflow: a model whose residual stream passes 65504 (tests/hf/llama/overflow: its
 // fp32 run matches transformers above). In fp16 storage vkformer detects it and says so,
 // naming fp32 as the way out, for greedy and sampled decoding on the GPU (the choice

@@ -175,8 +175,9 @@ std::unique_ptr<Model::Impl> load_llama_weights(Context& ctx, const ModelFiles& 
                   .in = uint32_t(file.at(names[0]).shape[1])};
   };
   auto rms = [&](const std::string& name) {
-    Buffer g = up.tensor(name);
-    return Norm{g, g};  // an RMSNorm has no beta: the kernel reads gamma's view only
+    // An RMSNorm has no beta: the norm kernel reads gamma's view only; a GEMM that folds
+    // it adds a beta as a LayerNorm's, so it gets zeros.
+    return Norm{up.tensor(name), zeros(c.d_model, name + ".beta")};
   };
   m->tgt_embed = up.tensor("model.embed_tokens.weight");
   m->src_embed = m->tgt_embed;

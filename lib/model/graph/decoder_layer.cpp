@@ -13,7 +13,8 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
                  const DecoderBuffers& b, const KvCache& cache, const BufferView& in, Folded in_norm,
                  const std::optional<RowStats>& in_stats = std::nullopt) {
   const uint32_t D = r.d_model;
-  Gemm qkv{.M = p.n, .N = D + 2 * cache.kv_width(), .K = D, .trans_b = true, .batch = p.batch, .norm_eps = r.eps};
+  Gemm qkv{.M = p.n, .N = D + 2 * cache.kv_width(), .K = D, .trans_b = true, .batch = p.batch, .norm_eps = r.eps,
+           .norm_rms = r.rms_norm};
   qkv.stride_a = {uint64_t(p.n) * D, 0};
   qkv.stride_c = {uint64_t(p.n) * D, 0};
   qkv.split = {.column = D, .ld = uint32_t(cache.row_stride()), .stride = cache.self_batch_stride()};
@@ -33,6 +34,22 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
                .rows_from_step = bool(p.step)};
   r.ops.rope(r.cl, q, b.queries.view(), *b.rope_table, p.step, b.position_shift,
              Ops::RopeTarget{k, r.at(cache.self(index), first_row * cache.row_stride())});
+}
+
+// A pre-norm FFN's first half with its norm folded: hidden = act(LN3(x) W1^T + b1)
+// [rows, F], or, gated (Llama's SwiGLU), [gate | up] [rows, 2F] then silu(gate) * up
+// [rows, F] after it in the same buffer (one dispatch more). Returns hidden.
+BufferView folded_up_projection(const LayerRecorder& r, const DecoderLayer& l, const BufferView& x,
+                                const DecoderBuffers& b, const GemmRowStats& stats = {}) {
+  if (!r.gated_ffn) {
+    r.folded_linear(l.ffn.linear1, x, b.hidden.view(), r.activation, {}, {&l.norm3}, {}, stats);
+    return b.hidden.view();
+  }
+  const uint32_t F = l.ffn.linear2.in;
+  r.folded_linear(l.ffn.linear1, x, b.hidden.view(), Activation::None, {}, {&l.norm3}, {}, stats);  // [gate | up]
+  const BufferView product = r.at(b.hidden, uint64_t(r.rows) * 2 * F);
+  r.ops.swiglu(r.cl, b.hidden.view(), product, r.rows, F);  // silu(gate) * up [rows, F]
+  return product;
 }
 
 // Masked self-attention's first half: the projections, then each query attends over the
@@ -57,15 +74,16 @@ void self_attend(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
 void attend_and_project(const LayerRecorder& r, const DecoderPass& p, const DecoderBuffers& b, const KvCache& cache,
                         size_t index, bool self, const Linear& out_proj, const BufferView& out,
                         const BufferView& residual, Folded residual_norm) {
-  const uint32_t D = r.d_model;
+  const uint32_t D = r.d_model, kv_width = self ? cache.kv_width() : D;  // grouped K/V heads: self-attention's
   const Buffer& kv = self ? cache.self(index) : cache.cross(index);
-  const Attention a{.batch = p.batch, .heads = p.heads, .head_dim = D / p.heads, .q_len = 1,
+  const Attention a{.batch = p.batch, .heads = p.heads, .head_dim = D / p.heads,
+                    .kv_heads = kv_width / (D / p.heads), .q_len = 1,
                     .kv_len = self ? cache.capacity() : cache.src_len(),
                     .kv_batch_stride = self ? cache.self_batch_stride() : cache.cross_batch_stride(),
                     .kv_row_stride = cache.row_stride()};
   const AttentionProjection proj{.weight = out_proj.weight.view(), .bias = out_proj.bias.view(), .residual = residual,
                                  .residual_norm = residual_norm.weights(), .N = D, .norm_eps = r.eps};
-  r.ops.decode_attention(r.cl, a, b.queries.view(), r.at(kv, 0), r.at(kv, D), out, b.attention_scratch,
+  r.ops.decode_attention(r.cl, a, b.queries.view(), r.at(kv, 0), r.at(kv, kv_width), out, b.attention_scratch,
                          self ? b.self_mask : std::optional(b.src_mask), self ? p.step : std::nullopt, proj);
 }
 
@@ -120,15 +138,16 @@ std::optional<RowStats> record_decoder_layer_prompt(const LayerRecorder& r, cons
   const BufferView x = b.x.view();                                    // [rows, D]
   project_qkv(r, l, index, p, b, cache, x, {&l.norm1}, x_stats);      // queries [rows, D], K/V to the cache, of LN1(x)
   const Buffer& self_cache = cache.self(index);
-  const Attention a{.batch = p.batch, .heads = p.heads, .head_dim = d, .q_len = p.n, .kv_len = p.t0 + p.n,
-                    .causal = true, .causal_offset = p.t0, .kv_batch_stride = cache.self_batch_stride(),
-                    .kv_row_stride = cache.row_stride()};
-  r.ops.attention(r.cl, a, b.queries.view(), r.at(self_cache, 0), r.at(self_cache, D), b.attn.view(),
+  const uint32_t kv_width = cache.kv_width();                         // grouped K/V heads: narrower than D
+  const Attention a{.batch = p.batch, .heads = p.heads, .head_dim = d, .kv_heads = kv_width / d, .q_len = p.n,
+                    .kv_len = p.t0 + p.n, .causal = true, .causal_offset = p.t0,
+                    .kv_batch_stride = cache.self_batch_stride(), .kv_row_stride = cache.row_stride()};
+  r.ops.attention(r.cl, a, b.queries.view(), r.at(self_cache, 0), r.at(self_cache, kv_width), b.attn.view(),
                   b.self_mask);                                       // attn [rows, D]
   const auto sx = r.folded_linear(l.self_out, b.attn.view(), x, Activation::None, x, {}, {},
                                   {.out = stats_out(x_stats)});       // x += SelfAttn W_o^T + b
-  r.folded_linear(l.ffn.linear1, x, b.hidden.view(), r.activation, {}, {&l.norm3}, {}, {sx});  // hidden of LN3(x)
-  return r.folded_linear(l.ffn.linear2, b.hidden.view(), x, Activation::None, x, {}, {},
+  const BufferView hidden = folded_up_projection(r, l, x, b, {sx});   // hidden [rows, F] of LN3(x)
+  return r.folded_linear(l.ffn.linear2, hidden, x, Activation::None, x, {}, {},
                          {.out = stats_out(sx)});                     // x += FFN
 }
 
@@ -160,8 +179,8 @@ StepStream record_decoder_layer_step(const LayerRecorder& r, const DecoderLayer&
       r.folded_linear(l.cross_q, x, b.queries.view(), Activation::None, {}, {&l.norm2}, {});  // queries of LN2(x)
       cross_attention(x, x, {});                                                              // x += CrossAttn W_o^T + b
     }
-    r.folded_linear(l.ffn.linear1, x, b.hidden.view(), r.activation, {}, {&l.norm3}, {});  // hidden [rows, F]
-    r.folded_linear(l.ffn.linear2, b.hidden.view(), x, Activation::None, x, {}, {});       // x += FFN
+    const BufferView hidden = folded_up_projection(r, l, x, b);                          // hidden [rows, F] of LN3(x)
+    r.folded_linear(l.ffn.linear2, hidden, x, Activation::None, x, {}, {});              // x += FFN
     return {s.x, nullptr};
   }
   if (!l.has_cross_attention()) throw Error("a post-norm decoder layer without cross-attention is not supported");

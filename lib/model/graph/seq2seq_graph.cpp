@@ -282,10 +282,10 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   const uint32_t D = c.d_model, rows = batch_ * o.n, V = c.tgt_vocab_size;
   const LayerRecorder r = recorder(cl, rows);
   const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
-  // Folds take LayerNorms, one K/V head per query head and an ungated FFN (Llama's
-  // RMSNorm, grouped heads and rotary positions run the unfolded layer for now).
-  const bool plain = !c.rms_norm && !c.gated_ffn && c.kv_head_count() == c.nhead &&
-                     c.positions != ModelConfig::Positions::Rotary;
+  // Folds take LayerNorms and RMSNorms; a pre-norm layer also grouped K/V heads, rotary
+  // positions and a gated FFN (Llama's); post-norm ones (the encoder-decoders) have none.
+  const bool plain = c.norm_first || (!c.rms_norm && !c.gated_ffn && c.kv_head_count() == c.nhead &&
+                                      c.positions != ModelConfig::Positions::Rotary);
   const bool fold = plain && o.step && rows <= Ops::kMaxFoldedNormRows && ops_.fold_norms_in_decode_steps();
   // A decoder-only model's prompt (pre-norm): the fused encoder's path, with a causal mask,
   // where decode steps fold too: on GPUs. On CPU drivers it measured 13% slower than 7
@@ -329,7 +329,7 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
     const auto pending = s.pending ? std::optional(NormWeights{s.pending->gamma.view(), s.pending->beta.view()})
                                    : std::nullopt;
     if (c.final_norms)
-      ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, s.x->view(),
+      ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps, .rms = c.rms_norm}, s.x->view(),
                       m_.decoder_norm.gamma.view(), m_.decoder_norm.beta.view(), out->view(), std::nullopt,
                       std::nullopt, pending);  // out = LN(LN_pending(h))
     else if (pending)

@@ -12,7 +12,7 @@ std::optional<RowStats> LayerRecorder::folded_linear(const Linear& l, const Buff
                                                      Activation act, const std::optional<BufferView>& residual,
                                                      Folded in_norm, Folded residual_norm,
                                                      const GemmRowStats& stats) const {
-  Gemm g{.M = rows, .N = l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps};
+  Gemm g{.M = rows, .N = l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps, .norm_rms = rms_norm};
   g.norm_of = in_norm.norm ? NormOf::A : residual_norm.norm ? NormOf::Residual : NormOf::None;
   GemmRowStats st = stats;
   if (g.norm_of == NormOf::None) st.in.reset();  // statistics of rows no norm reads
