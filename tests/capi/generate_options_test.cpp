@@ -192,6 +192,7 @@ TEST(CApiOptions, MoreEndTokensAndAStopStringEndAnOutputWhereTheCliWould) {
   }
 
   // The stop string and a callback that ends outputs work together.
+  o.stop = stop_kept.c_str();  // (the job's string is gone)
   struct Ender {
     static int on_token(void* user, size_t, uint32_t, const char*, size_t) { return ++*static_cast<int*>(user) >= 2; }
   };
