@@ -1,7 +1,8 @@
 // The C API (include/vkformer/vkformer.h) over the C++ one: devices, contexts, models,
 // sessions and their generation. Every entry point catches everything: no exception
 // crosses into C, failures become a status and a message. Jobs (jobs_c.cpp), model facts
-// and the tokenizer (model_info_c.cpp) and the forecaster (forecaster_c.cpp) live beside it.
+// and the tokenizer (model_info_c.cpp), the options (generate_options_c.cpp) and the
+// forecaster (forecaster_c.cpp) live beside it.
 #include <cmath>
 #include <cstring>
 
@@ -45,103 +46,6 @@ vkf_status check_length(const char* function, const char* what, size_t length, c
     return invalid(function, std::string(what) + " " + std::to_string(length) + " is longer than the model's " +
                                  std::to_string(most) + " positions (max_position)");
   return VKF_OK;
-}
-
-std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options* o, const vkf::ModelConfig& c,
-                                                const char* function,
-                                                const std::shared_ptr<const vkf::Tokenizer>& tokenizer) {
-  // The model's own processors (a Hugging Face generation_config.json's min_length,
-  // no_repeat_ngram_size, bad words, forced tokens, repetition penalty), as the CLI takes
-  // them: without them an app's output would differ from transformers' and the CLI's.
-  // Beam width, length penalty and length stay the caller's (vkf_model_info has the
-  // model's, for an app that wants them).
-  vkf::GenerateOptions g = vkf::GenerateOptions::defaults(c);
-  g.beam = 1;
-  g.length_penalty = 1.0f;
-  g.max_new_tokens = c.max_position;
-  if (!o) return g;
-  if (o->struct_size != sizeof(vkf_generate_options)) {
-    invalid(function, "vkf_generate_options.struct_size is " + std::to_string(o->struct_size) + ", expected " +
-                          std::to_string(sizeof(vkf_generate_options)) + " (use vkf_generate_options_default())");
-    return std::nullopt;
-  }
-  // Zero-initialised fields work: where 0 is no valid value (beam, top_p) it means the
-  // default; where it means something (temperature 0: greedy, top_k 0: all tokens,
-  // max_new_tokens 0: as many as positions allow, submit_budget_ms 0: no bound,
-  // length_penalty 0: no length normalisation) it keeps that meaning. Errors name the C field.
-  auto bad = [&](const std::string& why) -> std::optional<vkf::GenerateOptions> {
-    invalid(function, "vkf_generate_options." + why);
-    return std::nullopt;
-  };
-  if (o->max_new_tokens) g.max_new_tokens = o->max_new_tokens;
-  g.beam = o->beam ? o->beam : 1;
-  if (g.beam > vkf::GenerateOptions::kMaxBeam)
-    return bad("beam must be from 1 to " + std::to_string(vkf::GenerateOptions::kMaxBeam) + " (0: 1, greedy), got " +
-               std::to_string(o->beam));
-  if (!(o->length_penalty >= -10 && o->length_penalty <= 10))
-    return bad("length_penalty must be from -10 to 10, got " + std::to_string(o->length_penalty));
-  g.length_penalty = o->length_penalty;
-  if (!(o->temperature >= 0 && o->temperature <= vkf::GenerateOptions::kMaxTemperature))
-    return bad("temperature must be from 0 (greedy) to " + std::to_string(int(vkf::GenerateOptions::kMaxTemperature)) +
-               ", got " + std::to_string(o->temperature));
-  g.temperature = o->temperature;
-  g.top_k = o->top_k;
-  if (!(o->top_p >= 0 && o->top_p <= 1))
-    return bad("top_p must be in (0, 1] (0: the default, 1), got " + std::to_string(o->top_p));
-  g.top_p = o->top_p == 0 ? 1.0f : o->top_p;
-  g.seed = o->seed;
-  if (!(o->submit_budget_ms >= 0)) return bad("submit_budget_ms must be >= 0 (0: no budget)");
-  g.submit_budget_ms = o->submit_budget_ms;
-  if (o->repetition_penalty != 0) {
-    if (!(o->repetition_penalty > 0 && o->repetition_penalty <= vkf::GenerateOptions::kMaxRepetitionPenalty))
-      return bad("repetition_penalty must be above 0 and at most " +
-                 std::to_string(int(vkf::GenerateOptions::kMaxRepetitionPenalty)) +
-                 " (1: none; 0: the model's own), got " + std::to_string(o->repetition_penalty));
-    g.repetition_penalty = o->repetition_penalty;
-  }
-  constexpr size_t kMostEosIds = 1024;  // more end tokens than any vocabulary's specials: a wrong count
-  if (o->eos_id_count > kMostEosIds)
-    return bad("eos_id_count " + std::to_string(o->eos_id_count) + " is more than " + std::to_string(kMostEosIds));
-  if (o->eos_id_count && !o->eos_ids) return bad("eos_ids is NULL but eos_id_count is " + std::to_string(o->eos_id_count));
-  if (o->eos_id_count) g.eos_ids.assign(o->eos_ids, o->eos_ids + o->eos_id_count);  // checked against the vocabulary by generate
-  g.max_steps_per_submit = o->max_steps_per_submit ? o->max_steps_per_submit : 64;
-  std::function<bool(size_t, const std::vector<uint32_t>&)> stop_string;
-  if (o->stop) {
-    const std::string text = o->stop;
-    if (text.empty()) return bad("stop is empty: it would end every output at once (NULL: no stop string)");
-    if (!tokenizer) return bad("stop needs the model's tokenizer, and this model has none (vkf_model_info.has_tokenizer)");
-    if (g.beam > 1) return bad("stop ends greedy or sampled outputs; beam search ends at the model's EOS only");
-    // The whole output's text each time, as the CLI does: the string may span tokens.
-    stop_string = [tokenizer, text](size_t, const std::vector<uint32_t>& tokens) {
-      return tokenizer->decode(tokens).find(text) != std::string::npos;
-    };
-    g.stop = stop_string;
-  }
-  if (o->on_token) {
-    // Each output's text as whole characters (TextStream), and which outputs the
-    // callback ended; called on the generating thread only, so no lock.
-    struct Stream {
-      std::vector<std::unique_ptr<vkf::TextStream>> text;
-      std::vector<bool> ended;
-    };
-    auto st = std::make_shared<Stream>();
-    g.on_token = [st, tokenizer, cb = o->on_token, user = o->on_token_user](size_t output, uint32_t token) {
-      std::string piece;
-      if (tokenizer) {
-        while (st->text.size() <= output) st->text.push_back(std::make_unique<vkf::TextStream>(*tokenizer));
-        piece = st->text[output]->push(token);
-      }
-      if (cb(user, output, token, tokenizer ? piece.c_str() : nullptr, piece.size()) != 0) {
-        if (st->ended.size() <= output) st->ended.resize(output + 1, false);
-        st->ended[output] = true;
-      }
-    };
-    if (g.beam <= 1)
-      g.stop = [st, stop_string](size_t output, const std::vector<uint32_t>& tokens) {
-        return (output < st->ended.size() && st->ended[output]) || (stop_string && stop_string(output, tokens));
-      };
-  }
-  return g;
 }
 
 }  // namespace capi

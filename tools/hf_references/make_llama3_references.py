@@ -13,22 +13,17 @@ of the packages make_llama_references.py uses, on Debian's torch (no sdpa: eager
   PYTHONPATH=/path/to/transformers-4.43:/path/to/site-packages /usr/bin/python3 tools/hf_references/make_llama3_references.py
 """
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import torch
-import transformers
 from transformers import LlamaConfig, LlamaForCausalLM
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_llama_references import NEW_TOKENS, OUT, PENALTY, VOCAB, randomised, references  # noqa: E402
+from make_llama_references import OUT, VOCAB, randomised, saved_with_references  # noqa: E402
 
 
 def main():
-    out = OUT / "llama3"
-    if out.exists():
-        shutil.rmtree(out)
     torch.manual_seed(6)
     cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=88, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rope_theta=500000.0,
@@ -36,13 +31,10 @@ def main():
                                     "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
                       rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False,
                       attn_implementation="eager")
-    model = randomised(LlamaForCausalLM(cfg), 6)
-    model.save_pretrained(out)
-    refs = {"transformers_version": transformers.__version__, "new_tokens": NEW_TOKENS, "repetition_penalty": PENALTY,
-            "models": {"llama3": references(model)}}
+    refs = saved_with_references(randomised(LlamaForCausalLM(cfg), 6), "llama3")
     with open(OUT / "llama3_references.json", "w") as f:
         json.dump(refs, f)
-    print("wrote", out)
+    print("wrote", OUT / "llama3")
 
 
 if __name__ == "__main__":

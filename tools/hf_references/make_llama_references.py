@@ -80,6 +80,17 @@ def references(model):
     return out
 
 
+def saved_with_references(model, name):
+    """Saves `model` to tests/hf/llama/<name> and returns its references file's contents in
+    this script's format (make_qwen2_references.py and make_llama3_references.py use it)."""
+    out = OUT / name
+    if out.exists():
+        shutil.rmtree(out)
+    model.save_pretrained(out)
+    return {"transformers_version": transformers.__version__, "new_tokens": NEW_TOKENS, "repetition_penalty": PENALTY,
+            "models": {name: references(model)}}
+
+
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                   r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 

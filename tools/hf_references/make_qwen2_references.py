@@ -23,11 +23,10 @@ import sys
 from pathlib import Path
 
 import torch
-import transformers
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_llama_references import NEW_TOKENS, OUT, PENALTY, VOCAB, randomised, references  # noqa: E402
+from make_llama_references import OUT, VOCAB, randomised, saved_with_references  # noqa: E402
 
 
 NFC_CASES = ["e\u0301te\u0301 cafe\u0301", "A\u030a \u212b \u00c5", "\u1100\u1161\u11a8 \uac01", "o\u0308\u0304 \u1e7b",
@@ -56,9 +55,6 @@ def make_tokenizer():
 
 
 def main():
-    out = OUT / "qwen2"
-    if out.exists():
-        shutil.rmtree(out)
     torch.manual_seed(5)
     cfg = Qwen2Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=88, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rope_theta=1000000.0,
@@ -69,13 +65,11 @@ def main():
         for layer in model.model.layers:
             for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
                 proj.bias.copy_(torch.randn_like(proj.bias))
-    model.save_pretrained(out)
-    refs = {"tokenizer_qwen2": make_tokenizer()}
-    refs.update({"transformers_version": transformers.__version__, "new_tokens": NEW_TOKENS, "repetition_penalty": PENALTY,
-            "models": {"qwen2": references(model)}})
+    refs = saved_with_references(model, "qwen2")
+    refs["tokenizer_qwen2"] = make_tokenizer()
     with open(OUT / "qwen2_references.json", "w") as f:
         json.dump(refs, f)
-    print("wrote", out)
+    print("wrote", OUT / "qwen2")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,5 @@
 #include "bart_tokenizer.hpp"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <utf8proc.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "gpt_pattern.hpp"
 #include "hf_text.hpp"
 #include "json_file.hpp"
 #include "vkformer/error.hpp"
@@ -50,76 +49,6 @@ std::string token_text(const nlohmann::json& config, const char* key, const char
 }
 
 }  // namespace
-
-// GPT-2's pattern (the `regex` module's, which BartTokenizer uses). Its \s is Unicode's
-// White_Space, spelled out here because PCRE2's \s leaves out U+0085.
-class GptPattern {
- public:
-  GptPattern() : GptPattern(gpt2(), PCRE2_UTF, false) {}
-  // A tokenizer.json Split's own pattern (Rust regex syntax, which PCRE2 reads the same for
-  // the hub's patterns), its \s and \d Unicode's as there (PCRE2_UCP); the text between
-  // matches is kept as pieces of its own (behavior Isolated).
-  explicit GptPattern(const std::string& pattern) : GptPattern(pattern, PCRE2_UTF | PCRE2_UCP, true) {}
-
- private:
-  static std::string gpt2() {
-    const std::string space = "\\t\\n\\x0B\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
-    return "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" + space + "\\p{L}\\p{N}]+|[" + space + "]+(?![^" + space +
-           "])|[" + space + "]+";
-  }
-  GptPattern(const std::string& pattern, uint32_t options, bool keep_gaps) : keep_gaps_(keep_gaps) {
-    int error = 0;
-    PCRE2_SIZE offset = 0;
-    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &error, &offset, nullptr);
-    if (!code_) {
-      PCRE2_UCHAR message[256];
-      pcre2_get_error_message(error, message, sizeof message);
-      throw Error(std::string("tokenizer: PCRE2 cannot compile the pre-tokenizer's pattern (at ") + std::to_string(offset) +
-                  "): " + reinterpret_cast<char*>(message));
-    }
-    pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);  // where JIT is missing, the interpreter matches the same
-  }
-
- public:
-  ~GptPattern() { pcre2_code_free(code_); }
-  GptPattern(const GptPattern&) = delete;
-  GptPattern& operator=(const GptPattern&) = delete;
-
-  // re.findall: each match in turn, the search going on where the last one ended.
-  // `text` must be valid UTF-8 (checked before).
-  template <class F>
-  void for_each_word(std::string_view text, F&& f) const {
-    pcre2_match_data* match = pcre2_match_data_create_from_pattern(code_, nullptr);
-    if (!match) throw Error("tokenizer: out of memory");
-    PCRE2_SIZE at = 0, gap = 0;  // gap: where the text not yet given to f starts
-    while (at < text.size()) {
-      const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), at, PCRE2_NO_UTF_CHECK,
-                                 match, nullptr);
-      if (rc == PCRE2_ERROR_NOMATCH) break;
-      if (rc < 0) {
-        pcre2_match_data_free(match);
-        throw Error("tokenizer: PCRE2 failed to match (error " + std::to_string(rc) + ")");
-      }
-      const PCRE2_SIZE* span = pcre2_get_ovector_pointer(match);
-      if (span[1] == span[0]) {  // an empty match: GPT-2's pattern has none; a file's may
-        if (!keep_gaps_) break;
-        size_t n = 0;
-        utf8_code_point(text, span[0], &n);  // step over one character, kept with the gap
-        at = span[0] + n;
-        continue;
-      }
-      if (keep_gaps_ && span[0] > gap) f(text.substr(gap, span[0] - gap));
-      f(text.substr(span[0], span[1] - span[0]));
-      at = gap = span[1];
-    }
-    if (keep_gaps_ && gap < text.size()) f(text.substr(gap));
-    pcre2_match_data_free(match);
-  }
-
- private:
-  pcre2_code* code_ = nullptr;
-  bool keep_gaps_ = false;
-};
 
 BartTokenizer::BartTokenizer(const ModelFiles& files, uint32_t vocab_size, Flavour flavour)
     : pattern_(std::make_unique<GptPattern>()), wrap_(flavour == Flavour::Bart) {
@@ -444,169 +373,6 @@ std::string BartTokenizer::describe() const {
            " merges)";
   return "byte-level BPE (vocab.json of " + std::to_string(tokens_.size()) + " tokens, merges.txt of " +
          std::to_string(merges_) + " merges)";
-}
-
-std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFiles& files, uint32_t vocab_size) {
-  const std::string file = files.where("tokenizer.json");
-  // The file holds the vocabulary and the merges (each at most a few dozen bytes a token).
-  const nlohmann::json j = read_json_object(files, "tokenizer.json", "tokenizer", 2 * vocab_file_bytes(vocab_size));
-  auto fail = [&](const std::string& what) -> void { throw Error("tokenizer " + file + ": " + what); };
-  auto type_of = [](const nlohmann::json& v) { return v.is_object() ? v.value("type", std::string()) : std::string(); };
-  std::unique_ptr<BartTokenizer> t(new BartTokenizer());
-  t->wrap_ = false;
-  t->clean_up_spaces_ = true;  // transformers' default; tokenizer_config.json may say otherwise
-  t->source_ = "tokenizer.json";
-
-  // The model: byte-level BPE, nothing that would change its ids.
-  const nlohmann::json& model = j.contains("model") ? j["model"] : nlohmann::json();
-  if (type_of(model) != "BPE")
-    fail("model type '" + type_of(model) + "' is not supported (vkformer reads byte-level BPE tokenizer.json files)");
-  // byte_fallback: SentencePiece-style BPE (Llama 2's and TinyLlama's tokenizer.json, converted
-  // from their tokenizer.model): Unicode characters, not bytes, are the symbols, and a
-  // character outside the vocabulary becomes its UTF-8 bytes' <0xXX> tokens.
-  t->spm_ = model.value("byte_fallback", false);
-  t->fuse_unk_ = model.value("fuse_unk", false);
-  if (model.contains("dropout") && !model["dropout"].is_null()) fail("model.dropout is set (BPE dropout), which vkformer does not run");
-  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
-    if (model.contains(key) && !model[key].is_null() && model[key] != "")
-      fail(std::string("model.") + key + " is set, which byte-level BPE does not use");
-  t->ignore_merges_ = model.value("ignore_merges", false);
-  if (!model.contains("vocab") || !model["vocab"].is_object()) fail("model.vocab must be an object of token ids");
-  const nlohmann::json& vocab = model["vocab"];
-  if (vocab.size() > vocab_size)
-    fail(std::to_string(vocab.size()) + " tokens, more than the model's vocabulary of " + std::to_string(vocab_size) +
-         " (config.json)");
-  t->tokens_.resize(vocab.size());
-  for (const auto& [token, id] : vocab.items()) {
-    if (!id.is_number_unsigned() || id.get<uint64_t>() >= vocab.size())
-      fail("the id of '" + token + "' must be an integer from 0 to " + std::to_string(vocab.size() - 1));
-    const uint32_t i = id.get<uint32_t>();
-    if (!t->tokens_[i].empty()) fail("id " + std::to_string(i) + " is given twice");
-    t->tokens_[i] = token;
-    t->ids_[token] = i;
-  }
-  if (!model.contains("merges") || !model["merges"].is_array()) fail("model.merges must be a list");
-  uint32_t rank = 0;
-  for (const auto& m : model["merges"]) {
-    std::string first, second;
-    if (m.is_string()) {  // "a b"
-      const std::string text = m.get<std::string>();
-      const size_t space = text.find(' ');
-      if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos)
-        fail("merge '" + text + "' must be two symbols separated by one space");
-      first = text.substr(0, space), second = text.substr(space + 1);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {  // ["a", "b"] (newer files)
-      first = m[0].get<std::string>(), second = m[1].get<std::string>();
-    } else {
-      fail("a merge must be \"a b\" or [\"a\", \"b\"]");
-    }
-    t->ranks_.emplace(first + " " + second, rank++);  // the first listing of a pair ranks it
-    ++t->merges_;
-  }
-
-  if (t->spm_) {
-    // SentencePiece's layout as transformers' LlamaConverter writes it: the word-boundary
-    // mark before each piece of text and for each space, no pre-tokenizer (a piece of text
-    // is one word), and a decoder that undoes it. Another layout would change the ids.
-    const nlohmann::json none;
-    const nlohmann::json& norm = j.contains("normalizer") ? j["normalizer"] : none;
-    const nlohmann::json expected_norm = nlohmann::json::parse(
-        R"({"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"},
-            {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]})");
-    if (norm != expected_norm)
-      fail("with byte_fallback, the normalizer must be Prepend(\u2581) then Replace(' ', \u2581) as transformers' "
-           "LlamaConverter writes it; this one is '" + norm.dump() + "'");
-    if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null())
-      fail("with byte_fallback, pre_tokenizer '" + type_of(j["pre_tokenizer"]) + "' is not supported (vkformer reads "
-           "the Prepend/Replace layout with none)");
-    const nlohmann::json expected_decoder = nlohmann::json::parse(
-        R"({"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
-            {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]})");
-    if (j.value("decoder", nlohmann::json()) != expected_decoder)
-      fail("with byte_fallback, the decoder must be Replace(\u2581, ' '), ByteFallback, Fuse, Strip(' ', 1, 0)");
-    if (!model.contains("unk_token") || !model["unk_token"].is_string() || !t->ids_.count(model["unk_token"].get<std::string>()))
-      fail("with byte_fallback, model.unk_token must be a token of the vocabulary");
-    t->unk_ = t->ids_.at(model["unk_token"].get<std::string>());
-  } else {
-  // The text's path to the model: no normalizer or NFC (Qwen2's); ByteLevel, or Split
-  // then ByteLevel.
-  if (j.contains("normalizer") && !j["normalizer"].is_null()) {
-    if (type_of(j["normalizer"]) != "NFC")
-      fail("normalizer '" + type_of(j["normalizer"]) + "' is not supported (vkformer reads byte-level BPE without one, or with NFC)");
-    t->nfc_ = true;
-  }
-  const nlohmann::json& pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json();
-  auto byte_level = [&](const nlohmann::json& p, bool regex) {
-    if (type_of(p) != "ByteLevel") return false;
-    if (p.value("use_regex", true) != regex) fail("pre_tokenizer ByteLevel's use_regex is not what its place needs");
-    t->add_prefix_space_ = p.value("add_prefix_space", false);
-    return true;
-  };
-  if (byte_level(pre, true)) {
-    t->pattern_ = std::make_unique<GptPattern>();
-  } else if (type_of(pre) == "Sequence" && pre.contains("pretokenizers") && pre["pretokenizers"].is_array() &&
-             pre["pretokenizers"].size() == 2 && type_of(pre["pretokenizers"][0]) == "Split" &&
-             byte_level(pre["pretokenizers"][1], false)) {
-    const nlohmann::json& split = pre["pretokenizers"][0];
-    if (split.value("behavior", std::string()) != "Isolated" || split.value("invert", false))
-      fail("pre_tokenizer Split must be behavior Isolated, not inverted");
-    if (!split.contains("pattern") || !split["pattern"].is_object() || !split["pattern"].contains("Regex") ||
-        !split["pattern"]["Regex"].is_string())
-      fail("pre_tokenizer Split's pattern must be a Regex");
-    t->pattern_ = std::make_unique<GptPattern>(split["pattern"]["Regex"].get<std::string>());
-  } else {
-    fail("pre_tokenizer '" + type_of(pre) + "' is not supported (vkformer reads ByteLevel, or Split then ByteLevel)");
-  }
-  if (type_of(j.value("decoder", nlohmann::json())) != "ByteLevel") fail("decoder must be ByteLevel");
-  }
-
-  // Added tokens: matched in the text first, tokens of their own; the special ones are
-  // left out of decoded text.
-  if (j.contains("added_tokens") && j["added_tokens"].is_array())
-    for (const auto& a : j["added_tokens"]) {
-      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_unsigned() || !a.contains("content") ||
-          !a["content"].is_string() || a["content"] == "")
-        fail("an added token needs an integer id and a non-empty content");
-      if (a.value("single_word", false) || a.value("rstrip", false))
-        fail("added token '" + a["content"].get<std::string>() + "' has single_word or rstrip set, which vkformer does not run");
-      const std::string content = a["content"];
-      const uint32_t id = a["id"].get<uint32_t>();
-      if (id >= vocab_size) fail("added token '" + content + "' has id " + std::to_string(id) + ", outside the model's vocabulary");
-      if (id >= t->tokens_.size()) t->tokens_.resize(id + 1);
-      t->tokens_[id] = content;
-      t->ids_[content] = id;
-      t->specials_.push_back({content, id, a.value("lstrip", false)});
-      if (a.value("special", false)) t->special_ids_.push_back(id);
-    }
-
-  // What the post-processor puts around one text (TemplateProcessing's "single").
-  const nlohmann::json& post = j.contains("post_processor") ? j["post_processor"] : nlohmann::json();
-  if (type_of(post) == "TemplateProcessing") {
-    bool seen_text = false;
-    for (const auto& piece : post.value("single", nlohmann::json::array())) {
-      if (piece.contains("Sequence")) {
-        seen_text = true;
-        continue;
-      }
-      if (!piece.contains("SpecialToken") || !piece["SpecialToken"].contains("id") || !piece["SpecialToken"]["id"].is_string())
-        fail("post_processor TemplateProcessing: a piece must be a Sequence or a SpecialToken");
-      const std::string name = piece["SpecialToken"]["id"];
-      const auto it = t->ids_.find(name);
-      if (it == t->ids_.end()) fail("post_processor TemplateProcessing names '" + name + "', which is not a token");
-      (seen_text ? t->suffix_ : t->prefix_).push_back(it->second);
-    }
-  } else if (!post.is_null() && type_of(post) != "ByteLevel") {
-    fail("post_processor '" + type_of(post) + "' is not supported (vkformer reads TemplateProcessing and ByteLevel)");
-  }
-  // tokenizer_config.json (optional): whether decoding cleans up spaces.
-  if (files.has("tokenizer_config.json")) {
-    const nlohmann::json c = read_json_object(files, "tokenizer_config.json", "tokenizer");
-    if (c.contains("clean_up_tokenization_spaces") && c["clean_up_tokenization_spaces"].is_boolean())
-      t->clean_up_spaces_ = c["clean_up_tokenization_spaces"].get<bool>();
-  }
-  for (size_t i = 0; i < t->tokens_.size(); ++i)
-    if (t->tokens_[i].empty()) fail("id " + std::to_string(i) + " has no token (the ids must number the tokens)");
-  return t;
 }
 
 }  // namespace vkf::model
