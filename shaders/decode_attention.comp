@@ -61,10 +61,18 @@ layout(push_constant) uniform Push {
   uint kv_group;  // query heads per K/V head (grouped-query attention; 1: one each)
 } pc;
 
-shared float qs[HEAD_DIM];  // this head's query, scaled
-shared float ps[CHUNK];     // this stretch's scores, then their weights e^(s - m)
-shared float attn[HEAD_DIM];
+// GROUP query heads per workgroup, heads h0 .. h0 + GROUP - 1 (h0 = GROUP * y), which share
+// one K/V head (GROUP divides the K/V group, kv_group): every key and value the
+// workgroup loads serves all of them, so grouped-query attention reads each K/V head once
+// per stretch, not once per query head.
+#ifndef GROUP
+#define GROUP 1
+#endif
+shared float qs[GROUP * HEAD_DIM];  // the heads' queries, scaled
+shared float ps[GROUP * CHUNK];     // this stretch's scores per head, then their weights e^(s - m)
+shared float attn[GROUP * HEAD_DIM];
 shared bool last;
+const uint DIMS = (HEAD_DIM + WG_SIZE - 1) / WG_SIZE;  // of a head, per invocation
 
 bool flag(uint f) { return (pc.flags & f) != 0u; }
 
@@ -85,85 +93,113 @@ bool arrives_last(uint c, uint count) {
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
-  const uint s = gl_WorkGroupID.x, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-  const uint H = pc.heads, S = pc.splits, B = gl_NumWorkGroups.z;
+  const uint s = gl_WorkGroupID.x, h0 = gl_WorkGroupID.y * GROUP, b = gl_WorkGroupID.z;
+  const uint H = pc.heads, S = pc.splits, B = gl_NumWorkGroups.z, blocks = gl_NumWorkGroups.y;
   const uint kv_len = flag(FLAG_STEP) ? step_state[DECODE_KEY_COUNT_WORD] : pc.kv_len;
   const uint j0 = s * CHUNK, n = j0 < kv_len ? min(CHUNK, kv_len - j0) : 0u;  // this stretch's keys
-  const uint kv_base = b * pc.kv_batch_stride + (h / pc.kv_group) * pc.kv_head_stride;
+  const uint kv_base = b * pc.kv_batch_stride + (h0 / pc.kv_group) * pc.kv_head_stride;
 
-  for (uint i = tid; i < HEAD_DIM; i += WG_SIZE)
-    qs[i] = float(Q[pc.base_q + b * pc.q_batch_stride + h * HEAD_DIM + i]) * pc.scale;
+  // The heads' queries are adjacent in Q's row.
+  for (uint i = tid; i < GROUP * HEAD_DIM; i += WG_SIZE)
+    qs[i] = float(Q[pc.base_q + b * pc.q_batch_stride + h0 * HEAD_DIM + i]) * pc.scale;
   barrier();
-  // Scores, one key per invocation at a time; a masked key scores -inf.
-  float m = NEG_INF;
+  // Scores, one key per invocation at a time, each key loaded once for every head; a
+  // masked key scores -inf.
+  float m[GROUP];
+  for (uint g = 0; g < GROUP; ++g) m[g] = NEG_INF;
   for (uint jj = tid; jj < n; jj += WG_SIZE) {
     const uint k = pc.base_k + kv_base + (j0 + jj) * pc.kv_row_stride;
-    float score = 0.0;
-    for (uint i = 0; i < HEAD_DIM; ++i) score = fma(qs[i], float(K[k + i]), score);
-    if (flag(FLAG_KEY_MASK)) score += float(key_mask[b * pc.kv_len + j0 + jj]);
-    ps[jj] = score;
-    m = max(m, score);
+    float score[GROUP];
+    for (uint g = 0; g < GROUP; ++g) score[g] = 0.0;
+    for (uint i = 0; i < HEAD_DIM; ++i) {
+      const float key = float(K[k + i]);
+      for (uint g = 0; g < GROUP; ++g) score[g] = fma(qs[g * HEAD_DIM + i], key, score[g]);
+    }
+    float mask = 0.0;
+    if (flag(FLAG_KEY_MASK)) mask = float(key_mask[b * pc.kv_len + j0 + jj]);
+    for (uint g = 0; g < GROUP; ++g) {
+      ps[g * CHUNK + jj] = score[g] + mask;
+      m[g] = max(m[g], score[g] + mask);
+    }
   }
-  m = workgroup_max(m);
-  float l = 0.0;
-  for (uint jj = tid; jj < n; jj += WG_SIZE) {
-    const float p = ps[jj] == NEG_INF ? 0.0 : exp(ps[jj] - m);  // m = -inf: every key dropped
-    ps[jj] = p;
-    l += p;
+  float l[GROUP];
+  for (uint g = 0; g < GROUP; ++g) {
+    m[g] = workgroup_max(m[g]);
+    l[g] = 0.0;
+    for (uint jj = tid; jj < n; jj += WG_SIZE) {
+      const float p = ps[g * CHUNK + jj] == NEG_INF ? 0.0 : exp(ps[g * CHUNK + jj] - m[g]);  // m = -inf: every key dropped
+      ps[g * CHUNK + jj] = p;
+      l[g] += p;
+    }
+    l[g] = workgroup_sum(l[g]);  // its barriers also publish ps
   }
-  l = workgroup_sum(l);  // its barriers also publish ps
-  // This stretch's unnormalised output, one dimension per invocation.
-  float o[(HEAD_DIM + WG_SIZE - 1) / WG_SIZE];
+  // This stretch's unnormalised outputs, one dimension of every head per invocation,
+  // each value loaded once.
+  float o[GROUP * DIMS];
   for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) {
-    float acc = 0.0;
-    for (uint jj = 0; jj < n; ++jj) acc = fma(ps[jj], float(V[pc.base_v + kv_base + (j0 + jj) * pc.kv_row_stride + i]), acc);
-    o[r] = acc;
+    float acc[GROUP];
+    for (uint g = 0; g < GROUP; ++g) acc[g] = 0.0;
+    for (uint jj = 0; jj < n; ++jj) {
+      const float value = float(V[pc.base_v + kv_base + (j0 + jj) * pc.kv_row_stride + i]);
+      for (uint g = 0; g < GROUP; ++g) acc[g] = fma(ps[g * CHUNK + jj], value, acc[g]);
+    }
+    for (uint g = 0; g < GROUP; ++g) o[g * DIMS + r] = acc[g];
   }
 
-  // The head's output: this stretch's alone, or the stretches combined by the last.
+  // Each head's output: this stretch's alone, or the stretches combined by the last.
+  // Scratch: B * H + B tickets (the block's at its first head's, b * H + h0; the
+  // sequence's at B * H + b), then per head its S stretches, then per block its share.
   const uint tickets = B * H + B;
   const uint stretch_words = HEAD_DIM + 2u;
   if (S > 1u) {
-    const uint at = tickets + ((b * H + h) * S + s) * stretch_words;
-    if (tid == 0u) {
-      scratch[at] = floatBitsToUint(m);
-      scratch[at + 1u] = floatBitsToUint(l);
+    for (uint g = 0; g < GROUP; ++g) {
+      const uint at = tickets + ((b * H + h0 + g) * S + s) * stretch_words;
+      if (tid == 0u) {
+        scratch[at] = floatBitsToUint(m[g]);
+        scratch[at + 1u] = floatBitsToUint(l[g]);
+      }
+      for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) scratch[at + 2u + i] = floatBitsToUint(o[g * DIMS + r]);
     }
-    for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) scratch[at + 2u + i] = floatBitsToUint(o[r]);
-    if (!arrives_last(b * H + h, S)) return;
-    const uint first = tickets + (b * H + h) * S * stretch_words;
-    float M = NEG_INF;
-    for (uint t = 0; t < S; ++t) M = max(M, uintBitsToFloat(scratch[first + t * stretch_words]));
-    float L = 0.0;
-    for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) o[r] = 0.0;
-    for (uint t = 0; t < S; ++t) {
-      const uint st = first + t * stretch_words;
-      const float mt = uintBitsToFloat(scratch[st]);
-      const float w = mt == NEG_INF ? 0.0 : exp(mt - M);  // an empty or fully masked stretch adds nothing
-      L += uintBitsToFloat(scratch[st + 1u]) * w;
-      for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) o[r] += uintBitsToFloat(scratch[st + 2u + i]) * w;
+    if (!arrives_last(b * H + h0, S)) return;
+    for (uint g = 0; g < GROUP; ++g) {
+      const uint first = tickets + (b * H + h0 + g) * S * stretch_words;
+      float M = NEG_INF;
+      for (uint t = 0; t < S; ++t) M = max(M, uintBitsToFloat(scratch[first + t * stretch_words]));
+      float L = 0.0;
+      for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) o[g * DIMS + r] = 0.0;
+      for (uint t = 0; t < S; ++t) {
+        const uint st = first + t * stretch_words;
+        const float mt = uintBitsToFloat(scratch[st]);
+        const float w = mt == NEG_INF ? 0.0 : exp(mt - M);  // an empty or fully masked stretch adds nothing
+        L += uintBitsToFloat(scratch[st + 1u]) * w;
+        for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r)
+          o[g * DIMS + r] += uintBitsToFloat(scratch[st + 2u + i]) * w;
+      }
+      l[g] = L;
     }
-    l = L;
   }
   // A query with every key masked has l == 0 and gives NaN, as PyTorch's softmax does.
-  for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) attn[i] = l > 0.0 ? o[r] / l : QUIET_NAN;
+  for (uint g = 0; g < GROUP; ++g)
+    for (uint i = tid, r = 0; i < HEAD_DIM; i += WG_SIZE, ++r) attn[g * HEAD_DIM + i] = l[g] > 0.0 ? o[g * DIMS + r] / l[g] : QUIET_NAN;
   if (!flag(FLAG_PROJECT)) {
-    for (uint i = tid; i < HEAD_DIM; i += WG_SIZE) O[pc.base_o + b * pc.o_batch_stride + h * HEAD_DIM + i] = store_t(attn[i]);
+    barrier();
+    for (uint i = tid; i < GROUP * HEAD_DIM; i += WG_SIZE)
+      O[pc.base_o + b * pc.o_batch_stride + h0 * HEAD_DIM + i] = store_t(attn[i]);
     return;
   }
 
-  // The head's share of the output projection: attn_h W[:, h*d:(h+1)*d]^T, [N].
+  // The block's share of the output projection: its heads' attn W[:, h0*d:(h0+GROUP)*d]^T, [N].
   barrier();
   const uint shares = tickets + B * H * S * stretch_words;
   for (uint c = tid; c < pc.N; c += WG_SIZE) {
-    const uint w = pc.base_w + c * pc.ldw + h * HEAD_DIM;
+    const uint w = pc.base_w + c * pc.ldw + h0 * HEAD_DIM;
     float acc = 0.0;
-    for (uint i = 0; i < HEAD_DIM; ++i) acc = fma(attn[i], float(W[w + i]), acc);
-    scratch[shares + (b * H + h) * pc.N + c] = floatBitsToUint(acc);
+    for (uint i = 0; i < GROUP * HEAD_DIM; ++i) acc = fma(attn[i], float(W[w + i]), acc);
+    scratch[shares + (b * H + h0) * pc.N + c] = floatBitsToUint(acc);
   }
-  if (!arrives_last(B * H + b, H)) return;
+  if (!arrives_last(B * H + b, blocks)) return;
 
-  // The last head of sequence b: out = sum of the shares + b + LN?(residual).
+  // The last block of sequence b: out = sum of the shares (in block order) + b + LN?(residual).
   const uint r_row = pc.base_r + b * pc.r_batch_stride;
   float mean = 0.0, rstd = 1.0;
   if (flag(FLAG_NORM_RESIDUAL)) {  // two passes: E[r^2] - mean^2 would cancel when |mean| >> std
@@ -179,7 +215,7 @@ void main() {
   }
   for (uint c = tid; c < pc.N; c += WG_SIZE) {
     float v = 0.0;
-    for (uint t = 0; t < H; ++t) v += uintBitsToFloat(scratch[shares + (b * H + t) * pc.N + c]);
+    for (uint t = 0; t < blocks; ++t) v += uintBitsToFloat(scratch[shares + (b * H + t * GROUP) * pc.N + c]);
     if (flag(FLAG_BIAS)) v += float(bias[pc.base_b + c]);
     if (flag(FLAG_RESIDUAL)) {
       float r = float(R[r_row + c]);

@@ -11,6 +11,9 @@
 // Variants: VKF_FP16_STORAGE; SPLIT_K (gemm_common.glsl); VEC4_NT when op(A) = A [M, K] and op(B) = B^T [N, K]
 // (Linear layers, Q K^T) with K, the leading dimensions and the batch offsets
 // multiples of 4: global loads are then vec4 too. Everything else is a push constant.
+// FLAG_GLU (gemm_flags.h, TN even): a workgroup's BN columns of op(B) are BN / 2 outputs'
+// gates then the same outputs' ups, so invocation column j < TN / 2 meets its up at
+// j + TN / 2.
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
 #include "activations.glsl"
@@ -59,12 +62,20 @@ const uint WG = RT * CT;
 const uint BK4 = BK / 4;
 
 shared vec4 As[BM * BK4];  // As[m * BK4 + k/4] = A(m0 + m, k0 + k .. k+3)
-shared vec4 Bs[BN * BK4];  // Bs[n * BK4 + k/4] = op(B)(k0 + k .. k+3, n0 + n)
+shared vec4 Bs[BN * BK4];  // Bs[n * BK4 + k/4] = op(B)(k0 + k .. k+3, column n of the tile)
+
+// Column n of the tile as a column of op(B) (outputs from n0 on), or ~0u past its edge.
+uint tile_column(uint n0, uint n) {
+  if (!flag(FLAG_GLU)) return n0 + n < pc.N ? n0 + n : ~0u;
+  const uint o = n0 + n % (BN / 2u);
+  return o < pc.N ? (n < BN / 2u ? o : pc.N + o) : ~0u;
+}
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint tr = tid / CT, tc = tid % CT;
-  const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
+  const bool glu = flag(FLAG_GLU);
+  const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * (glu ? BN / 2u : BN);  // n0: the first output column
   const uint z = gemm_batch();
   const uint a_off = offset_a(z);
   const uint b_off = offset_b(z);
@@ -89,8 +100,8 @@ void main() {
       As[i] = v;
     }
     for (uint i = tid; i < BN * BK4; i += WG) {
-      uint n = i / BK4, kq = i % BK4, gn = n0 + n, gk = k0 + 4 * kq;
-      Bs[i] = (gn < pc.N && gk < k_last) ? vec4(B4[(b_off + gn * pc.ldb + gk) / 4]) : vec4(0.0);
+      uint n = i / BK4, kq = i % BK4, gn = tile_column(n0, n), gk = k0 + 4 * kq;
+      Bs[i] = (gn != ~0u && gk < k_last) ? vec4(B4[(b_off + gn * pc.ldb + gk) / 4]) : vec4(0.0);
     }
 #else
     // Any shape and transpose: scalar loads in memory order, scattered into the tiles.
@@ -106,8 +117,8 @@ void main() {
     }
     for (uint i = tid; i < BN * BK; i += WG) {
       uint n = b_n_fast ? i % BN : i / BK, k = b_n_fast ? i / BN : i % BK;
-      uint gn = n0 + n, gk = k0 + k;
-      Bs[n * BK4 + k / 4][k % 4] = (gn < pc.N && gk < k_last) ? b_at(b_off, gk, gn) : 0.0;
+      uint gn = tile_column(n0, n), gk = k0 + k;
+      Bs[n * BK4 + k / 4][k % 4] = (gn != ~0u && gk < k_last) ? b_at(b_off, gk, gn) : 0.0;
     }
 #endif
     barrier();
@@ -124,6 +135,13 @@ void main() {
   for (uint i = 0; i < TM; ++i) {
     uint m = m0 + tr + i * RT;
     if (m >= pc.M) continue;
+    if (glu) {
+      for (uint j = 0; j < TN / 2u; ++j) {
+        uint n = n0 + tc + j * CT;
+        if (n < pc.N) store_glu(z, m, n, acc[i * TN + j], acc[i * TN + j + TN / 2u]);
+      }
+      continue;
+    }
     for (uint j = 0; j < TN; ++j) {
       uint n = n0 + tc + j * CT;
       if (n < pc.N) store_c(z, m, n, acc[i * TN + j]);

@@ -30,7 +30,7 @@ layout(std430, set = 0, binding = 6) writeonly buffer BufC2 { store_t C2[]; };  
 const uint FLAG_TRANS_A = GEMM_FLAG_TRANS_A, FLAG_TRANS_B = GEMM_FLAG_TRANS_B;
 const uint FLAG_BIAS = GEMM_FLAG_BIAS, FLAG_RESIDUAL = GEMM_FLAG_RESIDUAL, FLAG_STEP_ROWS = GEMM_FLAG_STEP_ROWS;
 const uint FLAG_NORM_A = GEMM_FLAG_NORM_A, FLAG_NORM_R = GEMM_FLAG_NORM_R, FLAG_NORM_RMS = GEMM_FLAG_NORM_RMS;
-const uint FLAG_STATS_IN = GEMM_FLAG_STATS_IN, FLAG_STATS_OUT = GEMM_FLAG_STATS_OUT;
+const uint FLAG_STATS_IN = GEMM_FLAG_STATS_IN, FLAG_STATS_OUT = GEMM_FLAG_STATS_OUT, FLAG_GLU = GEMM_FLAG_GLU;
 
 #ifdef GEMM_NORM
 // A folded LayerNorm's weights, and the statistics of the rows it normalises (each
@@ -116,7 +116,6 @@ float activate_flagged(float v) {
   return v;
 }
 
-// norm_r: row m's place in the folded norm's statistics (see normalized_at).
 // v rounded to the storage type as a store rounds it (to nearest even: VKF_RTE_FP16, or
 // an ulp apart where the device's conversion rounds otherwise). By arithmetic: drivers
 // fold float(float16_t(v)) and unpackHalf2x16(packHalf2x16(v)) back to v (lavapipe
@@ -135,12 +134,15 @@ float as_stored(float v) {
 
 #ifdef SPLIT_K
 void store_c(uint z, uint m, uint n, float acc) { partials[(gl_WorkGroupID.z * pc.M + m) * pc.N + n] = acc; }
+void store_glu(uint z, uint m, uint n, float gate, float up) {}  // never reached: the host does not split gated products
 #else
-// Returns the value stored, as a reader of C will see it (rounded to the storage type).
-float store_c_at(uint z, uint m, uint n, float acc, uint norm_r) {
-  float v = pc.alpha * acc;
-  if (flag(FLAG_BIAS)) v += float(bias[n]);
-  v = activate_flagged(v);
+// alpha * acc + bias[n]: the epilogue's input (bias[N + n] for a gated product's up).
+float scaled_biased(float acc, uint n) { return flag(FLAG_BIAS) ? pc.alpha * acc + float(bias[n]) : pc.alpha * acc; }
+
+// The rest of the epilogue for an activated value v: the residual (normalised when a
+// norm of it is folded in), then the store. Returns the value stored, as a reader of C
+// will see it (rounded to the storage type).
+float store_value(uint z, uint m, uint n, float v, uint norm_r) {
   if (flag(FLAG_RESIDUAL)) {
     float r = float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + n]);
 #ifdef GEMM_NORM
@@ -159,10 +161,20 @@ float store_c_at(uint z, uint m, uint n, float acc, uint norm_r) {
   C[pc.base_c + batch_offset(z, pc.stride_c) + row * pc.ldc + n] = store_t(v);
   return as_stored(v);
 }
+// norm_r: row m's place in the folded norm's statistics (see normalized_at).
+float store_c_at(uint z, uint m, uint n, float acc, uint norm_r) {
+  return store_value(z, m, n, activate_flagged(scaled_biased(acc, n)), norm_r);
+}
+// FLAG_GLU: output n from its gate's sum and its up's, act(gate) * up.
+float store_glu_at(uint z, uint m, uint n, float gate, float up, uint norm_r) {
+  return store_value(z, m, n, activate_flagged(scaled_biased(gate, n)) * scaled_biased(up, pc.N + n), norm_r);
+}
 #ifdef GEMM_NORM
 void store_c(uint z, uint m, uint n, float acc) { store_c_at(z, m, n, acc, m - norm_row0); }
+void store_glu(uint z, uint m, uint n, float gate, float up) { store_glu_at(z, m, n, gate, up, m - norm_row0); }
 #else
 void store_c(uint z, uint m, uint n, float acc) { store_c_at(z, m, n, acc, 0u); }
+void store_glu(uint z, uint m, uint n, float gate, float up) { store_glu_at(z, m, n, gate, up, 0u); }
 #endif
 #endif  // SPLIT_K
 

@@ -18,6 +18,8 @@
 //
 // Variants as in gemm.comp: VKF_FP16_STORAGE, and VEC4_NT when op(A) = A [M, K] and
 // op(B) = B^T [N, K] with K, the leading dimensions and the offsets multiples of 4.
+// FLAG_GLU (gemm_flags.h, TN even): a workgroup owns WG * TN / 2 outputs, and an
+// invocation's columns j < TN / 2 are its outputs' gates, j + TN / 2 the same outputs' ups.
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
 #include "activations.glsl"
@@ -208,7 +210,9 @@ float fma4(vec4 a, vec4 b, float acc) {
 void main() {
   const uint WG = gl_WorkGroupSize.x;
   const uint lane = gl_LocalInvocationID.x;
-  const uint m0 = gl_WorkGroupID.y * TM, n0 = gl_WorkGroupID.x * WG * TN;
+  const bool glu = flag(FLAG_GLU);
+  const uint OUT = glu ? TN / 2u : TN;  // outputs per invocation
+  const uint m0 = gl_WorkGroupID.y * TM, n0 = gl_WorkGroupID.x * WG * OUT;  // n0: the first output column
   const uint z = gl_WorkGroupID.z;
   const uint a_off = offset_a(z);
   const uint b_off = offset_b(z);
@@ -221,7 +225,10 @@ void main() {
   // uniform for the rows) and are not stored.
   uint rows[TM], cols[TN];
   for (uint i = 0; i < TM; ++i) rows[i] = min(m0 + i, pc.M - 1u);
-  for (uint j = 0; j < TN; ++j) cols[j] = min(n0 + lane + j * WG, pc.N - 1u);
+  for (uint j = 0; j < TN; ++j) {
+    if (!glu) cols[j] = min(n0 + lane + j * WG, pc.N - 1u);
+    else cols[j] = j < TN / 2u ? min(n0 + lane + j * WG, pc.N - 1u) : min(n0 + lane + (j - TN / 2u) * WG, pc.N - 1u) + pc.N;
+  }
 
   float acc[TM * TN];
   for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
@@ -311,6 +318,17 @@ void main() {
   for (uint i = 0; i < TM; ++i) {
     const uint m = m0 + i;
     if (m >= pc.M) break;  // uniform: the workgroup's rows
+    if (glu) {  // (no ROW_STATS: the host writes no statistics of a gated product)
+      for (uint j = 0; j < TN / 2u; ++j) {  // (constant indices: a private array stays in registers)
+        const uint n = n0 + lane + j * WG;
+#ifdef NORM_FOLDED
+        if (n < pc.N) store_glu_at(z, m, n, acc[i * TN + j], acc[i * TN + j + TN / 2u], i);
+#else
+        if (n < pc.N) store_glu(z, m, n, acc[i * TN + j], acc[i * TN + j + TN / 2u]);
+#endif
+      }
+      continue;
+    }
     float stored[TN];
     for (uint j = 0; j < TN; ++j) {
       const uint n = n0 + lane + j * WG;

@@ -29,6 +29,12 @@
 // 1 / sqrt(mean(x^2) + eps) = 1 / sqrt(var + mean^2 + eps), from the same statistics a
 // LayerNorm's fold computes; its beta is zeros.
 #define GEMM_FLAG_NORM_RMS 4096u
+// A gated product (SwiGLU, Llama's FFN): op(B) = B^T has 2N columns, the gate's [0, N)
+// and the up projection's [N, 2N); C [M, N] = act(gate) * up, each with its half of the
+// bias. Every invocation holds its outputs' gate and up sums side by side: the kernels
+// give the first half of an invocation's columns to gates and the second to the same
+// outputs' ups, so their TN (COLS) must be even.
+#define GEMM_FLAG_GLU 8192u
 
 // gemm_small_m.comp: products with at most this many rows of C take the decode-step
 // kernel, which keeps MAX_M accumulators per invocation (and a folded norm one row

@@ -190,12 +190,15 @@ void main() {
   const uint z = gl_WorkGroupID.z;
   const uint a_off = offset_a(z), b_off = offset_b(z);
   const uint lane = gl_SubgroupInvocationID;
-  const uint n0 = (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * COLS;
+  // FLAG_GLU: the subgroup's COLS columns are COLS / 2 outputs' gates, then their ups.
+  const bool glu = flag(FLAG_GLU);
+  const uint n0 = (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * (glu ? COLS / 2u : COLS);  // first output
 #ifdef NORM_FOLDED
   if (flag(FLAG_NORM_A | FLAG_NORM_R)) norm_statistics(z);
 #endif
-  uint cols[COLS];
-  for (uint c = 0; c < COLS; ++c) cols[c] = min(n0 + c, pc.N - 1);  // clamped: loads stay in bounds
+  uint cols[COLS];  // clamped: loads stay in bounds
+  for (uint c = 0; c < COLS; ++c)
+    cols[c] = !glu ? min(n0 + c, pc.N - 1) : c < COLS / 2u ? min(n0 + c, pc.N - 1) : min(n0 + c - COLS / 2u, pc.N - 1) + pc.N;
   float acc[MAX_M * COLS];
   for (uint i = 0; i < MAX_M * COLS; ++i) acc[i] = 0.0;
 #if defined(VEC4_K) && defined(TEXEL_B)
@@ -256,6 +259,15 @@ void main() {
     }
   }
 #endif
+  if (glu) {
+    for (uint m = 0; m < MAX_M; ++m)
+      if (ROW_USED(m))
+        for (uint c = 0; c < COLS / 2u; ++c) {
+          const float gate = subgroupAdd(acc[m * COLS + c]), up = subgroupAdd(acc[m * COLS + c + COLS / 2u]);
+          if (lane == 0 && n0 + c < pc.N) store_glu(z, m, n0 + c, gate, up);
+        }
+    return;
+  }
   for (uint m = 0; m < MAX_M; ++m)
     if (ROW_USED(m))  // uniform: every lane reduces, or none
       for (uint c = 0; c < COLS; ++c) {
@@ -274,16 +286,27 @@ void main() {
 #ifdef NORM_FOLDED
   if (flag(FLAG_NORM_A | FLAG_NORM_R)) norm_statistics(z);  // the whole workgroup, before any return
 #endif
-  float acc[MAX_M];
-  for (uint m = 0; m < MAX_M; ++m) acc[m] = 0.0;
+  float acc[MAX_M], acc_up[MAX_M];  // acc_up: FLAG_GLU's up sums, beside the gates in acc
+  for (uint m = 0; m < MAX_M; ++m) acc[m] = 0.0, acc_up[m] = 0.0;
 
   if (flag(FLAG_TRANS_B)) {
+    const bool glu = flag(FLAG_GLU);
     const uint cols = WG_SIZE / LANES;
     const uint lane = tid % LANES, col = tid / LANES;
     const uint n = gl_WorkGroupID.x * cols + col;
     if (n < pc.N) {
       for (uint k = lane; k < pc.K; k += LANES) {
-        float b = float(B[b_off + n * pc.ldb + k]);
+        const float b = float(B[b_off + n * pc.ldb + k]);
+        if (glu) {  // uniform
+          const float b_up = float(B[b_off + (pc.N + n) * pc.ldb + k]);
+          for (uint m = 0; m < MAX_M; ++m)
+            if (m < pc.M) {
+              const float a = a_read(a_off, m, k);
+              acc[m] = fma(a, b, acc[m]);
+              acc_up[m] = fma(a, b_up, acc_up[m]);
+            }
+          continue;
+        }
         for (uint m = 0; m < MAX_M; ++m)
           if (m < pc.M) acc[m] = fma(a_read(a_off, m, k), b, acc[m]);
       }
@@ -295,7 +318,20 @@ void main() {
         if (lane < s) partial[tid] += partial[tid + s];
         barrier();
       }
-      if (lane == 0 && n < pc.N && m < pc.M) store_c(z, m, n, partial[tid]);
+      const float sum = partial[tid];
+      barrier();
+      if (glu) {  // uniform: the ups' sums the same way
+        partial[tid] = acc_up[m];
+        barrier();
+        for (uint s = LANES / 2; s > 0; s >>= 1) {
+          if (lane < s) partial[tid] += partial[tid + s];
+          barrier();
+        }
+      }
+      if (lane == 0 && n < pc.N && m < pc.M) {
+        if (glu) store_glu(z, m, n, sum, partial[tid]);
+        else store_c(z, m, n, sum);
+      }
       barrier();
     }
   } else {

@@ -40,6 +40,11 @@ std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps, DType prec
 // the tiles; else why not. gemm() then runs the default table's tiles, or, for
 // Gemm::tiles, refuses.
 std::string gemm_norm_fold_problem(const Capabilities& caps, const GemmTiles& tiles);
+// "" when these tiles can also run a gated product (Gemm::glu): not the
+// cooperative-matrix kernel, no split-K, an even TN (an invocation's columns pair a
+// gate with its up); else why not. gemm() then runs the default table's tiles, or, for
+// Gemm::tiles, refuses.
+std::string gemm_glu_problem(const GemmTiles& tiles);
 // The fold's statistics: rows per workgroup and slices per row (gemm_norm_rows.glsl).
 struct GemmNormRows {
   uint32_t rows = 0, parts = 0;

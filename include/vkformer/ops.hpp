@@ -112,6 +112,14 @@ struct Gemm {
   // The folded norm is an RMSNorm (Llama's): rows scaled by 1 / sqrt(mean(x^2) + eps),
   // nothing subtracted; its beta must be zeros (the kernels add it as a LayerNorm's).
   bool norm_rms = false;
+  // A gated product (SwiGLU: Llama's FFN up projection): B is a Linear weight [2N, K]
+  // (trans_b), its first N rows the gate's and the next N the up projection's, and
+  // C [M, N] = act(alpha A gate^T + bias[:N]) * (alpha A up^T + bias[N:]) (+ residual):
+  // the gate, the up and their product in one dispatch. The bias, when given, has 2N
+  // values. Not with a split output or written row statistics; the weight must fit one
+  // binding (Ops::fits_one_binding). Tiles whose kernel cannot pair columns (the
+  // cooperative-matrix kernel, split-K, an odd TN) give way to the default table's.
+  bool glu = false;
   // The tiled kernel's tiles, instead of the tuned or default choice (the tuner's
   // candidates); checked against the device's limits. Products of at most
   // kMaxFoldedNormRows rows run the small-M kernel whatever this says.
@@ -307,6 +315,9 @@ class Ops {
   // none: products of more than kMaxFoldedNormRows rows, one batch of heads, no split
   // output, on the direct kernel with subgroup shuffles and arithmetic (CPU drivers).
   uint32_t gemm_row_stats_parts(const Gemm& g) const;
+  // Whether a buffer of `bytes` fits one binding of the device (maxStorageBufferRange):
+  // gemm() splits a larger Linear weight by rows, which a gated product cannot be.
+  bool fits_one_binding(uint64_t bytes) const;
   // Which kernel variant gemm() runs for `g` on this device ("small_m", or "tiled
   // BMxBNxBK/TMxTN"): reports (bench ops) say what ran.
   std::string gemm_variant(const Gemm& g) const;

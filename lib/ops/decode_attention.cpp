@@ -14,6 +14,16 @@ namespace {
 uint32_t keys_per_workgroup(const Capabilities& c) { return c.type == DeviceType::Cpu ? 256 : 64; }
 uint32_t workgroup_size(const Capabilities& c) { return std::min<uint32_t>(64, c.max_workgroup_invocations); }
 
+// Query heads per workgroup (GROUP in the shader): all of a K/V head's group, which then
+// loads each key and value once for all of them, at most 8 (their scores and outputs are
+// registers) and within shared memory; else the largest divisor of the group that fits.
+uint32_t heads_per_workgroup(const Capabilities& c, uint32_t kv_group, uint32_t head_dim, uint32_t chunk, uint32_t wg) {
+  auto bytes = [&](uint32_t g) { return (uint64_t(2) * g * head_dim + uint64_t(g) * chunk + wg + 1) * 4; };
+  for (uint32_t g = std::min<uint32_t>(kv_group, 8); g > 1; --g)
+    if (kv_group % g == 0 && bytes(g) <= c.max_shared_memory) return g;
+  return 1;
+}
+
 struct Layout {
   uint32_t splits;
   uint64_t words;  // tickets, stretches, projection shares
@@ -140,11 +150,11 @@ void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferVie
   push.base_w = pw.base;
   push.base_b = pb.base;
   push.base_r = pr.base;
-  Kernel kern = kernel("decode_attention.comp",
-                       {{"HEAD_DIM", std::to_string(a.head_dim)}, {"WG_SIZE", std::to_string(wg)},
-                        {"CHUNK", std::to_string(chunk)}},
-                       12, sizeof push);
-  cl.dispatch(kern, {lay.splits, a.heads, a.batch},
+  const uint32_t group = heads_per_workgroup(caps, a.heads / a.kv_heads, a.head_dim, chunk, wg);
+  Defines d = {{"HEAD_DIM", std::to_string(a.head_dim)}, {"WG_SIZE", std::to_string(wg)}, {"CHUNK", std::to_string(chunk)}};
+  if (group > 1) d.emplace_back("GROUP", std::to_string(group));
+  Kernel kern = kernel("decode_attention.comp", d, 12, sizeof push);
+  cl.dispatch(kern, {lay.splits, a.heads / group, a.batch},
               {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view), in(step ? step->state : pq.view),
                inout(scratch), in(pw.view), in(pb.view), in(pr.view), in(pg.view), in(pe.view)},
               push, "decode_attention");

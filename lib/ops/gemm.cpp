@@ -129,6 +129,8 @@ GemmTiles Ops::default_gemm_tiles(const Gemm& g) const {
   return ops::choose_gemm_tiles(ctx_.capabilities(), dtype_, g.M, large_tiles);
 }
 
+bool Ops::fits_one_binding(uint64_t bytes) const { return bytes <= ctx_.capabilities().max_storage_buffer_range; }
+
 // The small-M kernel's subgroup path: gl_SubgroupID and subgroupAdd (basic +
 // arithmetic), at one fixed subgroup size, B a Linear weight.
 static bool small_m_subgroups(const Capabilities& caps, const Gemm& g) {
@@ -211,6 +213,14 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
   // device that binds 128 MiB): the product in slices of its rows, each a column range
   // of C (and of the bias and residual), every slice a binding of its own.
   const uint64_t e = dtype_bytes(dtype_), range = ctx_.capabilities().max_storage_buffer_range;
+  if (g.glu) {
+    if (!g.trans_b) throw Error("gemm: a gated (SwiGLU) product needs B as a Linear weight [2N, K] (trans_b)");
+    if (g.split.column) throw Error("gemm: a gated (SwiGLU) product has no split output");
+    if (!fits_one_binding(uint64_t(2) * g.N * g.ldb * e))
+      throw Error("gemm: a gated (SwiGLU) product's weight of " + std::to_string(2ull * g.N * g.ldb * e) +
+                  " bytes is larger than one binding of device '" + ctx_.capabilities().name +
+                  "' (run the gate and up as a plain product, then swiglu)");
+  }
   if (g.trans_b && g.batch == 1 && g.heads == 1 && !g.split.column && g.norm_of != NormOf::Residual && !step &&
       b.size > range && uint64_t(g.N) * g.ldb * e > range) {
     const uint64_t fit = range / (uint64_t(g.ldb) * e);  // rows of B one binding holds
@@ -251,7 +261,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
 
   auto last = [&](const Strides& s) { return (g.batch - 1) * s.outer + (g.heads - 1) * s.inner; };
   const uint64_t a_rows = g.trans_a ? g.K : g.M, a_cols = g.trans_a ? g.M : g.K;
-  const uint64_t b_rows = g.trans_b ? g.N : g.K, b_cols = g.trans_b ? g.K : g.N;
+  const uint64_t b_rows = g.trans_b ? uint64_t(g.glu ? 2 : 1) * g.N : g.K, b_cols = g.trans_b ? g.K : g.N;
   need(a, last(g.stride_a) + (a_rows - 1) * g.lda + a_cols, "gemm", "A");
   need(b, last(g.stride_b) + (b_rows - 1) * g.ldb + b_cols, "gemm", "B");
   const uint64_t step_rows = step ? step->max_step : 0;  // stepping, the cache's rows start at row `step`
@@ -259,7 +269,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
   if (sp.column)
     need(*split_out, (g.batch - 1) * sp.stride + (g.M + step_rows - 1) * ldc2 + c2_cols, "gemm", "split output");
   if (step) need_step(*step, "gemm");
-  if (bias) need(*bias, g.N, "gemm", "bias");
+  if (bias) need(*bias, uint64_t(g.glu ? 2 : 1) * g.N, "gemm", "bias");  // a gated product's: gates', then ups'
   if (residual) need(*residual, last(g.stride_r) + (uint64_t(g.M) - 1) * g.ldr + g.N, "gemm", "residual");
   if (g.norm_of != NormOf::None) {
     if (!norm) throw Error("gemm: a folded LayerNorm needs its gamma and beta");
@@ -282,7 +292,8 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
                          (step ? GEMM_FLAG_STEP_ROWS : 0u) | (uint32_t(g.act) << GEMM_ACT_SHIFT) |
                          (g.norm_of == NormOf::A ? GEMM_FLAG_NORM_A : 0u) |
                          (g.norm_of == NormOf::Residual ? GEMM_FLAG_NORM_R : 0u) |
-                         (g.norm_of != NormOf::None && g.norm_rms ? GEMM_FLAG_NORM_RMS : 0u);
+                         (g.norm_of != NormOf::None && g.norm_rms ? GEMM_FLAG_NORM_RMS : 0u) |
+                         (g.glu ? GEMM_FLAG_GLU : 0u);
   GemmPush push{g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.ldr, g.heads,
                 {narrow(g.stride_a.outer, "stride"), narrow(g.stride_a.inner, "stride")},
                 {narrow(g.stride_b.outer, "stride"), narrow(g.stride_b.inner, "stride")},
@@ -340,7 +351,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       k = kernel("gemm_small_m.comp", d, 9, sizeof push, {},
                  texels ? std::vector<TexelFormat>{f, f} : std::vector<TexelFormat>{});
       label = texels ? "gemm_small_m texels" : "gemm_small_m";
-      const uint32_t per_group = wg / caps.subgroup_size * cols;
+      const uint32_t per_group = wg / caps.subgroup_size * (g.glu ? cols / 2 : cols);  // outputs
       groups = {(g.N + per_group - 1) / per_group, 1, batches};
     } else {
       if (g.texel_weights == true) throw Error("gemm: B cannot be read as texels on device '" + caps.name +
@@ -357,6 +368,13 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
   } else {
     GemmTiles t = gemm_tiles(g);
     const bool folded = g.norm_of != NormOf::None;
+    if (g.glu) {
+      // Tiles that cannot pair gates with ups give way to the default table's (which
+      // can: every default TN is even); a caller's refuse.
+      std::string problem = gemm_glu_problem(t);
+      if (!problem.empty() && !g.tiles) problem = gemm_glu_problem(t = default_gemm_tiles(g));
+      if (!problem.empty()) throw Error("gemm: " + t.name() + " on device '" + caps.name + "': " + problem);
+    }
     if (folded) {
       // Tuned tiles that cannot hold the fold (the cooperative-matrix kernel, or too little
       // shared memory for the statistics) give way to the default table's; a caller's refuse.
@@ -371,7 +389,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
     // Row statistics: read where given and this kernel can, written where asked and it
     // can (the fold's variant, with ROW_STATS, runs both, its norm flags off when unused).
     const bool row_stats = direct_row_stats(caps, t) && g.batch == 1 && g.heads == 1 && !step &&
-                           ((stats.in && folded) || (stats.out && !sp.column));  // a split C: no whole rows
+                           ((stats.in && folded) || (stats.out && !sp.column && !g.glu));  // a split C: no whole rows
     if (row_stats) {
       const uint32_t parts_out = (g.N + t.bn - 1) / t.bn * (t.invocations() / caps.subgroup_size);
       if (stats.in) {
@@ -380,7 +398,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
         push.stats_parts = stats.in->parts;
         stats_in = place(stats.in->view, "gemm");
       }
-      if (stats.out && !sp.column) {
+      if (stats.out && !sp.column && !g.glu) {
         need(*stats.out, uint64_t(g.M) * parts_out * 4, "gemm", "row statistics out", DType::F32);
         push.flags |= GEMM_FLAG_STATS_OUT;
         stats_out = place(*stats.out, "gemm");
@@ -430,7 +448,8 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
     }
     else
       k = kernel("gemm.comp", d, bindings, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
-    groups = {(g.N + t.bn - 1) / t.bn, (g.M + t.bm - 1) / t.bm, batches};
+    const uint32_t outputs = g.glu ? t.bn / 2 : t.bn;  // a gated product's tile: its gates', then their ups'
+    groups = {(g.N + outputs - 1) / outputs, (g.M + t.bm - 1) / t.bm, batches};
     label = "gemm " + t.name() + ",";
   }
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);

@@ -75,6 +75,13 @@ std::string gemm_norm_fold_problem(const Capabilities& caps, const GemmTiles& t)
   return "";
 }
 
+std::string gemm_glu_problem(const GemmTiles& t) {
+  if (t.strategy == GemmStrategy::CoopMatNV) return "the cooperative-matrix kernel has no gated (SwiGLU) epilogue";
+  if (t.split_k > 1) return "split-K has no gated (SwiGLU) epilogue (its partials hold one column per output)";
+  if (t.tn % 2) return "a gated (SwiGLU) product needs an even TN (each invocation pairs gates with ups)";
+  return "";
+}
+
 std::vector<GemmTiles> gemm_tile_designs() {
   // Short wide tiles (CPU drivers run a workgroup on one core, SIMD across invocations:
   // empty rows cost as much as full ones); square 64-128 blocks with 4x4 to 8x8 per

@@ -160,7 +160,9 @@ TEST_P(DecodeAttentionTest, ProjectsAddsBiasAndNormalisesTheResidual) {
 }
 
 // Grouped-query attention (Llama's): query head h reads K/V head h / (heads / kv_heads),
-// K and V packed [B, Lk, kv_heads * d], with and without the projection.
+// K and V packed [B, Lk, kv_heads * d], with and without the projection. A workgroup
+// takes a whole group of query heads (up to 8, loading each key and value once for
+// them): groups of 2, 3, 4, 5 and 8, and 16, which takes two workgroups of 8 per K/V head.
 TEST_P(DecodeAttentionTest, GroupedQueryHeadsShareTheirKeyValueHead) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
@@ -170,6 +172,9 @@ TEST_P(DecodeAttentionTest, GroupedQueryHeadsShareTheirKeyValueHead) {
   check({2, 6, 64, 300, false, 0, false, false, false, 3}, rng);
   check({3, 9, 17, 1000, true, 64, true, true, false, 3}, rng);  // SmolLM's 9 over 3
   check({2, 8, 16, 255, true, 100, false, true, false, 1}, rng);
+  check({1, 10, 12, 300, true, 0, false, false, false, 2}, rng);       // groups of 5
+  check({2, 16, 8, 513, false, 40, true, true, true, 1}, rng);         // 16: two workgroups per K/V head
+  check({1, 32, 4, 3, false, 0, false, false, false, 2}, rng);         // 16, no projection
 }
 
 // A decode cache laid out as the model keeps it ([B, capacity, 2D], K then V in each

@@ -69,6 +69,37 @@ inline GemmResult gemm(const Gemm& g0, const std::vector<double>& A, const std::
   return r;
 }
 
+// A gated product (Gemm::glu, one batch of heads): the plain product of 2N columns, then
+// act(gate) * up (+ residual). The scale bounds the gate's error times |up| (the
+// activations' slopes are at most 1.13) plus |act(gate)| times the up's.
+inline GemmResult gemm_glu(const Gemm& g, const std::vector<double>& A, const std::vector<double>& B,
+                           const std::vector<double>* bias, const std::vector<double>* R) {
+  Gemm p = g;
+  p.glu = false, p.act = Activation::None, p.N = 2 * g.N, p.ldc = 2 * g.N, p.ldr = 0;
+  p.stride_c = {uint64_t(g.M) * 2 * g.N, 0};
+  const GemmResult gu = gemm(p, A, B, bias, nullptr);
+  const uint32_t ldc = g.ldc ? g.ldc : g.N, ldr = g.ldr ? g.ldr : g.N;
+  size_t c_size = 0;
+  for (uint32_t bo = 0; bo < g.batch; ++bo)
+    c_size = std::max<size_t>(c_size, bo * g.stride_c.outer + (g.M - 1) * ldc + g.N);
+  GemmResult r{std::vector<double>(c_size, std::nan("")), std::vector<double>(c_size, 0)};
+  for (uint32_t bo = 0; bo < g.batch; ++bo)
+    for (uint32_t m = 0; m < g.M; ++m)
+      for (uint32_t n = 0; n < g.N; ++n) {
+        const size_t gi = (size_t(bo) * g.M + m) * 2 * g.N + n, ui = gi + g.N;
+        const double gate = activate(gu.c[gi], g.act), up = gu.c[ui];
+        double v = gate * up, mag = 1.13 * gu.scale[gi] * std::abs(up) + std::abs(gate) * gu.scale[ui];
+        if (R) {
+          const double rv = (*R)[bo * g.stride_r.outer + size_t(m) * ldr + n];
+          v += rv;
+          mag += std::abs(rv);
+        }
+        r.c[bo * g.stride_c.outer + size_t(m) * ldc + n] = v;
+        r.scale[bo * g.stride_c.outer + size_t(m) * ldc + n] = mag;
+      }
+  return r;
+}
+
 }  // namespace vkf::test::ref
 
 namespace vkf::test::ref {

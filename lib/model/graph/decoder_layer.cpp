@@ -37,12 +37,14 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
 }
 
 // A pre-norm FFN's first half with its norm folded: hidden = act(LN3(x) W1^T + b1)
-// [rows, F], or, gated (Llama's SwiGLU), [gate | up] [rows, 2F] then silu(gate) * up
-// [rows, F] after it in the same buffer (one dispatch more). Returns hidden.
+// [rows, F], or, gated (Llama's SwiGLU), silu(gate) * up [rows, F] in the same product's
+// epilogue; where the weight is too large for that (LayerRecorder::gates_in_epilogue),
+// [gate | up] [rows, 2F] then silu(gate) * up [rows, F] after it in the same buffer (one
+// dispatch more). Returns hidden.
 BufferView folded_up_projection(const LayerRecorder& r, const DecoderLayer& l, const BufferView& x,
                                 const DecoderBuffers& b, const GemmRowStats& stats = {}) {
-  if (!r.gated_ffn) {
-    r.folded_linear(l.ffn.linear1, x, b.hidden.view(), r.activation, {}, {&l.norm3}, {}, stats);
+  if (!r.gated_ffn || r.gates_in_epilogue(l.ffn.linear1)) {
+    r.folded_linear(l.ffn.linear1, x, b.hidden.view(), r.activation, {}, {&l.norm3}, {}, stats, r.gated_ffn);
     return b.hidden.view();
   }
   const uint32_t F = l.ffn.linear2.in;

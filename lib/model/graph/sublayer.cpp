@@ -11,8 +11,9 @@ void LayerRecorder::linear(const Linear& l, const BufferView& in, const BufferVi
 std::optional<RowStats> LayerRecorder::folded_linear(const Linear& l, const BufferView& in, const BufferView& out,
                                                      Activation act, const std::optional<BufferView>& residual,
                                                      Folded in_norm, Folded residual_norm,
-                                                     const GemmRowStats& stats) const {
-  Gemm g{.M = rows, .N = l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps, .norm_rms = rms_norm};
+                                                     const GemmRowStats& stats, bool gated) const {
+  Gemm g{.M = rows, .N = gated ? l.out / 2 : l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps,
+         .norm_rms = rms_norm, .glu = gated};
   g.norm_of = in_norm.norm ? NormOf::A : residual_norm.norm ? NormOf::Residual : NormOf::None;
   GemmRowStats st = stats;
   if (g.norm_of == NormOf::None) st.in.reset();  // statistics of rows no norm reads
@@ -30,6 +31,12 @@ void LayerRecorder::feed_forward(const FeedForward& f, const BufferView& in, con
   if (gated_ffn) {
     if (activation != Activation::Silu) throw Error("a gated feed-forward block runs SiLU (SwiGLU) only");
     const uint32_t F = f.linear2.in;
+    if (gates_in_epilogue(f.linear1)) {
+      ops.gemm(cl, {.M = rows, .N = F, .K = f.linear1.in, .trans_b = true, .act = activation, .glu = true}, in,
+               f.linear1.weight.view(), hidden.view(), f.linear1.bias.view());  // silu(gate) * up [rows, F]
+      linear(f.linear2, hidden.view(), out, Activation::None, residual);     // out [rows, D]
+      return;
+    }
     linear(f.linear1, in, hidden.view(), Activation::None);              // [gate | up] [rows, 2F]
     const BufferView product = at(hidden, uint64_t(rows) * 2 * F);
     ops.swiglu(cl, hidden.view(), product, rows, F);                     // silu(gate) * up [rows, F]

@@ -40,7 +40,13 @@ struct LayerRecorder {
   // wrote them, and room for out's; returns out's where they were written.
   std::optional<RowStats> folded_linear(const Linear& l, const BufferView& in, const BufferView& out, Activation act,
                                         const std::optional<BufferView>& residual, Folded in_norm,
-                                        Folded residual_norm, const GemmRowStats& stats = {}) const;
+                                        Folded residual_norm, const GemmRowStats& stats = {},
+                                        bool gated = false) const;
+  // Whether a gated FFN's up projection (linear1 = [gate | up]) runs as one product with
+  // act(gate) * up in its epilogue (Gemm::glu): wherever its weight fits one binding;
+  // else [gate | up] is written, then swiglu (one dispatch more). `gated`, above, asks
+  // folded_linear for that product: out [rows, l.out / 2].
+  bool gates_in_epilogue(const Linear& linear1) const { return gated_ffn && ops.fits_one_binding(linear1.weight.size()); }
   // out = residual + linear2(act(linear1(in))), hidden: [rows, dim_feedforward]; gated:
   // out = residual + linear2(act(gate) * up), hidden [rows, 3 dim_feedforward] ([gate | up] then the product)
   void feed_forward(const FeedForward& f, const BufferView& in, const Buffer& hidden, const BufferView& out,
