@@ -55,8 +55,31 @@ layout(std430, set = 0, binding = 10) writeonly buffer StatsOut { vec4 stats_out
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #ifdef VEC4_NT
+#ifdef TEXEL_AB
+// TEXEL_AB (host: CPU drivers, A and B starting on texel-aligned bytes): A and B read as
+// storage texel buffers, 16 bytes a texel (4 fp32 values, or 8 fp16 ones as 4 uints),
+// as the decode-step kernel reads them: llvmpipe loads a texel per lane as one vector,
+// where a storage buffer's per-lane vec4 is a gather (branchy on CPUs without fast
+// gathers). a4(i) and b4(i) are the i-th vec4 of A and B either way.
+#ifdef VKF_FP16_STORAGE
+layout(set = 0, binding = 0, rgba32ui) uniform restrict readonly uimageBuffer A_texels;
+layout(set = 0, binding = 1, rgba32ui) uniform restrict readonly uimageBuffer B_texels;
+vec4 half_texel(uvec4 t, uint p) { return p == 0u ? vec4(unpackHalf2x16(t.x), unpackHalf2x16(t.y))
+                                                   : vec4(unpackHalf2x16(t.z), unpackHalf2x16(t.w)); }
+vec4 a4(uint i) { return half_texel(imageLoad(A_texels, int(i / 2u)), i % 2u); }
+vec4 b4(uint i) { return half_texel(imageLoad(B_texels, int(i / 2u)), i % 2u); }
+#else
+layout(set = 0, binding = 0, rgba32f) uniform restrict readonly imageBuffer A_texels;
+layout(set = 0, binding = 1, rgba32f) uniform restrict readonly imageBuffer B_texels;
+vec4 a4(uint i) { return imageLoad(A_texels, int(i)); }
+vec4 b4(uint i) { return imageLoad(B_texels, int(i)); }
+#endif
+#else
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
+vec4 a4(uint i) { return vec4(A4[i]); }
+vec4 b4(uint i) { return vec4(B4[i]); }
+#endif
 #ifdef NORM_FOLDED
 layout(std430, set = 0, binding = 7) readonly buffer NormGamma4 { store_vec4 norm_gamma4[]; };
 layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm_beta4[]; };
@@ -79,7 +102,7 @@ float norm_source(uint z, uint m, uint i) {
   if (flag(FLAG_NORM_R)) return float(R[pc.base_r + batch_offset(z, pc.stride_r) + m * pc.ldr + i]);
 #ifdef VEC4_NT
   const uint at = offset_a(z) + m * pc.lda + i;
-  return float(A4[at / 4u][at % 4u]);
+  return a4(at / 4u)[at % 4u];
 #else
   return a_at(offset_a(z), m, i);
 #endif
@@ -98,7 +121,7 @@ float norm_row_sum(uint row, uint count, bool residual, bool deviations, float m
     const uint count4 = count / 4u;
     for (uint i0 = 0; i0 < count4; i0 += size) {
       const uint i = i0 + lane;
-      vec4 v = vec4(A4[row / 4u + min(i, count4 - 1u)]);
+      vec4 v = a4(row / 4u + min(i, count4 - 1u));
       if (deviations) v -= mean;
       s += i < count4 ? (deviations ? dot(v, v) : v.x + v.y + v.z + v.w) : 0.0;
     }
@@ -182,7 +205,7 @@ void norm_row_statistics(uint z, uint row0) {
 // norm of A is folded in.
 #ifdef VEC4_NT
 vec4 a_vec4(uint a_off, uint m, uint kq) {
-  vec4 v = vec4(A4[(a_off + m * pc.lda) / 4u + kq]);
+  vec4 v = a4((a_off + m * pc.lda) / 4u + kq);
 #ifdef NORM_FOLDED
   if (flag(FLAG_NORM_A)) {
     const uint r = m - norm_row0;
@@ -251,7 +274,7 @@ void main() {
 #endif
   for (uint kq = 0; kq < K4; ++kq) {
     vec4 b[TN];
-    for (uint j = 0; j < TN; ++j) b[j] = vec4(B4[(b_off + cols[j] * pc.ldb) / 4u + kq]);
+    for (uint j = 0; j < TN; ++j) b[j] = b4((b_off + cols[j] * pc.ldb) / 4u + kq);
 #ifdef SHUFFLE_A
     // One load per lane brings SG rows' vec4s; each row is then shuffled to every lane
     // (a register broadcast on a CPU) instead of loaded by every lane.
@@ -270,7 +293,7 @@ void main() {
     }
 #endif
     for (uint r = 0; r < TM / SG; ++r) {
-      vec4 mine = vec4(A4[(a_off + min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u) * pc.lda) / 4u + kq]);
+      vec4 mine = a4((a_off + min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u) * pc.lda) / 4u + kq);
 #ifdef NORM_FOLDED
       if (norm_a) mine = (mine - lane_mean[r]) * lane_rstd[r] * g4 + be4;
 #endif

@@ -20,7 +20,8 @@ bool direct_gemm_shuffles(const Capabilities& caps, const GemmTiles& t) {
          caps.min_subgroup_size == caps.max_subgroup_size && sg && t.tm % sg == 0 && t.invocations() % sg == 0;
 }
 
-GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t rows, uint64_t large_tiles_in_c) {
+GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t rows, uint32_t cols,
+                            uint64_t large_tiles_in_c) {
   // VKF_GEMM_TILES=bm,bn,bk,tm,tn overrides the choice, for tuning on a new device.
   if (const char* env = std::getenv("VKF_GEMM_TILES")) {
     GemmTiles t{};
@@ -40,8 +41,16 @@ GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t 
     // in brackets): M <= 64, 8 rows by 64 columns, 4 per invocation: 27-30 at M = 24
     // (8-13), 16x64 2 per invocation: 33-37 at M = 32 and 256 and at squares of 256 to
     // 2048 (16.5-18.7). 8 rows keep a 24-row product free of empty rows.
+    // Since A and B are read as texels there (direct_texels; AMD EPYC, same Mesa, fp32),
+    // wider tiles pay: with more than 128 columns, 16x256 with 8 per invocation ran 21-23
+    // at squares of 256 to 1024 and 17-23 at M = 24 to 256 (the tiles above with texels:
+    // 15.9-16.8; without: 10.2-13; 8x128 with 8: 17.5-17.8). One tile for every row count,
+    // so that a warm-up's short source compiles what longer ones run (the tuning file's
+    // row classes may still differ). Up to 128 columns a wide tile is mostly empty: the
+    // tiles above (64^3: 8.4 where 16x256 ran 4.2).
     const GemmTiles direct_few{8, 64, 4, 8, 4, GemmStrategy::Direct}, direct{16, 64, 4, 16, 2, GemmStrategy::Direct};
-    const GemmTiles& d = rows <= 64 ? direct_few : direct;
+    const GemmTiles wide{16, 256, 4, 16, 8, GemmStrategy::Direct};
+    const GemmTiles& d = cols > 128 ? wide : rows <= 64 ? direct_few : direct;
     if (gemm_tiles_problem(caps, d, precision).empty() && direct_gemm_shuffles(caps, d)) return d;
     // Without shuffles, the best tiled tiles by rows (same machine; the old single
     // 128x64 tile in brackets): M <= 32, 32x128 with 4x16 per invocation: 8.3-13
@@ -126,7 +135,7 @@ GemmTiles Ops::gemm_tiles(const Gemm& g) const {
 
 GemmTiles Ops::default_gemm_tiles(const Gemm& g) const {
   const uint64_t large_tiles = uint64_t((g.M + 127) / 128) * ((g.N + 127) / 128) * g.batch * g.heads;
-  return ops::choose_gemm_tiles(ctx_.capabilities(), dtype_, g.M, large_tiles);
+  return ops::choose_gemm_tiles(ctx_.capabilities(), dtype_, g.M, g.N, large_tiles);
 }
 
 bool Ops::fits_one_binding(uint64_t bytes) const { return bytes <= ctx_.capabilities().max_storage_buffer_range; }
@@ -167,6 +176,26 @@ static bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, co
     throw Error("gemm: A and B cannot be read as texels on device '" + caps.name + "' (it needs the small-M kernel's " +
                 "subgroups, B a Linear weight, and A and B with K, rows, batches and offsets on whole 16-byte texels, " +
                 "at most " + std::to_string(caps.max_texel_buffer_elements) + " texels each)");
+  return fit && g.texel_weights.value_or(caps.type == DeviceType::Cpu);
+}
+
+// Whether the direct kernel reads A and B as storage texel buffers (TEXEL_AB, its vec4
+// path): where Gemm::texel_weights says, else on CPU drivers (lavapipe, Mesa 25.0.7 on 2
+// AMD EPYC cores: 1.2-1.4x at M = 24 to 256 with the same tiles, and the wider tiles of
+// the default table then pay off), whenever both views start on texel-aligned bytes and
+// their whole texels hold every element read (fp16: 8 to a texel).
+static bool direct_texels(const Capabilities& caps, const Gemm& g, DType dt, bool vec4_nt, const BufferView& a,
+                          const BufferView& b) {
+  const uint64_t align = std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1);
+  auto fits = [&](const BufferView& v) {
+    return v.offset % align == 0 && v.size >= 16 && v.size / 16 <= caps.max_texel_buffer_elements &&
+           (dt != DType::F16 || v.size % 16 == 0);
+  };
+  const bool fit = vec4_nt && fits(a) && fits(b);
+  if (g.texel_weights == true && !fit)
+    throw Error("gemm: A and B cannot be read as texels on device '" + caps.name + "' (the direct kernel's texel " +
+                "path needs A [M, K] and B [N, K] with K, rows and offsets multiples of 4, views starting on " +
+                "texel-aligned bytes, at most " + std::to_string(caps.max_texel_buffer_elements) + " texels each)");
   return fit && g.texel_weights.value_or(caps.type == DeviceType::Cpu);
 }
 
@@ -435,6 +464,8 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
         slices = 1;
       if (slices > 1) d.emplace_back("SPLIT_K", std::to_string(slices));
     }
+    if (g.texel_weights == true && t.strategy != GemmStrategy::Direct)
+      throw Error("gemm: A and B cannot be read as texels by " + t.name() + " (only the direct and decode-step kernels can)");
     if (t.strategy == GemmStrategy::CoopMatNV) {
       Defines split;  // its only define (it reads A and B one way, never folds)
       if (slices > 1) split.emplace_back("SPLIT_K", std::to_string(slices));
@@ -442,15 +473,20 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
     } else if (t.strategy == GemmStrategy::Direct) {
       const bool shuffle = ops::direct_gemm_shuffles(caps, t);
       if (shuffle) d.emplace_back("SHUFFLE_A", "1");
+      const bool texels = direct_texels(caps, g, dtype_, vec4_nt, pa.view, pb.view);
+      if (texels) d.emplace_back("TEXEL_AB", "1");
+      const TexelFormat f = dtype_ == DType::F16 ? TexelFormat::Rgba32Ui : TexelFormat::Rgba32F;
       k = kernel("gemm_direct.comp", d, bindings, sizeof push,
                  shuffle ? std::vector<uint32_t>{t.invocations(), t.tm, t.tn, caps.subgroup_size}
-                         : std::vector<uint32_t>{t.invocations(), t.tm, t.tn});
+                         : std::vector<uint32_t>{t.invocations(), t.tm, t.tn},
+                 texels ? std::vector<TexelFormat>{f, f} : std::vector<TexelFormat>{});
+      if (texels) label = "texels ";
     }
     else
       k = kernel("gemm.comp", d, bindings, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     const uint32_t outputs = g.glu ? t.bn / 2 : t.bn;  // a gated product's tile: its gates', then their ups'
     groups = {(g.N + outputs - 1) / outputs, (g.M + t.bm - 1) / t.bm, batches};
-    label = "gemm " + t.name() + ",";
+    label = "gemm " + t.name() + (label.empty() ? "," : " " + label + ",");
   }
   label += " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
   // Absent operands are bound to A (or C) as placeholders; the kernel never touches them.

@@ -239,6 +239,53 @@ TEST_P(GemmTest, SmallMReadsAAndBFromBuffersOrTexels) {
   }
 }
 
+// The direct kernel's vec4 path reads A and B from storage buffers or as texels
+// (Gemm::texel_weights; texels by default on CPU drivers): both, forced, with every
+// direct tuner candidate, edges of rows and columns, epilogues, a folded norm and a
+// batch sharing B; forcing texels where they cannot be read (K not a multiple of 4, the
+// tiled kernel) is a named error.
+TEST_P(GemmTest, DirectKernelReadsAAndBFromBuffersOrTexels) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  uint32_t ran = 0;
+  for (const GemmTiles& t : gemm_tile_candidates(ctx().capabilities(), dtype())) {
+    if (t.strategy != GemmStrategy::Direct) continue;
+    SCOPED_TRACE(t.name());
+    for (bool texels : {false, true}) {
+      SCOPED_TRACE(texels ? "texels" : "buffers");
+      // Whole 16-byte texels in both precisions (K = 72: 8 fp16 values to a texel).
+      Gemm g{.M = 19, .N = 259, .K = 72, .trans_b = true, .act = Activation::Gelu, .tiles = t};
+      g.texel_weights = texels;
+      check(g, true, true, rng);
+      Gemm batched = g;
+      batched.M = 5, batched.N = 3, batched.K = 8, batched.batch = 2;
+      batched.stride_a = {uint64_t(batched.M) * batched.K, 0};
+      batched.stride_c = batched.stride_r = {uint64_t(batched.M) * batched.N, 0};
+      check(batched, true, false, rng);
+      if (gemm_norm_fold_problem(ctx().capabilities(), t).empty())
+        check_folded_norm(33, 130, 64, NormOf::A, t, rng, texels, true);
+    }
+    ++ran;
+  }
+  if (ctx().capabilities().type == DeviceType::Cpu && !GetParam().portable) EXPECT_GT(ran, 0u);
+  Buffer any = ctx().buffer(1 << 16, "any");
+  auto cl = ctx().command_list();
+  Gemm odd_k{.M = 19, .N = 64, .K = 13, .trans_b = true, .tiles = GemmTiles{8, 64, 4, 8, 4, GemmStrategy::Direct}};
+  odd_k.texel_weights = true;
+  Gemm tiled{.M = 19, .N = 64, .K = 16, .trans_b = true, .tiles = GemmTiles{32, 64, 16, 4, 8}};
+  tiled.texel_weights = true;
+  for (const Gemm& g : {odd_k, tiled}) {
+    if (!gemm_tiles_problem(ctx().capabilities(), *g.tiles, dtype()).empty()) continue;
+    try {
+      ops().gemm(cl, g, any.view(), any.view(), any.view());
+      ADD_FAILURE() << g.tiles->name() << " K=" << g.K << " read as texels";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot be read as texels"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // B larger than one binding (a 50k-token output projection in fp32 on a device that binds
 // 128 MiB): the product in slices of B's rows, each a column range of C, the bias and the
 // residual; the last slice partial. The decode-step and the tiled or direct kernels.
