@@ -9,6 +9,7 @@
 // of 2^-24 of sum |a b|); the product scales each by the other's magnitude
 // (ref::gemm_glu's scale), checked at 1e-5 of it. fp16 storage rounds the stored result
 // once: 1e-3 of |c|.
+#include "ops/gemm_check.hpp"
 #include "ops/reference.hpp"
 #include "support/ops_test.hpp"
 #include "vkformer/gemm_tuning.hpp"
@@ -58,10 +59,7 @@ class GemmGluTest : public OpsTest {
     o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), r.view(), std::nullopt, std::nullopt,
            rms ? std::optional(NormWeights{gm.view(), bt.view()}) : std::nullopt);
     cl.submit();
-    std::vector<double> scale(want.c.size());
-    const double store = dt == DType::F16 ? 1e-3 : 0;
-    for (size_t i = 0; i < scale.size(); ++i) scale[i] = want.scale[i] + (store / 1e-5) * std::abs(want.c[i]);
-    EXPECT_TRUE(close(download_as(c_, c, want.c.size(), dt), want.c, scale, 1e-5, dt == DType::F16 ? 6e-8 : 1e-30));
+    EXPECT_TRUE(gemm_close(download_as(c_, c, want.c.size(), dt), want, dt));
   }
 };
 

@@ -7,6 +7,7 @@
 // for K up to a few thousand in the worst case and ~100x margin in the typical one.
 // fp16 storage rounds the stored result once more: 2^-11 = 4.9e-4 of |c|, so 1e-3.
 #include "support/ops_test.hpp"
+#include "ops/gemm_check.hpp"
 #include "ops/reference.hpp"
 #include "vkformer/gemm_tuning.hpp"
 
@@ -41,14 +42,8 @@ class GemmTest : public OpsTest {
     o.gemm(cl, g, a.view(), b.view(), c.view(), with_bias ? std::optional(bb.view()) : std::nullopt,
            with_residual ? std::optional(r.view()) : std::nullopt);
     cl.submit();
-    auto got = download_as(ctx(), c, want.c.size(), dtype());
     // Elements outside every output matrix (gaps between strided batches) stay NaN.
-    std::vector<double> scale(want.c.size());
-    for (size_t i = 0; i < scale.size(); ++i) scale[i] = want.scale[i];
-    const double rtol = 1e-5, store = dtype() == DType::F16 ? 1e-3 : 0;
-    for (size_t i = 0; i < scale.size(); ++i) scale[i] = scale[i] + (store / rtol) * std::abs(want.c[i]);
-    // fp16 results below 2^-14 are subnormal, spaced 2^-24 = 6e-8 apart: one spacing of slack.
-    EXPECT_TRUE(close(got, want.c, scale, rtol, dtype() == DType::F16 ? 6e-8 : 1e-30));
+    EXPECT_TRUE(gemm_close(download_as(ctx(), c, want.c.size(), dtype()), want, dtype()));
   }
 
   // One folded-norm product against LN then GEMM in double, on fresh random rows.
@@ -91,10 +86,7 @@ class GemmTest : public OpsTest {
     o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), r.view(), std::nullopt, std::nullopt,
            NormWeights{gm.view(), bt.view()});
     cl.submit();
-    std::vector<double> scale(want_r.c.size());
-    const double store = dt == DType::F16 ? 1e-3 : 0;
-    for (size_t i = 0; i < scale.size(); ++i) scale[i] = want_r.scale[i] + (store / 1e-5) * std::abs(want_r.c[i]);
-    EXPECT_TRUE(close(download_as(c_, c, want_r.c.size(), dt), want_r.c, scale, 1e-5, dt == DType::F16 ? 6e-8 : 1e-30));
+    EXPECT_TRUE(gemm_close(download_as(c_, c, want_r.c.size(), dt), want_r, dt));
   }
 };
 
