@@ -126,8 +126,10 @@ struct Gemm {
   std::optional<GemmTiles> tiles;
   // The small-M kernel reads A and a Linear weight B as storage texel buffers by default
   // on CPU drivers, where it measured 2-2.5x faster, whenever both start and end on whole
-  // 16-byte texels (K, rows and offsets multiples of 4 fp32 or 8 fp16 values); true or
-  // false forces the choice (tests), true refused where they cannot be read so.
+  // 16-byte texels (K, rows and offsets multiples of 4 fp32 or 8 fp16 values), and so
+  // does the direct kernel wherever its vec4 path runs and both views hold whole texels
+  // (1.2-1.4x there); true or false forces the choice (tests), true refused where they
+  // cannot be read so (and by the tiled and cooperative-matrix kernels).
   std::optional<bool> texel_weights;
 };
 
