@@ -4,7 +4,7 @@
 // parameters as data, their validity computed from the device's limits, a per-device
 // tuning file that `vkformer tune` writes after verifying every candidate against a
 // double-precision reference and timing it, and that gemm() reads. Without a tuning file
-// gemm() uses the per-device-class default table (lib/ops/gemm.cpp).
+// gemm() uses the per-device-class default table (lib/ops/gemm_default_table.cpp).
 #include <array>
 #include <cstdint>
 #include <functional>

@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -11,65 +10,6 @@
 #include "vkformer/ops.hpp"
 
 namespace vkf {
-
-namespace ops {
-
-bool direct_gemm_shuffles(const Capabilities& caps, const GemmTiles& t) {
-  const uint32_t sg = caps.subgroup_size;
-  return t.strategy == GemmStrategy::Direct && caps.subgroup_basic && caps.subgroup_shuffle &&
-         caps.min_subgroup_size == caps.max_subgroup_size && sg && t.tm % sg == 0 && t.invocations() % sg == 0;
-}
-
-GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t rows, uint32_t cols,
-                            uint64_t large_tiles_in_c) {
-  // VKF_GEMM_TILES=bm,bn,bk,tm,tn overrides the choice, for tuning on a new device.
-  if (const char* env = std::getenv("VKF_GEMM_TILES")) {
-    GemmTiles t{};
-    const char* at = env;
-    if (std::string(env).rfind("direct:", 0) == 0) t.strategy = GemmStrategy::Direct, at += 7;
-    else if (std::string(env).rfind("coopmat_nv:", 0) == 0) t.strategy = GemmStrategy::CoopMatNV, at += 11;
-    if (std::sscanf(at, "%u,%u,%u,%u,%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5)
-      throw Error("VKF_GEMM_TILES must be bm,bn,bk,tm,tn, optionally after direct: or coopmat_nv:");
-    if (const std::string problem = gemm_tiles_problem(caps, t, precision); !problem.empty())
-      throw Error("VKF_GEMM_TILES " + std::string(env) + ": " + problem);
-    return t;
-  }
-  GemmTiles large{128, 128, 16, 8, 8}, medium{64, 64, 16, 4, 4}, small{64, 32, 16, 4, 4};
-  if (caps.type == DeviceType::Cpu) {
-    // The direct kernel where its rows of A can be shuffled between lanes (every CPU
-    // driver we know of). lavapipe (Mesa 25.0.7, 2 cores, GFLOP/s, the tiled choice below
-    // in brackets): M <= 64, 8 rows by 64 columns, 4 per invocation: 27-30 at M = 24
-    // (8-13), 16x64 2 per invocation: 33-37 at M = 32 and 256 and at squares of 256 to
-    // 2048 (16.5-18.7). 8 rows keep a 24-row product free of empty rows.
-    // Since A and B are read as texels there (direct_texels; AMD EPYC, same Mesa, fp32),
-    // wider tiles pay: with more than 128 columns, 16x256 with 8 per invocation ran 21-23
-    // at squares of 256 to 1024 and 17-23 at M = 24 to 256 (the tiles above with texels:
-    // 15.9-16.8; without: 10.2-13; 8x128 with 8: 17.5-17.8). One tile for every row count,
-    // so that a warm-up's short source compiles what longer ones run (the tuning file's
-    // row classes may still differ). Up to 128 columns a wide tile is mostly empty: the
-    // tiles above (64^3: 8.4 where 16x256 ran 4.2).
-    const GemmTiles direct_few{8, 64, 4, 8, 4, GemmStrategy::Direct}, direct{16, 64, 4, 16, 2, GemmStrategy::Direct};
-    const GemmTiles wide{16, 256, 4, 16, 8, GemmStrategy::Direct};
-    const GemmTiles& d = cols > 128 ? wide : rows <= 64 ? direct_few : direct;
-    if (gemm_tiles_problem(caps, d, precision).empty() && direct_gemm_shuffles(caps, d)) return d;
-    // Without shuffles, the best tiled tiles by rows (same machine; the old single
-    // 128x64 tile in brackets): M <= 32, 32x128 with 4x16 per invocation: 8.3-13
-    // (3.4-4.6; 32x64 4x8: 8-11); M > 64, 128x64 with 8x8: 16.5 at M = 256 (64x128 4x16:
-    // 13.9). 32x128 up to 64 rows, where 128x64 would leave half of each tile empty.
-    if (rows <= 64) return {32, 128, 16, 4, 16};
-    return {128, 64, 16, 8, 8};
-  }
-  auto fits = [&](const GemmTiles& t) {
-    return t.invocations() <= caps.max_workgroup_invocations && t.shared_bytes() <= caps.max_shared_memory &&
-           t.invocations() <= caps.max_workgroup_size[0];
-  };
-  if (large_tiles_in_c >= 32 && fits(large)) return large;
-  if (fits(medium)) return medium;
-  if (fits(small)) return small;
-  return {32, 32, 8, 4, 4};  // 64 invocations, 2 KiB: fits every Vulkan device
-}
-
-}  // namespace ops
 
 namespace {
 
@@ -156,6 +96,14 @@ struct SmallMOperand {
   uint64_t bytes = 0;
 };
 
+// Whether a view starting at byte `start`, `bytes` long, can be bound as a texel buffer:
+// a texel-aligned start and 1 to the device's maximum whole 16-byte texels (the rule
+// CommandList::dispatch checks; both texel-reading kernels ask it first).
+static bool texel_view_fits(const Capabilities& caps, uint64_t start, uint64_t bytes) {
+  return start % std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1) == 0 && bytes >= 16 &&
+         bytes / 16 <= caps.max_texel_buffer_elements;
+}
+
 // Whether the small-M kernel reads A and B as storage texel buffers (TEXEL_B): where
 // asked, else on CPU drivers (lavapipe, Mesa 25.0.7 on 2 AMD EPYC cores, 1xNxK products
 // of a Transformer-base: 2-2.5x a storage buffer's speed; GPUs keep storage buffers, on
@@ -164,11 +112,9 @@ struct SmallMOperand {
 static bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, const SmallMOperand& a,
                            const SmallMOperand& b) {
   const uint32_t per_texel = 16 / dtype_bytes(dt);
-  const uint64_t align = std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1);
   auto fits = [&](const SmallMOperand& o, uint32_t ld, const Strides& stride) {
     return ld % per_texel == 0 && o.base % per_texel == 0 && stride.outer % per_texel == 0 &&
-           stride.inner % per_texel == 0 && o.start % align == 0 && o.bytes >= 16 &&
-           o.bytes / 16 <= caps.max_texel_buffer_elements;
+           stride.inner % per_texel == 0 && texel_view_fits(caps, o.start, o.bytes);
   };
   const bool fit = small_m_subgroups(caps, g) && g.K % per_texel == 0 && fits(a, g.lda, g.stride_a) &&
                    fits(b, g.ldb, g.stride_b);
@@ -186,10 +132,8 @@ static bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, co
 // their whole texels hold every element read (fp16: 8 to a texel).
 static bool direct_texels(const Capabilities& caps, const Gemm& g, DType dt, bool vec4_nt, const BufferView& a,
                           const BufferView& b) {
-  const uint64_t align = std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1);
   auto fits = [&](const BufferView& v) {
-    return v.offset % align == 0 && v.size >= 16 && v.size / 16 <= caps.max_texel_buffer_elements &&
-           (dt != DType::F16 || v.size % 16 == 0);
+    return texel_view_fits(caps, v.offset, v.size) && (dt != DType::F16 || v.size % 16 == 0);
   };
   const bool fit = vec4_nt && fits(a) && fits(b);
   if (g.texel_weights == true && !fit)

@@ -103,7 +103,7 @@ TEST_P(GemmTest, AwkwardShapesAllTransposes) {
     }
 }
 
-// Every row class of the default table (lib/ops/gemm.cpp: on CPU drivers the direct
+// Every row class of the default table (lib/ops/gemm_default_table.cpp: on CPU drivers the direct
 // kernel's 8 rows up to 64, 16 above; on GPUs and the portable profile by tile count), at the
 // edges of each class, with the vec4 path (K a multiple of 4) and the scalar one, and
 // the epilogues, so no variant the table can pick goes untested on this device.
