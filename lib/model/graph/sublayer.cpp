@@ -32,8 +32,7 @@ void LayerRecorder::feed_forward(const FeedForward& f, const BufferView& in, con
     if (activation != Activation::Silu) throw Error("a gated feed-forward block runs SiLU (SwiGLU) only");
     const uint32_t F = f.linear2.in;
     if (gates_in_epilogue(f.linear1)) {
-      ops.gemm(cl, {.M = rows, .N = F, .K = f.linear1.in, .trans_b = true, .act = activation, .glu = true}, in,
-               f.linear1.weight.view(), hidden.view(), f.linear1.bias.view());  // silu(gate) * up [rows, F]
+      folded_linear(f.linear1, in, hidden.view(), activation, {}, {}, {}, {}, true);  // silu(gate) * up [rows, F]
       linear(f.linear2, hidden.view(), out, Activation::None, residual);     // out [rows, D]
       return;
     }
