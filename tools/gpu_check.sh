@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The GPU session's checks in one device call each (../shared/gpu/README.md has the setup).
+# Here, after tools/build.sh:  ../shared/gpu/bundle.sh && tools/gpu_check.sh pack
+# There (device `run`, carry .gpu):  tools/gpu_check.sh bench|tests [SECONDS]
+#
+#   bench  GEMM beside cuBLAS (torch.matmul, fp16 and fp32 with TF32 off) after tuning
+#          for the card, and Transformer-base greedy decoding at batch 32 and 1 beside
+#          PyTorch eager and PyTorch with a static KV cache replayed as a CUDA graph
+#   tests  the GPU suites with the Khronos validation layer, as they are and under
+#          VKF_PROFILE=portable, sharded across the machine's cores
+#
+# Every step has a time limit inside SECONDS (default 420) so that one slow step cannot
+# cost the others; logs go to /tmp/gpulogs and, after every step, to $OUT/logs.tgz, so
+# what ran comes back even when the call is cut off. The last lines printed are the
+# summary: each step's exit status and seconds.
+set -u
+cd "$(dirname "$(readlink -f "$0")")/.."
+here=$PWD
+
+if [ "${1:-}" = pack ]; then  # here: the goldens the model tests read, beside the bundle
+  [ -d .gpu ] || { echo "run ../shared/gpu/bundle.sh first" >&2; exit 1; }
+  # case_3 and case_11 (35 of 46 MB) stay behind to keep the call under its 64 MiB
+  tar -C build -cJf .gpu/goldens.tar.xz --exclude=goldens/case_3 --exclude=goldens/case_11 goldens
+  du -sh .gpu
+  exit 0
+fi
+
+L=/tmp/gpulogs
+if [ "${1:-}" = _suites ]; then  # the tests step's body (called through `step`, so under its time limit)
+  pids=()
+  for profile in asis portable; do
+    for t in gpu_tests ops_tests model_tests capi_tests; do
+      for s in 0 1 2; do
+        (export VKF_VALIDATION=1 GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$s VKF_CACHE_DIR=/tmp/vkf-cache-$profile-$t-$s
+         [ $profile = portable ] && export VKF_PROFILE=portable
+         exec build/tests/$t --gtest_brief=1 > "$L/${t}_${profile}_$s.log" 2>&1) &
+        pids+=($!)
+      done
+    done
+  done
+  bad=0
+  for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+  echo "$bad of ${#pids[@]} shards failed"
+  grep -h -E '^\[  FAILED  \]|alidation|VUID' "$L"/*_tests_*.log | sort | uniq -c | head -80
+  [ "$bad" = 0 ]
+  exit
+fi
+
+what=${1:?usage: tools/gpu_check.sh pack|bench|tests [SECONDS]}
+budget=${2:-420}
+start=${EPOCHREALTIME%.*}
+mkdir -p "$L" "${OUT:=/tmp/gpu-out}"
+. .gpu/setup.sh > "$L/setup.log" 2>&1
+cd "$VKF_ROOT" || exit 1
+tar -xJf "$here/.gpu/goldens.tar.xz" -C build 2>>"$L/setup.log"
+export VKF_CACHE_DIR=/tmp/vkf-cache PYTHONUNBUFFERED=1
+mkdir -p "$VKF_CACHE_DIR"
+
+save() { tar -czf "$OUT/logs.tgz" -C /tmp gpulogs 2>/dev/null; }
+# step NAME LIMIT COMMAND...: runs COMMAND within LIMIT seconds and what is left of the budget
+step() {
+  local name=$1 limit=$2; shift 2
+  local now=${EPOCHREALTIME%.*} left
+  left=$((budget - (now - start)))
+  [ "$left" -lt "$limit" ] && limit=$left
+  if [ "$limit" -lt 5 ]; then printf '%-34s skipped: out of time\n' "$name" >> "$L/summary.txt"; return; fi
+  local t0=$EPOCHREALTIME
+  timeout -k 5 "$limit" "$@" > "$L/$name.log" 2>&1
+  local rc=$? t1=$EPOCHREALTIME
+  printf '%-34s rc %3d %7.1f s (limit %d)\n' "$name" "$rc" "$(python3 -c "print($t1 - $t0)")" "$limit" >> "$L/summary.txt"
+  save
+}
+
+step nvidia_smi 20 nvidia-smi
+step info 30 build/vkformer info
+if [ "$what" = bench ]; then
+  step tune_fp16 80 build/vkformer tune --precision fp16 --budget-s 60
+  step bench_ops_fp16 100 build/vkformer bench ops --precision fp16 --max-size 4096 --json-out "$L/ops_fp16.json"
+  step torch_gemm_fp16 60 python3 tools/bench_gemm_torch.py "$L/ops_fp16.json" --json-out "$L/torch_fp16.json"
+  step decode_b32_fp16 120 python3 tools/bench_transformer_base.py --torch-device cuda --precision fp16 --batch 32 --tokens 32
+  step decode_b1_fp16 90 python3 tools/bench_transformer_base.py --torch-device cuda --precision fp16 --batch 1 --tokens 32
+  step tune_fp32 50 build/vkformer tune --precision fp32 --budget-s 40
+  step bench_ops_fp32 100 build/vkformer bench ops --precision fp32 --max-size 4096 --json-out "$L/ops_fp32.json"
+  step torch_gemm_fp32 60 python3 tools/bench_gemm_torch.py "$L/ops_fp32.json" --json-out "$L/torch_fp32.json"
+  step profile_b1_fp16 40 build/vkformer generate --model build/transformer-base --precision fp16 --warmup --profile \
+    --src-ids 3,10,17,24,31,38,45,52,59,66,73,80,87,94,101,108,115,122,129,136,143,150,157,164 --max-new-tokens 32
+  cp -r "$VKF_CACHE_DIR" "$L/cache" 2>/dev/null; save
+elif [ "$what" = tests ]; then
+  # Each suite in 3 shards, as-is and portable: 24 processes on 16 cores and one GPU.
+  step suites "$((budget - 40))" tools/gpu_check.sh _suites
+  for f in "$L"/*_tests_*.log; do tail -n 3 "$f" | sed "s|^|$(basename "$f" .log): |"; done > "$L/tails.txt"; save
+fi
+echo "== $what: summary (logs in \$OUT/logs.tgz)"
+cat "$L/summary.txt"
+for f in "$L"/torch_gemm_fp16.log "$L"/torch_gemm_fp32.log "$L"/decode_b32_fp16.log "$L"/decode_b1_fp16.log "$L"/suites.log; do
+  [ -f "$f" ] && { echo "== $(basename "$f")"; tail -n 45 "$f"; }
+done
