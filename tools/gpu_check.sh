@@ -8,6 +8,8 @@
 #          PyTorch eager and PyTorch with a static KV cache replayed as a CUDA graph
 #   tests  the GPU suites with the Khronos validation layer, as they are and under
 #          VKF_PROFILE=portable, sharded across the machine's cores
+#   all    tests, then bench, then the device-lost fault sweep alone with its open
+#          files sampled (it once exhausted the driver when run among the suites)
 #
 # Every step has a time limit inside SECONDS (default 420) so that one slow step cannot
 # cost the others; logs go to /tmp/gpulogs and, after every step, to $OUT/logs.tgz, so
@@ -35,7 +37,8 @@ if [ "${1:-}" = _suites ]; then  # the tests step's body (called through `step`,
       for s in 0 1 2; do
         (export VKF_VALIDATION=1 GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$s VKF_CACHE_DIR=/tmp/vkf-cache-$profile-$t-$s
          [ $profile = portable ] && export VKF_PROFILE=portable
-         exec build/tests/$t --gtest_brief=1 > "$L/${t}_${profile}_$s.log" 2>&1) &
+         # (the device-lost sweep runs alone afterwards: `all`)
+         exec build/tests/$t --gtest_brief=1 --gtest_filter=-InjectedFaultsTest.ADeviceLost* > "$L/${t}_${profile}_$s.log" 2>&1) &
         pids+=($!)
       done
     done
@@ -76,25 +79,48 @@ step() {
 
 step nvidia_smi 20 nvidia-smi
 step info 30 build/vkformer info
-if [ "$what" = bench ]; then
-  step tune_fp16 80 build/vkformer tune --precision fp16 --budget-s 60
+bench() {  # tuned first, so the benchmarks and decoding run what the card's tuning chose
+  step tune_fp16 150 build/vkformer tune --precision fp16 --budget-s "${TUNE_FP16_S:-60}"
   step bench_ops_fp16 100 build/vkformer bench ops --precision fp16 --max-size 4096 --json-out "$L/ops_fp16.json"
   step torch_gemm_fp16 60 python3 tools/bench_gemm_torch.py "$L/ops_fp16.json" --json-out "$L/torch_fp16.json"
   step decode_b32_fp16 120 python3 tools/bench_transformer_base.py --torch-device cuda --precision fp16 --batch 32 --tokens 32
   step decode_b1_fp16 90 python3 tools/bench_transformer_base.py --torch-device cuda --precision fp16 --batch 1 --tokens 32
-  step tune_fp32 50 build/vkformer tune --precision fp32 --budget-s 40
-  step bench_ops_fp32 100 build/vkformer bench ops --precision fp32 --max-size 4096 --json-out "$L/ops_fp32.json"
-  step torch_gemm_fp32 60 python3 tools/bench_gemm_torch.py "$L/ops_fp32.json" --json-out "$L/torch_fp32.json"
   step profile_b1_fp16 40 build/vkformer generate --model build/transformer-base --precision fp16 --warmup --profile \
     --src-ids 3,10,17,24,31,38,45,52,59,66,73,80,87,94,101,108,115,122,129,136,143,150,157,164 --max-new-tokens 32
+  step tune_fp32 100 build/vkformer tune --precision fp32 --budget-s "${TUNE_FP32_S:-40}"
+  step bench_ops_fp32 100 build/vkformer bench ops --precision fp32 --max-size 4096 --json-out "$L/ops_fp32.json"
+  step torch_gemm_fp32 60 python3 tools/bench_gemm_torch.py "$L/ops_fp32.json" --json-out "$L/torch_fp32.json"
   cp -r "$VKF_CACHE_DIR" "$L/cache" 2>/dev/null; save
-elif [ "$what" = tests ]; then
-  # Each suite in 3 shards, as-is and portable: 24 processes on 16 cores and one GPU.
-  step suites "$((budget - 40))" tools/gpu_check.sh _suites
+}
+tests() {  # each suite in 3 shards, as-is and portable: 24 processes on 16 cores and one GPU
+  step suites "${SUITES_S:-240}" tools/gpu_check.sh _suites
   for f in "$L"/*_tests_*.log; do tail -n 3 "$f" | sed "s|^|$(basename "$f" .log): |"; done > "$L/tails.txt"; save
-fi
+}
+faults() {  # the device-lost sweep alone (it creates a context per submit), open files sampled
+  VKF_VALIDATION=1 build/tests/model_tests --gtest_filter='InjectedFaultsTest.ADeviceLost*' > "$L/faults.log" 2>&1 &
+  local pid=$! t=0
+  while kill -0 "$pid" 2>/dev/null && [ "$t" -lt "$1" ]; do
+    echo "$t s: $(ls /proc/$pid/fd 2>/dev/null | wc -l) fds, $(grep VmRSS /proc/$pid/status 2>/dev/null)" >> "$L/faults_fds.log"
+    sleep 5; t=$((t + 5))
+  done
+  kill "$pid" 2>/dev/null; wait "$pid"; echo "faults rc $?" >> "$L/faults_fds.log"; save
+}
+case $what in
+  bench) bench ;;
+  tests) tests ;;
+  all)  # the suites first (they check the build), then the benchmarks, then the fault sweep
+    SUITES_S=150 tests; TUNE_FP16_S=${TUNE_FP16_S:-110} TUNE_FP32_S=${TUNE_FP32_S:-50} bench
+    left=$((budget - (${EPOCHREALTIME%.*} - start) - 5)); [ "$left" -gt 20 ] && faults "$left" ;;
+  *) echo "usage: tools/gpu_check.sh pack|bench|tests|all [SECONDS]" >&2; exit 2 ;;
+esac
 echo "== $what: summary (logs in \$OUT/logs.tgz)"
 cat "$L/summary.txt"
-for f in "$L"/torch_gemm_fp16.log "$L"/torch_gemm_fp32.log "$L"/decode_b32_fp16.log "$L"/decode_b1_fp16.log "$L"/suites.log; do
-  [ -f "$f" ] && { echo "== $(basename "$f")"; tail -n 45 "$f"; }
+for f in "$L"/suites.log "$L"/faults_fds.log "$L"/faults.log; do
+  [ -f "$f" ] && { echo "== $(basename "$f")"; tail -n 30 "$f"; }
+done
+for f in "$L"/decode_b32_fp16.log "$L"/decode_b1_fp16.log; do
+  [ -f "$f" ] && { echo "== $(basename "$f")"; grep -v "stopped at --max-new-tokens" "$f" | tail -n 16; }
+done
+for f in "$L"/tune_fp16.log "$L"/tune_fp32.log; do
+  [ -f "$f" ] && { echo "== $(basename "$f")"; grep -E "^M |^attention|->" "$f"; }
 done

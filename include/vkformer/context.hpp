@@ -16,6 +16,8 @@
 namespace vkf {
 
 enum class LogLevel { Debug, Info, Warning, Error };
+// Where a buffer lives (Context::buffer).
+enum class BufferUse { Device, HostAccess };
 using LogSink = std::function<void(LogLevel, std::string_view)>;
 
 // Vulkan objects an application lends to vkformer, so it runs on the device the app
@@ -132,7 +134,10 @@ class Context {
 
   const Capabilities& capabilities() const;
 
-  Buffer buffer(uint64_t bytes, std::string_view name = "buffer");
+  // use: BufferUse::HostAccess for a small buffer the host writes or reads around every
+  // submit (ids, a step's state): on a discrete GPU it lives in device memory the host
+  // maps, so its transfers are a memcpy, not a copy submit each. Device: everything else.
+  Buffer buffer(uint64_t bytes, std::string_view name = "buffer", BufferUse use = BufferUse::Device);
   void upload(const Buffer& dst, const void* data, uint64_t bytes, uint64_t offset = 0);
   void download(const Buffer& src, void* data, uint64_t bytes, uint64_t offset = 0);
   template <class T>

@@ -100,8 +100,8 @@ Context::~Context() {
 
 const Capabilities& Context::capabilities() const { return impl_->device->caps(); }
 
-Buffer Context::buffer(uint64_t bytes, std::string_view name) {
-  return Buffer(impl_->allocator->allocate(bytes, name, impl_));
+Buffer Context::buffer(uint64_t bytes, std::string_view name, BufferUse use) {
+  return Buffer(impl_->allocator->allocate(bytes, name, impl_, use == BufferUse::HostAccess));
 }
 
 void Context::upload(const Buffer& dst, const void* data, uint64_t bytes, uint64_t offset) {

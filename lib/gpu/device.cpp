@@ -68,6 +68,10 @@ Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(p
     if (api < VK_API_VERSION_1_2) enable_ext(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
     coop.cooperativeMatrix = VK_TRUE;
     vmm.vulkanMemoryModel = VK_TRUE;
+    // With the memory model on, a shader's Device-scope atomics and barriers (every
+    // kernel's default scope: decode_attention's tickets, say) need this too
+    // (VUID-RuntimeSpirv-vulkanMemoryModel-06265, seen on an H200).
+    vmm.vulkanMemoryModelDeviceScope = VK_TRUE;
     chain(coop);
     chain(vmm);
   }
@@ -158,7 +162,8 @@ Device::Device(PhysicalDevice physical, const BorrowedVulkan& b) : physical_(std
   const auto* vmm = reinterpret_cast<const VkPhysicalDeviceVulkanMemoryModelFeatures*>(
       feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES));
   c.cooperative_matrix_nv &= has_ext(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && coop && coop->cooperativeMatrix &&
-                             ((v12 && v12->vulkanMemoryModel) || (vmm && vmm->vulkanMemoryModel)) &&
+                             ((v12 && v12->vulkanMemoryModel && v12->vulkanMemoryModelDeviceScope) ||
+                              (vmm && vmm->vulkanMemoryModel && vmm->vulkanMemoryModelDeviceScope)) &&
                              c.float16_arithmetic && c.storage_16bit;
   c.memory_budget &= has_ext(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   c.quirks.emplace_back("borrowed device: optional features as the application enabled them");

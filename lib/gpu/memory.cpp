@@ -65,6 +65,9 @@ Allocator::Allocator(Device& device, bool direct, uint64_t block_bytes) : device
     if (type_ == ~0u) type_ = find_type(0, 0, allowed_types_);
   }
   if (type_ == ~0u) throw Error("device '" + device.caps().name + "' has no memory type for storage buffers");
+  if (!direct_)
+    host_access_type_ = find_type(local | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                  allowed_types_);
 }
 
 Allocator::~Allocator() {
@@ -162,7 +165,8 @@ std::unique_ptr<Block> Allocator::create_host_block(uint64_t bytes, bool host_re
   return create_block(align_up(bytes, alignment_), t, true, "staging");
 }
 
-std::shared_ptr<Allocation> Allocator::allocate(uint64_t bytes, std::string_view name, std::shared_ptr<void> owner) {
+std::shared_ptr<Allocation> Allocator::allocate(uint64_t bytes, std::string_view name, std::shared_ptr<void> owner,
+                                               bool host_access) {
   if (bytes == 0) throw Error("buffer '" + std::string(name) + "' has size 0");
   const uint64_t reserved = align_up(bytes, alignment_);
   std::lock_guard lock(mutex_);
@@ -177,14 +181,21 @@ std::shared_ptr<Allocation> Allocator::allocate(uint64_t bytes, std::string_view
                 ErrorKind::OutOfMemory);
   Block* chosen = nullptr;
   uint64_t offset = 0;
-  if (reserved > block_bytes_ / 2) {
+  // The host-access pool: small blocks (the BAR window may be only 256 MiB), mapped.
+  const bool pool = host_access && host_access_type_ != ~0u;
+  const uint64_t block_bytes = pool ? std::min<uint64_t>(block_bytes_, 1 << 20) : block_bytes_;
+  auto new_block = [&](uint64_t size) {
+    blocks_.push_back(pool ? create_block(size, host_access_type_, true, name) : create_block(size, type_, direct_, name));
+    blocks_.back()->host_access = pool;
+    return blocks_.back().get();
+  };
+  if (reserved > block_bytes / 2) {
     // Large tensors get a block of their own, so they do not fragment the shared ones.
-    blocks_.push_back(create_block(reserved, type_, direct_, name));
-    chosen = blocks_.back().get();
+    chosen = new_block(reserved);
     chosen->dedicated = true;
   } else {
     for (auto& b : blocks_) {
-      if (b->dedicated) continue;
+      if (b->dedicated || b->host_access != pool) continue;
       for (auto& [off, size] : b->free)
         if (size >= reserved) {
           chosen = b.get();
@@ -193,10 +204,7 @@ std::shared_ptr<Allocation> Allocator::allocate(uint64_t bytes, std::string_view
         }
       if (chosen) break;
     }
-    if (!chosen) {
-      blocks_.push_back(create_block(block_bytes_, type_, direct_, name));
-      chosen = blocks_.back().get();
-    }
+    if (!chosen) chosen = new_block(block_bytes);
   }
   auto it = chosen->free.find(offset);
   uint64_t free_size = it->second;
@@ -238,7 +246,8 @@ void Allocator::release(Allocation& a) {
   }
   // Give back dedicated blocks at once and empty shared ones beyond the first.
   const bool empty = b->free.size() == 1 && b->free.begin()->second == b->size;
-  size_t shared = std::count_if(blocks_.begin(), blocks_.end(), [](auto& x) { return !x->dedicated; });
+  size_t shared = std::count_if(blocks_.begin(), blocks_.end(),
+                                [&](auto& x) { return !x->dedicated && x->host_access == b->host_access; });
   if (empty && (b->dedicated || shared > 1)) {
     auto pos = std::find_if(blocks_.begin(), blocks_.end(), [&](auto& x) { return x.get() == b; });
     destroy_block(**pos);

@@ -20,6 +20,7 @@ struct Block {
   uint8_t* mapped = nullptr;  // set when the memory is host-visible
   bool coherent = true;
   bool dedicated = false;         // holds exactly one large buffer
+  bool host_access = false;       // of the pool for small buffers the host maps (Allocator::allocate)
   std::map<uint64_t, uint64_t> free;  // offset -> size, coalesced
 };
 
@@ -43,7 +44,13 @@ class Allocator {
   Allocator(Device& device, bool direct, uint64_t block_bytes);
   ~Allocator();
 
-  std::shared_ptr<Allocation> allocate(uint64_t bytes, std::string_view name, std::shared_ptr<void> owner);
+  // host_access: a small buffer the host writes or reads around every submit (token ids,
+  // step state). Where device memory is not mapped as a whole (discrete GPUs) it comes
+  // from device-local memory the host can map (a ReBAR or the 256 MiB BAR window), so its
+  // uploads and downloads are a memcpy rather than a staging copy and a submit each; where
+  // there is no such memory, from the usual blocks.
+  std::shared_ptr<Allocation> allocate(uint64_t bytes, std::string_view name, std::shared_ptr<void> owner,
+                                       bool host_access = false);
   void release(Allocation& a);
   MemoryStats stats() const;
   bool direct() const { return direct_; }
@@ -69,6 +76,7 @@ class Allocator {
   uint64_t block_bytes_;
   uint64_t alignment_;
   uint32_t type_ = 0;          // memory type of device blocks
+  uint32_t host_access_type_ = ~0u;  // device-local and host-visible, for host_access buffers (~0u: none, or direct)
   uint32_t allowed_types_ = 0;  // memory types a storage buffer may live in
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Block>> blocks_;

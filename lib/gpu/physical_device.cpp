@@ -197,6 +197,7 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
   c.subgroup_size_control = has_sizectl && sizectl_f.subgroupSizeControl && sizectl_f.computeFullSubgroups;
   c.portability_subset = pd.has_extension("VK_KHR_portability_subset");
   c.cooperative_matrix_nv = has_coop && coop_f.cooperativeMatrix && has_vmm && vmm_f.vulkanMemoryModel &&
+                            vmm_f.vulkanMemoryModelDeviceScope &&
                             c.float16_arithmetic && c.storage_16bit && has_coopmat_16x16x16_fp16(handle);
   c.memory_budget = pd.has_extension(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   c.rounding_rte_fp16 = c.storage_16bit && has_float_controls && float_controls.shaderRoundingModeRTEFloat16;

@@ -185,9 +185,19 @@ TEST_P(GemmTest, SmallMReadsAAndBFromBuffersOrTexels) {
   std::mt19937_64 rng(seed);
   Ops o = ops();
   const uint32_t per_texel = 16 / dtype_bytes(dtype());
-  const bool texels_run = o.gemm_variant({.M = 1, .N = 8, .K = 64, .trans_b = true}) == "small_m texels";
+  Gemm probe{.M = 1, .N = 8, .K = 64, .trans_b = true};
+  const bool texels_default = o.gemm_variant(probe) == "small_m texels";
   if (ctx().capabilities().type == DeviceType::Cpu && !GetParam().portable)
-    EXPECT_TRUE(texels_run) << "CPU drivers read the decode step's weights as texels by default";
+    EXPECT_TRUE(texels_default) << "CPU drivers read the decode step's weights as texels by default";
+  // Forced, texels run wherever the kernel has its subgroups (GPUs too, where buffers are
+  // the default), and are refused by name elsewhere.
+  probe.texel_weights = true;
+  bool texels_run = false;
+  try {
+    texels_run = o.gemm_variant(probe) == "small_m texels";
+  } catch (const Error&) {
+  }
+  EXPECT_TRUE(texels_run || !texels_default);
   const uint32_t shapes[][3] = {{1, 1, 8}, {1, 3, 16}, {2, 17, 24}, {3, 255, 64}, {4, 1000, 40}, {1, 1029, 512}, {1, 9, 12}};
   for (bool texels : {false, true}) {
     if (texels && !texels_run) continue;  // (refused below)

@@ -15,9 +15,11 @@ inline BufferView elements(const Buffer& b, DType type, uint64_t first, uint64_t
 
 // Makes `b` hold at least `elements` of `element_bytes` each (a new buffer only when the
 // old one is too small; recorded command lists that used the old one must be dropped).
-inline Buffer& ensure(Context& ctx, Buffer& b, uint64_t elements, uint32_t element_bytes, const char* name) {
+// BufferUse::HostAccess for the small buffers uploaded or read back around every submit.
+inline Buffer& ensure(Context& ctx, Buffer& b, uint64_t elements, uint32_t element_bytes, const char* name,
+                      BufferUse use = BufferUse::Device) {
   const uint64_t bytes = std::max<uint64_t>(elements, 1) * element_bytes;
-  if (!b || b.size() < bytes) b = ctx.buffer(bytes, name);
+  if (!b || b.size() < bytes) b = ctx.buffer(bytes, name, use);
   return b;
 }
 

@@ -11,10 +11,10 @@
 namespace vkf::model {
 
 void Seq2SeqGraph::ensure_step_buffers() {
-  ensure(ctx_, step_state_, 1, sizeof(DecodeStep::State), "decode_step");
-  ensure(ctx_, tgt_ids_, batch_, 4, "tgt_ids");                                                      // [B]
+  ensure(ctx_, step_state_, 1, sizeof(DecodeStep::State), "decode_step", BufferUse::HostAccess);
+  ensure(ctx_, tgt_ids_, batch_, 4, "tgt_ids", BufferUse::HostAccess);                                                      // [B]
   ensure(ctx_, logits_, uint64_t(batch_) * m_.config.tgt_vocab_size, dtype_bytes(m_.dtype), "logits");  // [B, V]
-  ensure(ctx_, next_ids_, batch_, 4, "next_ids");                                                    // [B]
+  ensure(ctx_, next_ids_, batch_, 4, "next_ids", BufferUse::HostAccess);                                                    // [B]
 }
 
 void Seq2SeqGraph::set_repetition_penalty(float penalty, const std::vector<std::vector<uint32_t>>& seen) {
@@ -29,7 +29,7 @@ void Seq2SeqGraph::set_repetition_penalty(float penalty, const std::vector<std::
       bits[b * words + t / 32] |= 1u << (t % 32);
     }
   const bool grows = !seen_ || seen_.size() < bits.size() * 4;
-  ensure(ctx_, seen_, bits.size(), 4, "seen_tokens");  // [B, words]
+  ensure(ctx_, seen_, bits.size(), 4, "seen_tokens", BufferUse::HostAccess);  // [B, words]
   if (grows) step_list_.reset(), steps_list_.reset();  // they bound the old buffer
   ctx_.upload(seen_, bits.data(), bits.size() * 4);
 }
@@ -81,8 +81,8 @@ void Seq2SeqGraph::start_steps(uint32_t t0, const std::vector<uint32_t>& ids, bo
   if (!steps_list_ || steps_stop_at_eos_ != stop_at_eos || steps_sampling_ != sampling || steps_penalty_ != penalty_) {
     steps_list_.reset();
     ensure_step_buffers();
-    ensure(ctx_, done_, batch_, 4, "done");
-    ensure(ctx_, tokens_, uint64_t(cap) * batch_, 4, "tokens");
+    ensure(ctx_, done_, batch_, 4, "done", BufferUse::HostAccess);
+    ensure(ctx_, tokens_, uint64_t(cap) * batch_, 4, "tokens", BufferUse::HostAccess);
     // One decode step, replayed back to back many times per submit: everything that
     // changes from step to step (the inputs, the position, which sequences are done)
     // is written by the step itself.

@@ -95,9 +95,9 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   for (size_t s = 0; s < sources.size(); ++s)
     for (uint32_t k = 0; k < copies; ++k)
       std::copy(sources[s].begin(), sources[s].end(), ids.begin() + (s * copies + k) * S);
-  ensure(ctx_, src_ids_, rows, 4, "src_ids");
+  ensure(ctx_, src_ids_, rows, 4, "src_ids", BufferUse::HostAccess);
   ctx_.upload(src_ids_, ids.data(), ids.size() * 4);
-  ensure(ctx_, src_mask_, rows, e, "src_mask");
+  ensure(ctx_, src_mask_, rows, e, "src_mask", BufferUse::HostAccess);
   if (m_.dtype == DType::F16) {
     std::vector<uint16_t> mask(rows);
     for (uint32_t i = 0; i < rows; ++i) mask[i] = ids[i] == c.pad_id ? kHalfNegativeInfinity : 0;
@@ -232,7 +232,7 @@ void Seq2SeqGraph::begin_decoder_only(uint32_t batch, uint32_t target_capacity) 
   batch_ = batch;
   src_len_ = 0;
   left_pad_.clear();
-  ensure(ctx_, src_mask_, 1, dtype_bytes(m_.dtype), "src_mask");  // bound, never read: there is no source
+  ensure(ctx_, src_mask_, 1, dtype_bytes(m_.dtype), "src_mask", BufferUse::HostAccess);  // bound, never read: there is no source
   reserve(0, target_capacity);
 }
 
@@ -248,7 +248,7 @@ void Seq2SeqGraph::set_left_padding(const std::vector<uint32_t>& pads, uint32_t 
   for (uint32_t p : pads)
     if (p >= prompt_len + 1 || p >= capacity) throw Error("left padding: a sequence would be padding only");
   left_pad_ = pads;
-  ensure(ctx_, pad_shift_, batch_, 4, "pad_shift");  // [B] uint32
+  ensure(ctx_, pad_shift_, batch_, 4, "pad_shift", BufferUse::HostAccess);  // [B] uint32
   ctx_.upload(pad_shift_, pads.data(), uint64_t(batch_) * 4);
   // The most negative fp16 rather than -inf: exp(score - 65504) is 0 in fp32 for any score
   // a model produces, and the padding's own queries, which see nothing but padding, stay
@@ -389,7 +389,7 @@ void Seq2SeqGraph::upload_tokens(uint32_t t0, uint32_t n, const std::vector<uint
     fail_invalid_input("target position " + std::to_string(t0 + n) + " is past the decoding capacity " +
                 std::to_string(cache_.capacity()));
   check_target_ids(ids);
-  ensure(ctx_, tgt_ids_, rows, 4, "tgt_ids");
+  ensure(ctx_, tgt_ids_, rows, 4, "tgt_ids", BufferUse::HostAccess);
   ctx_.upload(tgt_ids_, ids.data(), rows * 4);
 }
 
