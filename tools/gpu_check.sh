@@ -7,7 +7,8 @@
 #          for the card, and Transformer-base greedy decoding at batch 32 and 1 beside
 #          PyTorch eager and PyTorch with a static KV cache replayed as a CUDA graph
 #   tests  the GPU suites with the Khronos validation layer, as they are and under
-#          VKF_PROFILE=portable, sharded across the machine's cores
+#          VKF_PROFILE=portable, sharded across the machine's cores; then the
+#          device-lost sweep alone
 #   all    tests, then bench, then the device-lost fault sweep alone with its open
 #          files sampled (it once exhausted the driver when run among the suites)
 #
@@ -107,7 +108,8 @@ faults() {  # the device-lost sweep alone (it creates a context per submit), ope
 }
 case $what in
   bench) bench ;;
-  tests) tests ;;
+  tests)  # the suites, then the device-lost sweep alone
+    tests; left=$((budget - (${EPOCHREALTIME%.*} - start) - 5)); [ "$left" -gt 20 ] && faults "$left" ;;
   all)  # the suites first (they check the build), then the benchmarks, then the fault sweep
     SUITES_S=150 tests; TUNE_FP16_S=${TUNE_FP16_S:-110} TUNE_FP32_S=${TUNE_FP32_S:-50} bench
     left=$((budget - (${EPOCHREALTIME%.*} - start) - 5)); [ "$left" -gt 20 ] && faults "$left" ;;

@@ -34,6 +34,28 @@ void load_vulkan() {
         "Vulkan driver (for a CPU-only machine: mesa-vulkan-drivers, which provides lavapipe)");
 }
 
+// One instance, created with the first context's and never destroyed, so the loader
+// never unloads the drivers and loads them again for the next context: on an H200
+// (NVIDIA 580.159.04) every vkCreateInstance after such a reload that followed a
+// context's (injected) device loss failed with VK_ERROR_INCOMPATIBLE_DRIVER, which broke
+// the documented recovery, a new context. It has no layers and holds no device.
+static void keep_drivers_loaded(const VkApplicationInfo& app, VkInstanceCreateFlags flags,
+                                const std::vector<const char*>& extensions) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::vector<const char*> portability;  // only what enumerating every driver needs
+    for (auto* e : extensions)
+      if (std::strcmp(e, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME) == 0) portability.push_back(e);
+    VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    info.flags = flags;
+    info.pApplicationInfo = &app;
+    info.enabledExtensionCount = uint32_t(portability.size());
+    info.ppEnabledExtensionNames = portability.data();
+    static VkInstance keeper = VK_NULL_HANDLE;  // reachable to the end: not a leak
+    if (vkCreateInstance(&info, nullptr, &keeper) != VK_SUCCESS) keeper = VK_NULL_HANDLE;  // best effort
+  });
+}
+
 static bool has_layer(const char* name) {
   uint32_t n = 0;
   vkEnumerateInstanceLayerProperties(&n, nullptr);
@@ -136,6 +158,7 @@ Instance::Instance(bool validation, bool sync_validation, Log log) : log_(std::m
     throw Error("no Vulkan driver is installed (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER); "
                 "for a CPU-only machine install mesa-vulkan-drivers (lavapipe)");
   check(r, "vkCreateInstance");
+  keep_drivers_loaded(app, flags, extensions);
   // Device functions go through the loader's trampolines (volkLoadDevice would bind
   // them to one device for the whole process, and two contexts may use two devices).
   volkLoadInstance(instance_);
