@@ -25,6 +25,12 @@ constexpr uint32_t kGemmMaxSplitK = 16;  // GemmTiles::split_k's largest
 uint32_t gemm_row_class(uint32_t rows);
 std::string gemm_row_class_name(uint32_t row_class);  // "M <= 64", "M <= 256", "M > 256"
 
+// The tiles `vkformer tune` chose on a card we have run on (CLBlast's database habit),
+// for the row class of `rows`, where the card and precision are in the table and the
+// tiles are valid on this device as it is (not under the portable profile's clamps);
+// else nullopt. Between a tuning file and the default table: a user's own tune wins.
+std::optional<GemmTiles> tuned_device_tiles(const Capabilities& caps, DType precision, uint32_t rows);
+
 // "" when the tiled kernel can run these tiles on the device (BK a multiple of 4, TM
 // dividing BM and TN dividing BN, within the workgroup and shared-memory limits); else
 // what is wrong with them.

@@ -59,7 +59,8 @@ bool Ops::fold_norms_in_encoder() const {
 
 
 // The tiles gemm() runs: the caller's (the tuner's candidates), else the device's tuning
-// file's for the row class, else the default table's.
+// file's for the row class, else what a tune on this very card chose (tuned_device_tiles),
+// else the default table's.
 GemmTiles Ops::gemm_tiles(const Gemm& g) const {
   const Capabilities& caps = ctx_.capabilities();
   if (g.tiles) {
@@ -67,9 +68,11 @@ GemmTiles Ops::gemm_tiles(const Gemm& g) const {
       throw Error("gemm: tiles " + g.tiles->name() + " cannot run on device '" + caps.name + "': " + problem);
     return *g.tiles;
   }
-  if (!std::getenv("VKF_GEMM_TILES"))
+  if (!std::getenv("VKF_GEMM_TILES")) {
     if (const auto tuned = ops::cached_gemm_tuning(ctx_, dtype_))
       if (const auto& t = tuned->tiles[gemm_row_class(g.M)]) return *t;
+    if (const auto t = tuned_device_tiles(caps, dtype_, g.M)) return *t;
+  }
   return default_gemm_tiles(g);
 }
 

@@ -68,4 +68,39 @@ GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t 
 
 }  // namespace ops
 
+// Cards we have tuned on: `vkformer tune --precision P --budget-s N` on the card, each
+// winner verified there against the double reference and confirmed in three alternating
+// rounds (tools/gpu_check.sh; its logs give every candidate's time). Per row class:
+// M <= 64, M <= 256, M > 256; {} keeps the default table's choice.
+namespace {
+struct TunedDevice {
+  uint32_t vendor_id, device_id;
+  DType precision;
+  GemmTiles by_rows[3];
+};
+constexpr GemmTiles kCoopSplit4{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 4};
+constexpr GemmTiles kCoopSplit8{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 8};
+const TunedDevice kTunedDevices[] = {
+    // NVIDIA H200 (0x2335), driver 580.159.04, 2026-11-27, two tunes per precision.
+    // fp16: cooperative matrices with split-K won every class: 5.4x the default at
+    // 24x2048x512 (split 8), 4.6x at 256x2048x512 and 7.3x at 1024x512x512 (split 4; the
+    // first tune agreed above 64 rows). fp32: the two tunes disagreed (M <= 256: tiled
+    // 64x64x16/4x4 split 4, 3.7x, or direct 8x32x4/8x2, 2.9x; M > 256: tiled 64x32, 2.4x,
+    // or tiled 32x32x8 split 4, 4.4x), as on a latency-bound card they may: the second,
+    // longer tune's choices are here; M <= 64 kept the default in both.
+    {0x10de, 0x2335, DType::F16, {kCoopSplit8, kCoopSplit4, kCoopSplit4}},
+    {0x10de, 0x2335, DType::F32, {{}, {64, 64, 16, 4, 4, GemmStrategy::Tiled, 4}, {64, 32, 16, 4, 4}}},
+};
+}  // namespace
+
+std::optional<GemmTiles> tuned_device_tiles(const Capabilities& caps, DType precision, uint32_t rows) {
+  for (const TunedDevice& d : kTunedDevices) {
+    if (d.vendor_id != caps.vendor_id || d.device_id != caps.device_id || d.precision != precision) continue;
+    const GemmTiles& t = d.by_rows[gemm_row_class(rows)];
+    if (!t.bm || !gemm_tiles_problem(caps, t, precision).empty()) return std::nullopt;
+    return t;
+  }
+  return std::nullopt;
+}
+
 }  // namespace vkf

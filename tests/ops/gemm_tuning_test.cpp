@@ -84,6 +84,40 @@ TEST_P(GemmTuningTest, InvalidTilesAreRefusedByName) {
 
 VKF_FOR_EACH_DTYPE(GemmTuningTest);
 
+// The cards we have tuned on (tuned_device_tiles): the H200's table where its ids and
+// its features are, per row class and precision, and nothing where the ids differ or the
+// portable profile's clamps take the cooperative matrices away.
+TEST(GemmTunedDevices, TheH200RunsWhatItsTuneChoseAndNothingElseDoes) {
+  Capabilities h200;
+  h200.vendor_id = 0x10de;
+  h200.device_id = 0x2335;
+  h200.type = DeviceType::DiscreteGpu;
+  h200.max_workgroup_invocations = 1024;
+  h200.max_workgroup_size = {1024, 1024, 64};
+  h200.max_shared_memory = 49152;
+  h200.subgroup_size = h200.min_subgroup_size = h200.max_subgroup_size = 32;
+  h200.subgroup_basic = h200.subgroup_arithmetic = h200.subgroup_shuffle = true;
+  h200.storage_16bit = h200.float16_arithmetic = h200.cooperative_matrix_nv = true;
+  for (uint32_t rows : {1u, 24u, 64u, 65u, 256u, 257u, 4096u}) {
+    SCOPED_TRACE(rows);
+    const auto f16 = tuned_device_tiles(h200, DType::F16, rows);
+    ASSERT_TRUE(f16.has_value());
+    EXPECT_EQ(f16->strategy, GemmStrategy::CoopMatNV);
+    EXPECT_EQ(f16->split_k, rows <= 64 ? 8u : 4u);
+    EXPECT_EQ(gemm_tiles_problem(h200, *f16, DType::F16), "");
+    const auto f32 = tuned_device_tiles(h200, DType::F32, rows);
+    EXPECT_EQ(f32.has_value(), rows > 64) << "fp32 kept the default table at M <= 64";
+    if (f32) EXPECT_EQ(gemm_tiles_problem(h200, *f32, DType::F32), "");
+  }
+  Capabilities other = h200;
+  other.device_id = 0x2330;  // an H100: not tuned here
+  EXPECT_FALSE(tuned_device_tiles(other, DType::F16, 24).has_value());
+  Capabilities clamped = h200;  // what the portable profile leaves (Device::clamp_to_portable_profile)
+  clamped.cooperative_matrix_nv = clamped.float16_arithmetic = false;
+  clamped.max_workgroup_invocations = 128;
+  EXPECT_FALSE(tuned_device_tiles(clamped, DType::F16, 24).has_value());
+}
+
 // The tuning file, as untrusted input, on a context of its own (its own cache directory).
 TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
   MessageLog log;
