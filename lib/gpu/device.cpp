@@ -166,6 +166,14 @@ Device::Device(PhysicalDevice physical, const BorrowedVulkan& b) : physical_(std
                               (vmm && vmm->vulkanMemoryModel && vmm->vulkanMemoryModelDeviceScope)) &&
                              c.float16_arithmetic && c.storage_16bit;
   c.memory_budget &= has_ext(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  // The memory model without its Device scope forbids Device-scope atomics and barriers
+  // in every shader (VUID-RuntimeSpirv-vulkanMemoryModel-06265), and vkformer's kernels
+  // use them (decode_attention's tickets, memoryBarrierBuffer): refuse, naming the fix.
+  if (((v12 && v12->vulkanMemoryModel) || (vmm && vmm->vulkanMemoryModel)) &&
+      !((v12 && v12->vulkanMemoryModelDeviceScope) || (vmm && vmm->vulkanMemoryModelDeviceScope)))
+    fail("the device was created with vulkanMemoryModel but without vulkanMemoryModelDeviceScope, which forbids the "
+         "Device-scope atomics and barriers vkformer's kernels use (VUID-RuntimeSpirv-vulkanMemoryModel-06265): "
+         "enable vulkanMemoryModelDeviceScope too, or leave the memory model off");
   c.quirks.emplace_back("borrowed device: optional features as the application enabled them");
 
   vkGetPhysicalDeviceMemoryProperties(physical_.handle, &memory_);

@@ -86,10 +86,12 @@ const TunedDevice kTunedDevices[] = {
     // 24x2048x512 (split 8), 4.6x at 256x2048x512 and 7.3x at 1024x512x512 (split 4; the
     // first tune agreed above 64 rows). fp32: the two tunes disagreed (M <= 256: tiled
     // 64x64x16/4x4 split 4, 3.7x, or direct 8x32x4/8x2, 2.9x; M > 256: tiled 64x32, 2.4x,
-    // or tiled 32x32x8 split 4, 4.4x), as on a latency-bound card they may: the second,
-    // longer tune's choices are here; M <= 64 kept the default in both.
+    // or tiled 32x32x8 split 4, 4.4x), as on a latency-bound card they may. Here: the
+    // second tune's for M <= 256 (256x2048x512 in `bench ops`: 90 us, direct 8x32: 118 us)
+    // and the first's above (4096^3: 16.2 TFLOP/s, tiled 64x32: 8.4); M <= 64 kept the
+    // default in both.
     {0x10de, 0x2335, DType::F16, {kCoopSplit8, kCoopSplit4, kCoopSplit4}},
-    {0x10de, 0x2335, DType::F32, {{}, {64, 64, 16, 4, 4, GemmStrategy::Tiled, 4}, {64, 32, 16, 4, 4}}},
+    {0x10de, 0x2335, DType::F32, {{}, {64, 64, 16, 4, 4, GemmStrategy::Tiled, 4}, {32, 32, 8, 4, 4, GemmStrategy::Tiled, 4}}},
 };
 }  // namespace
 

@@ -69,6 +69,22 @@ TEST(Borrowed, FeaturesTheAppDidNotEnableAreNotUsed) {
   EXPECT_EQ(app.messages.load(), 0) << "validation: " << app.last_message;
 }
 
+// A device with the Vulkan memory model but not its Device scope cannot run kernels with
+// Device-scope atomics (decode_attention's): refused by name at once, not a validation
+// error (or undefined behaviour without the layer) at the first decode step.
+TEST(Borrowed, AMemoryModelWithoutDeviceScopeIsRefusedByName) {
+  AppVulkan app(true, /*memory_model_without_device_scope=*/true);
+  if (!app.device) GTEST_SKIP() << "this device does not offer VK_KHR_vulkan_memory_model";
+  try {
+    Context ctx(borrowing(app.lend()));
+    ADD_FAILURE() << "a device that forbids Device-scope atomics was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vulkanMemoryModelDeviceScope"), std::string::npos) << e.what();
+  }
+  app.destroy();
+  EXPECT_EQ(app.messages.load(), 0) << "validation: " << app.last_message;
+}
+
 TEST(Borrowed, BadLoansAreClearErrors) {
   AppVulkan app(true);
   ASSERT_TRUE(app.device);

@@ -3,7 +3,12 @@
 // Tolerance: each output is a convex combination of values, computed in fp32 with an
 // online softmax: errors grow with sum_j p_j |v_j| (the reference's scale), a few
 // 2^-24 per exp/rescale step over up to ~1000 keys: 2e-5. fp16 storage: rounding of
-// q, k, v happens before the reference, the output rounds once: 1e-3.
+// q, k, v happens before the reference, the output rounds once: 1e-3. The unfused fp16
+// path also stores the scores and the probabilities in fp16 (unit roundoff u = 2^-11):
+// a score s moves by up to |s| u, which moves each probability by a factor of up to
+// exp(2 max|s| u) (numerator and normaliser), and the stored probability and the output
+// round once more each: rtol = u (2 max|s| + 2), max|s| over the case's scaled scores
+// (2e-3 flat was 3% short at a seed whose scores reached ~3.6).
 #include "support/ops_test.hpp"
 #include "ops/reference.hpp"
 #include "vkformer/gemm_tuning.hpp"
@@ -49,6 +54,18 @@ class AttentionTest : public OpsTest {
     Attention a{.batch = c.batch, .heads = c.heads, .head_dim = c.head_dim, .kv_heads = c.kv_heads, .q_len = c.q_len,
                 .kv_len = c.kv_len, .causal = c.causal, .causal_offset = c.causal ? c.kv_len - c.q_len : 0};
     auto [want, scale] = ref::attention(a, q, k, v, c.padding ? &mask : nullptr);
+    double max_score = 0;  // max |q.k| / sqrt(d) over every (query, key) pair, masks aside (a bound)
+    for (uint32_t b = 0; b < c.batch; ++b)
+      for (uint32_t h = 0; h < c.heads; ++h)
+        for (uint32_t i = 0; i < c.q_len; ++i)
+          for (uint32_t j = 0; j < c.kv_len; ++j) {
+            double dot = 0;
+            for (uint32_t e = 0; e < c.head_dim; ++e)
+              dot += q[(size_t(b) * c.q_len + i) * W + h * c.head_dim + e] *
+                     k[(size_t(b) * c.kv_len + j) * KW + (h / (c.heads / kv_heads)) * c.head_dim + e];
+            max_score = std::max(max_score, std::abs(dot) / std::sqrt(double(c.head_dim)));
+          }
+    const double unfused_f16_rtol = std::ldexp(1.0, -11) * (2 * max_score + 2);
 
     Buffer bq = upload_as(ctx(), q, dtype(), "q"), bk = upload_as(ctx(), k, dtype(), "k");
     Buffer bv = upload_as(ctx(), v, dtype(), "v"), bm = upload_as(ctx(), mask, dtype(), "mask");
@@ -69,14 +86,14 @@ class AttentionTest : public OpsTest {
     cl.submit();
     const bool f16 = dtype() == DType::F16;
     auto got_unfused = download_as(ctx(), unfused, want.size(), dtype());
-    // fp16 unfused also rounds the probabilities to fp16 in memory: 2e-3.
-    EXPECT_TRUE(close(got_unfused, want, scale, f16 ? 2e-3 : 2e-5, f16 ? 6e-8 : 0)) << "unfused";
+    // fp16 unfused also rounds the scores and probabilities to fp16 in memory (above).
+    EXPECT_TRUE(close(got_unfused, want, scale, f16 ? unfused_f16_rtol : 2e-5, f16 ? 6e-8 : 0)) << "unfused";
     std::vector<double> both(scale.size());
     for (size_t i = 0; i < both.size(); ++i) both[i] = 2 * scale[i];
     for (size_t i = 0; i < valid.size(); ++i) {
       auto got = download_as(ctx(), fused[i], want.size(), dtype());
       EXPECT_TRUE(close(got, want, scale, f16 ? 1e-3 : 2e-5, f16 ? 6e-8 : 0)) << attention_kernel_name(valid[i]);
-      EXPECT_TRUE(close(got, got_unfused, both, f16 ? 2e-3 : 2e-5, f16 ? 1.2e-7 : 0))
+      EXPECT_TRUE(close(got, got_unfused, both, f16 ? (1e-3 + unfused_f16_rtol) / 2 : 2e-5, f16 ? 1.2e-7 : 0))
           << attention_kernel_name(valid[i]) << " vs unfused";
     }
   }

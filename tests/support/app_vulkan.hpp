@@ -23,6 +23,8 @@ struct AppVulkan {
   std::string last_message;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  std::vector<const char*> device_extensions;
 
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT,
                                                    VkDebugUtilsMessageTypeFlagsEXT,
@@ -33,7 +35,9 @@ struct AppVulkan {
     return VK_FALSE;
   }
 
-  explicit AppVulkan(bool enable_16bit_storage) {
+  // memory_model_without_device_scope: the device is created with the Vulkan memory
+  // model (VK_KHR_vulkan_memory_model) but not its Device scope, as an app may.
+  explicit AppVulkan(bool enable_16bit_storage, bool memory_model_without_device_scope = false) {
     VkApplicationInfo info{VK_STRUCTURE_TYPE_APPLICATION_INFO};
     info.apiVersion = VK_API_VERSION_1_1;
     const char* layer = "VK_LAYER_KHRONOS_validation";
@@ -66,9 +70,16 @@ struct AppVulkan {
     q.pQueuePriorities = &priority;
     storage16.storageBuffer16BitAccess = enable_16bit_storage;
     features.pNext = &storage16;
+    if (memory_model_without_device_scope) {
+      memory_model.vulkanMemoryModel = VK_TRUE;
+      storage16.pNext = &memory_model;
+      device_extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+    }
     VkDeviceCreateInfo d{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &features};
     d.queueCreateInfoCount = 1;
     d.pQueueCreateInfos = &q;
+    d.enabledExtensionCount = uint32_t(device_extensions.size());
+    d.ppEnabledExtensionNames = device_extensions.data();
     if (vkCreateDevice(physical, &d, nullptr, &device) != VK_SUCCESS) return;
     vkGetDeviceQueue(device, family, 0, &queue);
   }
@@ -95,6 +106,7 @@ struct AppVulkan {
     b.queue_family = family;
     b.queue = queue;
     b.enabled_features = &features;
+    for (const char* e : device_extensions) b.enabled_extensions.push_back(e);
     return b;
   }
 };
