@@ -46,6 +46,10 @@ float norm_source(uint z, uint m, uint i) {
   return a_at(offset_a(z), m, i);
 #endif
 }
+#ifdef VEC4_NT
+#define NORM_SOURCE4
+vec4 norm_source4(uint z, uint m, uint q) { return vec4(A4[(offset_a(z) + m * pc.lda) / 4u + q]); }
+#endif
 #include "gemm_norm_rows.glsl"
 #endif
 
