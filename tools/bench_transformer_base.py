@@ -56,6 +56,36 @@ def _attend(q, k, v, mask=None):
     return o.transpose(1, 2).reshape(o.shape[0], o.shape[2], -1)
 
 
+def decoder_layers(model, x, self_attn, cross_attn):
+    """nn.TransformerDecoder's layers at the newest position, x [B, 1, D], with the
+    caller's self-attention (its KV cache) and cross-attention: self_attn(i, layer, h)
+    and cross_attn(i, layer, h), h the sublayer's input."""
+    for i, layer in enumerate(model.transformer.decoder.layers):
+        def ffn(h):
+            return layer.linear2(layer.activation(layer.linear1(h)))
+
+        if layer.norm_first:
+            x = x + self_attn(i, layer, layer.norm1(x))
+            x = x + cross_attn(i, layer, layer.norm2(x))
+            x = x + ffn(layer.norm3(x))
+        else:
+            x = layer.norm1(x + self_attn(i, layer, x))
+            x = layer.norm2(x + cross_attn(i, layer, x))
+            x = layer.norm3(x + ffn(x))
+    if model.transformer.decoder.norm is not None:
+        x = model.transformer.decoder.norm(x)
+    return x
+
+
+def cross_attention(layer, h, n, cross, mask):
+    """A decoder layer's cross-attention from the newest position over the encoder output's
+    K and V (projected once): h [B, 1, D] -> [B, 1, D]."""
+    d = h.shape[-1]
+    w, b = layer.multihead_attn.in_proj_weight, layer.multihead_attn.in_proj_bias
+    q = _heads(torch.nn.functional.linear(h, w[:d], b[:d]), n)
+    return layer.multihead_attn.out_proj(_attend(q, *cross, mask))
+
+
 class CachedDecoder:
     """nn.TransformerDecoder's computation, one position per step, with a KV cache: what a
     fast PyTorch greedy loop does (nn.Transformer itself has no cache)."""
@@ -73,37 +103,19 @@ class CachedDecoder:
 
     def step(self, x):
         """x: [B, 1, D], the embedded newest position -> the decoder's output at it."""
-        m, n = self.model, self.n
-        for i, layer in enumerate(m.transformer.decoder.layers):
-            d = x.shape[-1]
+        n = self.n
 
-            def self_attn(h):
-                qkv = torch.nn.functional.linear(h, layer.self_attn.in_proj_weight, layer.self_attn.in_proj_bias)
-                q, k, v = (_heads(qkv[..., j * d:(j + 1) * d], n) for j in range(3))
-                if self.cache[i] is not None:
-                    k, v = torch.cat([self.cache[i][0], k], 2), torch.cat([self.cache[i][1], v], 2)
-                self.cache[i] = (k, v)  # the newest position attends to every earlier one: no causal mask
-                return layer.self_attn.out_proj(_attend(q, k, v))
+        def self_attn(i, layer, h):
+            d = h.shape[-1]
+            qkv = torch.nn.functional.linear(h, layer.self_attn.in_proj_weight, layer.self_attn.in_proj_bias)
+            q, k, v = (_heads(qkv[..., j * d:(j + 1) * d], n) for j in range(3))
+            if self.cache[i] is not None:
+                k, v = torch.cat([self.cache[i][0], k], 2), torch.cat([self.cache[i][1], v], 2)
+            self.cache[i] = (k, v)  # the newest position attends to every earlier one: no causal mask
+            return layer.self_attn.out_proj(_attend(q, k, v))
 
-            def cross_attn(h):
-                w, b = layer.multihead_attn.in_proj_weight, layer.multihead_attn.in_proj_bias
-                q = _heads(torch.nn.functional.linear(h, w[:d], b[:d]), n)
-                return layer.multihead_attn.out_proj(_attend(q, *self.cross[i], self.mask))
-
-            def ffn(h):
-                return layer.linear2(layer.activation(layer.linear1(h)))
-
-            if layer.norm_first:
-                x = x + self_attn(layer.norm1(x))
-                x = x + cross_attn(layer.norm2(x))
-                x = x + ffn(layer.norm3(x))
-            else:
-                x = layer.norm1(x + self_attn(x))
-                x = layer.norm2(x + cross_attn(x))
-                x = layer.norm3(x + ffn(x))
-        if m.transformer.decoder.norm is not None:
-            x = m.transformer.decoder.norm(x)
-        return x
+        return decoder_layers(self.model, x, self_attn,
+                              lambda i, layer, h: cross_attention(layer, h, n, self.cross[i], self.mask))
 
 
 class GraphDecoder:
@@ -150,34 +162,16 @@ class GraphDecoder:
         m, n = self.model, self.n
         x = m.tgt_embed(self.tok[:, None]) * self.scale + m.pe.index_select(0, self.pos)  # [B, 1, D]
         causal = torch.zeros(self.tokens, device=x.device, dtype=x.dtype).masked_fill(self.steps > self.pos, float("-inf"))
-        for i, layer in enumerate(m.transformer.decoder.layers):
-            d = x.shape[-1]
 
-            def self_attn(h):
-                qkv = torch.nn.functional.linear(h, layer.self_attn.in_proj_weight, layer.self_attn.in_proj_bias)
-                q, k, v = (_heads(qkv[..., j * d:(j + 1) * d], n) for j in range(3))
-                self.k[i].index_copy_(2, self.pos, k)
-                self.v[i].index_copy_(2, self.pos, v)
-                return layer.self_attn.out_proj(_attend(q, self.k[i], self.v[i], causal))
+        def self_attn(i, layer, h):  # this position's K and V into the fixed cache, then over rows <= pos
+            d = h.shape[-1]
+            qkv = torch.nn.functional.linear(h, layer.self_attn.in_proj_weight, layer.self_attn.in_proj_bias)
+            q, k, v = (_heads(qkv[..., j * d:(j + 1) * d], n) for j in range(3))
+            self.k[i].index_copy_(2, self.pos, k)
+            self.v[i].index_copy_(2, self.pos, v)
+            return layer.self_attn.out_proj(_attend(q, self.k[i], self.v[i], causal))
 
-            def cross_attn(h):
-                w, b = layer.multihead_attn.in_proj_weight, layer.multihead_attn.in_proj_bias
-                q = _heads(torch.nn.functional.linear(h, w[:d], b[:d]), n)
-                return layer.multihead_attn.out_proj(_attend(q, *self.cross[i], self.mask))
-
-            def ffn(h):
-                return layer.linear2(layer.activation(layer.linear1(h)))
-
-            if layer.norm_first:
-                x = x + self_attn(layer.norm1(x))
-                x = x + cross_attn(layer.norm2(x))
-                x = x + ffn(layer.norm3(x))
-            else:
-                x = layer.norm1(x + self_attn(x))
-                x = layer.norm2(x + cross_attn(x))
-                x = layer.norm3(x + ffn(x))
-        if m.transformer.decoder.norm is not None:
-            x = m.transformer.decoder.norm(x)
+        x = decoder_layers(m, x, self_attn, lambda i, layer, h: cross_attention(layer, h, n, self.cross[i], self.mask))
         nxt = m.generator(x)[:, -1].argmax(-1)  # [B]
         self.tok.copy_(nxt)
         self.ids.index_copy_(1, self.pos, nxt[:, None])
