@@ -29,39 +29,34 @@ void norm_row_statistics(uint z, uint row0) {
   const uint P = rows > 0u ? max(1u, min(NORM_ROWS * NORM_PARTS, wg) / rows) : 1u;
   for (uint w = t; w < rows * P; w += wg) {
     const uint r = w / P, part = w % P, m = row0 + r;
-    float n = 0.0, sum = 0.0, m2 = 0.0;
+    // A's rows as vec4s where the includer reads them so (K a multiple of 4 there); the
+    // residual's, and every row elsewhere, as scalars.
+    float n = 0.0, sum = 0.0;
 #ifdef NORM_SOURCE4
-    // A's rows as vec4s (K a multiple of 4 on this variant); the residual's as scalars.
-    const bool by4 = !flag(FLAG_NORM_R);
-#else
-    const bool by4 = false;
-#endif
-    if (by4) {
-#ifdef NORM_SOURCE4
-      for (uint q = part; q < count / 4u; q += P) {
+    if (!flag(FLAG_NORM_R)) {
+      for (uint q = part; q < count / 4u; q += P, n += 4.0) {
         const vec4 v = norm_source4(z, m, q);
         sum += (v.x + v.y) + (v.z + v.w);
-        n += 4.0;
       }
-      const float mean = n > 0.0 ? sum / n : 0.0;
+    } else
+#endif
+      for (uint i = part; i < count; i += P, n += 1.0) sum += norm_source(z, m, i);
+    const float mean = n > 0.0 ? sum / n : 0.0;
+    float m2 = 0.0;
+#ifdef NORM_SOURCE4
+    if (!flag(FLAG_NORM_R)) {
       for (uint q = part; q < count / 4u; q += P) {
         const vec4 d = norm_source4(z, m, q) - mean;
         m2 += dot(d, d);
       }
+    } else
 #endif
-    } else {
-      for (uint i = part; i < count; i += P) {
-        sum += norm_source(z, m, i);
-        n += 1.0;
-      }
-      const float mean = n > 0.0 ? sum / n : 0.0;
       for (uint i = part; i < count; i += P) {
         const float d = norm_source(z, m, i) - mean;
         m2 += d * d;
       }
-    }
     norm_part_count[w] = n;
-    norm_part_mean[w] = n > 0.0 ? sum / n : 0.0;
+    norm_part_mean[w] = mean;
     norm_part_m2[w] = m2;
   }
   barrier();

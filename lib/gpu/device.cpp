@@ -161,19 +161,18 @@ Device::Device(PhysicalDevice physical, const BorrowedVulkan& b) : physical_(std
       feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV));
   const auto* vmm = reinterpret_cast<const VkPhysicalDeviceVulkanMemoryModelFeatures*>(
       feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES));
-  c.cooperative_matrix_nv &= has_ext(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && coop && coop->cooperativeMatrix &&
-                             ((v12 && v12->vulkanMemoryModel && v12->vulkanMemoryModelDeviceScope) ||
-                              (vmm && vmm->vulkanMemoryModel && vmm->vulkanMemoryModelDeviceScope)) &&
-                             c.float16_arithmetic && c.storage_16bit;
-  c.memory_budget &= has_ext(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  const bool memory_model = (v12 && v12->vulkanMemoryModel) || (vmm && vmm->vulkanMemoryModel);
+  const bool device_scope = (v12 && v12->vulkanMemoryModelDeviceScope) || (vmm && vmm->vulkanMemoryModelDeviceScope);
   // The memory model without its Device scope forbids Device-scope atomics and barriers
   // in every shader (VUID-RuntimeSpirv-vulkanMemoryModel-06265), and vkformer's kernels
   // use them (decode_attention's tickets, memoryBarrierBuffer): refuse, naming the fix.
-  if (((v12 && v12->vulkanMemoryModel) || (vmm && vmm->vulkanMemoryModel)) &&
-      !((v12 && v12->vulkanMemoryModelDeviceScope) || (vmm && vmm->vulkanMemoryModelDeviceScope)))
+  if (memory_model && !device_scope)
     fail("the device was created with vulkanMemoryModel but without vulkanMemoryModelDeviceScope, which forbids the "
          "Device-scope atomics and barriers vkformer's kernels use (VUID-RuntimeSpirv-vulkanMemoryModel-06265): "
          "enable vulkanMemoryModelDeviceScope too, or leave the memory model off");
+  c.cooperative_matrix_nv &= has_ext(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && coop && coop->cooperativeMatrix &&
+                             memory_model && c.float16_arithmetic && c.storage_16bit;
+  c.memory_budget &= has_ext(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   c.quirks.emplace_back("borrowed device: optional features as the application enabled them");
 
   vkGetPhysicalDeviceMemoryProperties(physical_.handle, &memory_);
