@@ -41,7 +41,13 @@ layout(std430, set = 0, binding = 4) readonly buffer Mb { store_t key_mask[]; };
 // Tickets, then the stretches' (m, l, o[HEAD_DIM]), then the heads' projection shares:
 // fp32 values as their bits. Coherent: other workgroups read what this one writes.
 layout(std430, set = 0, binding = 6) coherent buffer Scratch { uint scratch[]; };
+#ifdef PROJECT_VEC4
+// Host: every row of W the workgroup reads starts on a whole vec4 (base_w, ldw and HEAD_DIM
+// multiples of 4), so each invocation's share of a row is one vector load.
+layout(std430, set = 0, binding = 7) readonly buffer Wb { store_vec4 W4[]; };   // [N, ldw / 4], FLAG_PROJECT
+#else
 layout(std430, set = 0, binding = 7) readonly buffer Wb { store_t W[]; };       // [N, ldw], FLAG_PROJECT
+#endif
 layout(std430, set = 0, binding = 8) readonly buffer Bb { store_t bias[]; };    // [N]
 layout(std430, set = 0, binding = 9) readonly buffer Rb { store_t R[]; };       // [batch, N] residual
 layout(std430, set = 0, binding = 10) readonly buffer Gb { store_t gamma[]; };  // [N], FLAG_NORM_RESIDUAL
@@ -72,6 +78,17 @@ shared float qs[GROUP * HEAD_DIM];  // the heads' queries, scaled
 shared float ps[GROUP * CHUNK];     // this stretch's scores per head, then their weights e^(s - m)
 shared float attn[GROUP * HEAD_DIM];
 shared bool last;
+// The projection's columns, each a dot product of GROUP * HEAD_DIM terms split over
+// PROJ_LANES adjacent invocations reading adjacent elements of W's row: a subgroup's load
+// covers a few rows' contiguous spans where one invocation per column touched as many
+// rows as lanes, ldw apart (the H200 took ~50 us per call that way, 12 calls per token).
+// Their partial sums meet in shared memory (padded: no bank conflicts), WG_SIZE columns at a time.
+#define PROJ_LANES 16u
+#if WG_SIZE % 16 != 0
+#error "WG_SIZE must be a multiple of PROJ_LANES"
+#endif
+#define PROJ_COLUMNS (WG_SIZE / PROJ_LANES)  // columns per pass
+shared float proj_part[WG_SIZE * (PROJ_LANES + 1u)];
 const uint DIMS = (HEAD_DIM + WG_SIZE - 1) / WG_SIZE;  // of a head, per invocation
 
 bool flag(uint f) { return (pc.flags & f) != 0u; }
@@ -191,11 +208,33 @@ void main() {
   // The block's share of the output projection: its heads' attn W[:, h0*d:(h0+GROUP)*d]^T, [N].
   barrier();
   const uint shares = tickets + B * H * S * stretch_words;
-  for (uint c = tid; c < pc.N; c += WG_SIZE) {
-    const uint w = pc.base_w + c * pc.ldw + h0 * HEAD_DIM;
-    float acc = 0.0;
-    for (uint i = 0; i < GROUP * HEAD_DIM; ++i) acc = fma(attn[i], float(W[w + i]), acc);
-    scratch[shares + (b * H + h0) * pc.N + c] = floatBitsToUint(acc);
+  const uint lane = tid % PROJ_LANES, slot = tid / PROJ_LANES;
+  for (uint c0 = 0; c0 < pc.N; c0 += WG_SIZE) {
+    for (uint pass = 0; pass < PROJ_LANES; ++pass) {  // WG_SIZE columns, PROJ_COLUMNS a pass
+      const uint cc = pass * PROJ_COLUMNS + slot, c = c0 + cc;
+      float acc = 0.0;
+      if (c < pc.N) {
+#ifdef PROJECT_VEC4
+        const uint w4 = (pc.base_w + c * pc.ldw + h0 * HEAD_DIM) / 4u;
+        for (uint i4 = lane; i4 < GROUP * HEAD_DIM / 4u; i4 += PROJ_LANES) {
+          const uint i = 4u * i4;
+          acc += dot(vec4(attn[i], attn[i + 1u], attn[i + 2u], attn[i + 3u]), vec4(W4[w4 + i4]));
+        }
+#else
+        const uint w = pc.base_w + c * pc.ldw + h0 * HEAD_DIM;
+        for (uint i = lane; i < GROUP * HEAD_DIM; i += PROJ_LANES) acc = fma(attn[i], float(W[w + i]), acc);
+#endif
+      }
+      proj_part[cc * (PROJ_LANES + 1u) + lane] = acc;
+    }
+    barrier();
+    const uint c = c0 + tid;
+    if (c < pc.N) {
+      float v = 0.0;
+      for (uint j = 0; j < PROJ_LANES; ++j) v += proj_part[tid * (PROJ_LANES + 1u) + j];
+      scratch[shares + (b * H + h0) * pc.N + c] = floatBitsToUint(v);
+    }
+    barrier();  // proj_part is rewritten by the next columns
   }
   if (!arrives_last(B * H + b, blocks)) return;
 

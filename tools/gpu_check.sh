@@ -10,8 +10,10 @@
 #          VKF_PROFILE=portable, sharded across the machine's cores; then the
 #          device-lost sweep alone
 #   probe  Transformer-base's per-dispatch GPU times (generate --profile), every
-#          LayerNorm folded (VKF_FOLD_NORMS=1) and none (0): on the H200 a folded
-#          encoder GEMM took 2.5 ms and decode_attention with its projection ~50 us
+#          LayerNorm folded (VKF_FOLD_NORMS=1) and none (0), and decoding at batch 1
+#          and 32 with the attention's output projection fused or a GEMM of its own
+#          (VKF_DECODE_PROJECTION): on the H200 a folded encoder GEMM took 2.5 ms and
+#          decode_attention with its projection ~50 us
 #   all    tests, then bench, then the device-lost fault sweep alone with its open
 #          files sampled (it once exhausted the driver when run among the suites)
 #
@@ -100,12 +102,18 @@ tests() {  # each suite in 3 shards, as-is and portable: 24 processes on 16 core
   step suites "${SUITES_S:-240}" tools/gpu_check.sh _suites
   for f in "$L"/*_tests_*.log; do tail -n 3 "$f" | sed "s|^|$(basename "$f" .log): |"; done > "$L/tails.txt"; save
 }
-probe() {  # what bounds decoding: per-dispatch times with every LayerNorm folded and with none
-  local src=3,10,17,24,31,38,45,52,59,66,73,80,87,94,101,108,115,122,129,136,143,150,157,164
-  for fold in 1 0; do
-    step "profile_fold${fold}_b1" 40 env VKF_FOLD_NORMS=$fold build/vkformer generate --model build/transformer-base \
-      --precision fp16 --warmup --profile --src-ids "$src" --max-new-tokens 32
+probe() {  # what bounds decoding: per-dispatch times with every LayerNorm folded and with none,
+  # and a decode step's attention projection fused (decode_attention) or a GEMM after it
+  local src=3,10,17,24,31,38,45,52,59,66,73,80,87,94,101,108,115,122,129,136,143,150,157,164 b32 i
+  b32=$src; for i in $(seq 31); do b32="$b32;$src"; done
+  for route in attention gemm; do
+    step "profile_fold1_${route}_b1" 40 env VKF_FOLD_NORMS=1 VKF_DECODE_PROJECTION=$route build/vkformer generate \
+      --model build/transformer-base --precision fp16 --warmup --profile --src-ids "$src" --max-new-tokens 32
+    step "decode_${route}_b32" 40 env VKF_DECODE_PROJECTION=$route build/vkformer generate \
+      --model build/transformer-base --precision fp16 --warmup --src-ids "$b32" --max-new-tokens 32
   done
+  step profile_fold0_b1 40 env VKF_FOLD_NORMS=0 build/vkformer generate --model build/transformer-base \
+    --precision fp16 --warmup --profile --src-ids "$src" --max-new-tokens 32
 }
 faults() {  # the device-lost sweep alone (it creates a context per submit), open files sampled
   VKF_VALIDATION=1 build/tests/model_tests --gtest_filter='InjectedFaultsTest.ADeviceLost*' > "$L/faults.log" 2>&1 &
@@ -130,6 +138,13 @@ echo "== $what: summary (logs in \$OUT/logs.tgz)"
 cat "$L/summary.txt"
 for f in "$L"/suites.log "$L"/faults_fds.log "$L"/faults.log; do
   [ -f "$f" ] && { echo "== $(basename "$f")"; tail -n 30 "$f"; }
+done
+for f in "$L"/profile_fold*_b1.log "$L"/decode_*_b32.log; do  # probe: the figures, not the tables
+  [ -f "$f" ] || continue
+  echo "== $(basename "$f")"; grep -E "tokens/s|per token" "$f"
+  # the last decoder step's dispatches by kind: count and mean microseconds
+  sed -n '/^last decoder step:/,$p' "$f" | awk '$NF ~ /^[0-9.]+$/ && $1 != "total" {n[$1]++; t[$1] += $NF}
+    END {for (k in n) printf "  %-24s %3d x %7.1f us\n", k, n[k], t[k] / n[k]}' 
 done
 for f in "$L"/decode_b32_fp16.log "$L"/decode_b1_fp16.log; do
   [ -f "$f" ] && { echo "== $(basename "$f")"; grep -v "stopped at --max-new-tokens" "$f" | tail -n 16; }

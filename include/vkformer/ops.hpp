@@ -372,6 +372,12 @@ class Ops {
   // (each folded GEMM workgroup recomputes its rows' statistics, behind barriers that
   // lavapipe pays dearly for). VKF_FOLD_NORMS=1 or 0 overrides (measuring both on one device).
   bool fold_norms_in_decode_steps() const;
+  // Whether such a step's attention carries its output projection, bias and residual
+  // (decode_attention with an AttentionProjection: one dispatch), or leaves them to a
+  // decode-step GEMM after it (two dispatches, the projection spread over as many
+  // workgroups as the GEMM's columns take where the fused kernel has one per head).
+  // Fused unless VKF_DECODE_PROJECTION=gemm (measuring both on one device).
+  bool project_in_decode_attention() const;
   // Whether an encoder (and prompt processing) folds each LayerNorm into the GEMMs that
   // read it: 5 dispatches per layer instead of 7. On GPUs and the portable profile, and
   // on CPU drivers where the direct GEMM passes row statistics on (RowStats; without

@@ -1,5 +1,7 @@
 // Flash-decoding attention, optionally with its output projection: shaders/decode_attention.comp.
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "grid.hpp"
 #include "vkformer/ops.hpp"
@@ -17,8 +19,13 @@ uint32_t workgroup_size(const Capabilities& c) { return std::min<uint32_t>(64, c
 // Query heads per workgroup (GROUP in the shader): all of a K/V head's group, which then
 // loads each key and value once for all of them, at most 8 (their scores and outputs are
 // registers) and within shared memory; else the largest divisor of the group that fits.
+// Shared memory per workgroup: qs and attn (g heads each), ps, the reduction's scratch and
+// flag, and the projection's partial sums (PROJ_LANES + 1 per invocation).
+constexpr uint32_t kProjectionLanes = 16;  // PROJ_LANES in the shader
 uint32_t heads_per_workgroup(const Capabilities& c, uint32_t kv_group, uint32_t head_dim, uint32_t chunk, uint32_t wg) {
-  auto bytes = [&](uint32_t g) { return (uint64_t(2) * g * head_dim + uint64_t(g) * chunk + wg + 1) * 4; };
+  auto bytes = [&](uint32_t g) {
+    return (uint64_t(2) * g * head_dim + uint64_t(g) * chunk + wg + 1 + uint64_t(wg) * (kProjectionLanes + 1)) * 4;
+  };
   for (uint32_t g = std::min<uint32_t>(kv_group, 8); g > 1; --g)
     if (kv_group % g == 0 && bytes(g) <= c.max_shared_memory) return g;
   return 1;
@@ -40,6 +47,15 @@ uint32_t u32(uint64_t v, const char* what) {
 }
 
 }  // namespace
+
+bool Ops::project_in_decode_attention() const {
+  const char* env = std::getenv("VKF_DECODE_PROJECTION");
+  if (!env) return true;
+  const std::string v = env;
+  if (v != "attention" && v != "gemm")
+    throw Error("VKF_DECODE_PROJECTION must be 'attention' or 'gemm', not '" + v + "'");
+  return v == "attention";
+}
 
 uint64_t Ops::decode_attention_scratch_bytes(const Attention& a, uint32_t projection_n) const {
   return layout(a, keys_per_workgroup(ctx_.capabilities()), projection_n).words * 4;
@@ -153,6 +169,8 @@ void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferVie
   const uint32_t group = heads_per_workgroup(caps, a.heads / a.kv_heads, a.head_dim, chunk, wg);
   Defines d = {{"HEAD_DIM", std::to_string(a.head_dim)}, {"WG_SIZE", std::to_string(wg)}, {"CHUNK", std::to_string(chunk)}};
   if (group > 1) d.emplace_back("GROUP", std::to_string(group));
+  // W's rows as vec4s wherever every row the workgroups read starts on one.
+  if (projection && ldw % 4 == 0 && pw.base % 4 == 0 && a.head_dim % 4 == 0) d.emplace_back("PROJECT_VEC4", "1");
   Kernel kern = kernel("decode_attention.comp", d, 12, sizeof push);
   cl.dispatch(kern, {lay.splits, a.heads / group, a.batch},
               {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view), in(step ? step->state : pq.view),

@@ -99,17 +99,19 @@ INSTANTIATE_TEST_SUITE_P(, Llama,
 // profile, VKF_FOLD_NORMS=1) is 5 (the QKV projection with RMSNorm folded, one rotary
 // dispatch for queries and keys, attention fused with its output projection and residual
 // over grouped K/V heads, gate and up with RMSNorm folded and silu(gate) * up in their
-// epilogue, down with its residual); unfolded (CPU drivers) 8. The prompt pass: 6
-// folded, 8 not. The outputs are the references' either way (the parameterised test
-// above, run in both modes by CTest).
+// epilogue, down with its residual), 6 with the projection left to a GEMM
+// (VKF_DECODE_PROJECTION=gemm); unfolded (CPU drivers) 8. The prompt pass: 6 folded, 8
+// not. The outputs are the references' either way (the parameterised test above, run in
+// every mode by CTest).
 TEST_F(GpuTest, LlamaLayerDispatchCounts) {
   for (const char* name : {"gqa", "qwen2"}) {
     SCOPED_TRACE(name);
     Session s(Model::load(ctx(), (kDir / name).string(), DType::F32));
     s.generate({{5, 17, 9}}, {.max_new_tokens = 8, .stop_at_eos = false, .submit_budget_ms = 0});
     const GenerateStats& st = s.last_stats();
-    const bool folded = Ops(ctx(), DType::F32).fold_norms_in_decode_steps();
-    EXPECT_EQ(st.dispatches_per_decoder_layer, folded ? 5.0 : 8.0);
+    const Ops ops(ctx(), DType::F32);
+    const bool folded = ops.fold_norms_in_decode_steps();
+    EXPECT_EQ(st.dispatches_per_decoder_layer, !folded ? 8.0 : ops.project_in_decode_attention() ? 5.0 : 6.0);
     EXPECT_EQ(st.dispatches_per_encoder_layer, folded ? 6.0 : 8.0);
   }
 }

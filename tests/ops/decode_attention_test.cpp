@@ -311,6 +311,26 @@ TEST_P(DecodeAttentionTest, WrongSettingsAreClearErrors) {
   cl.submit();
 }
 
+// The switch between the fused projection and a GEMM after the attention names what it takes.
+TEST_F(GpuTest, DecodeProjectionSwitchTakesAttentionOrGemm) {
+  const Ops o(ctx(), DType::F32);
+  {
+    const ScopedEnv route("VKF_DECODE_PROJECTION", "gemm");
+    EXPECT_FALSE(o.project_in_decode_attention());
+  }
+  {
+    const ScopedEnv route("VKF_DECODE_PROJECTION", "attention");
+    EXPECT_TRUE(o.project_in_decode_attention());
+  }
+  const ScopedEnv route("VKF_DECODE_PROJECTION", "fused");
+  try {
+    o.project_in_decode_attention();
+    ADD_FAILURE() << "no error for an unknown route";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'attention' or 'gemm', not 'fused'"), std::string::npos) << e.what();
+  }
+}
+
 VKF_FOR_EACH_DTYPE(DecodeAttentionTest);
 
 }  // namespace

@@ -72,7 +72,9 @@ void self_attend(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
 // heads combined by the last to finish): out = Attn(queries) W_o^T + b + LN?(residual),
 // the residual normalised by `residual_norm` as it is read (post-norm). Self-attention
 // reads the self cache up to the step's key count; cross-attention the encoder's
-// memory, padded source tokens masked. out [batch, D].
+// memory, padded source tokens masked. out [batch, D]. Where the projection is not
+// fused (Ops::project_in_decode_attention), the same in two: attn [batch, D], then the
+// decode-step GEMM with the same epilogue.
 void attend_and_project(const LayerRecorder& r, const DecoderPass& p, const DecoderBuffers& b, const KvCache& cache,
                         size_t index, bool self, const Linear& out_proj, const BufferView& out,
                         const BufferView& residual, Folded residual_norm) {
@@ -83,10 +85,18 @@ void attend_and_project(const LayerRecorder& r, const DecoderPass& p, const Deco
                     .kv_len = self ? cache.capacity() : cache.src_len(),
                     .kv_batch_stride = self ? cache.self_batch_stride() : cache.cross_batch_stride(),
                     .kv_row_stride = cache.row_stride()};
+  const auto mask = self ? b.self_mask : std::optional(b.src_mask);
+  const auto step = self ? p.step : std::nullopt;
+  if (!r.ops.project_in_decode_attention()) {
+    r.ops.decode_attention(r.cl, a, b.queries.view(), r.at(kv, 0), r.at(kv, kv_width), b.attn.view(),
+                           b.attention_scratch, mask, step);                                // attn [batch, D]
+    r.folded_linear(out_proj, b.attn.view(), out, Activation::None, residual, {}, residual_norm);  // out [batch, D]
+    return;
+  }
   const AttentionProjection proj{.weight = out_proj.weight.view(), .bias = out_proj.bias.view(), .residual = residual,
                                  .residual_norm = residual_norm.weights(), .N = D, .norm_eps = r.eps};
-  r.ops.decode_attention(r.cl, a, b.queries.view(), r.at(kv, 0), r.at(kv, kv_width), out, b.attention_scratch,
-                         self ? b.self_mask : std::optional(b.src_mask), self ? p.step : std::nullopt, proj);
+  r.ops.decode_attention(r.cl, a, b.queries.view(), r.at(kv, 0), r.at(kv, kv_width), out, b.attention_scratch, mask,
+                         step, proj);
 }
 
 // Cross-attention's middle: queries (already projected) over the keys and values of
