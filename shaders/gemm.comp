@@ -10,7 +10,11 @@
 //
 // Variants: VKF_FP16_STORAGE; SPLIT_K (gemm_common.glsl); VEC4_NT when op(A) = A [M, K] and op(B) = B^T [N, K]
 // (Linear layers, Q K^T) with K, the leading dimensions and the batch offsets
-// multiples of 4: global loads are then vec4 too. Everything else is a push constant.
+// multiples of 4: global loads are then vec4 too. PREFETCH (GemmTiles::prefetch, with
+// VEC4_NT): the next BK step's vec4s are loaded into registers before this step's
+// arithmetic and stored to shared memory after it, so a GPU's global-load latency
+// overlaps the FMAs instead of stalling every step (one workgroup per SM at M = 24 has
+// nothing else to hide it behind). Everything else is a push constant.
 // FLAG_GLU (gemm_flags.h, TN even): a workgroup's BN columns of op(B) are BN / 2 outputs'
 // gates then the same outputs' ups, so invocation column j < TN / 2 meets its up at
 // j + TN / 2.
@@ -64,6 +68,9 @@ const uint RT = BM / TM;  // invocations along a tile's rows
 const uint CT = BN / TN;  // and along its columns
 const uint WG = RT * CT;
 const uint BK4 = BK / 4;
+#if defined(VEC4_NT) && defined(PREFETCH)
+const uint A_LOADS = (BM * BK4 + WG - 1) / WG, B_LOADS = (BN * BK4 + WG - 1) / WG;  // vec4s per invocation
+#endif
 
 shared vec4 As[BM * BK4];  // As[m * BK4 + k/4] = A(m0 + m, k0 + k .. k+3)
 shared vec4 Bs[BN * BK4];  // Bs[n * BK4 + k/4] = op(B)(k0 + k .. k+3, column n of the tile)
@@ -74,6 +81,24 @@ uint tile_column(uint n0, uint n) {
   const uint o = n0 + n % (BN / 2u);
   return o < pc.N ? (n < BN / 2u ? o : pc.N + o) : ~0u;
 }
+
+#ifdef VEC4_NT
+// Element i of the step's A tile, [BM][BK4] vec4s from column k0 (normalised with a folded norm).
+vec4 a_tile_vec4(uint i, uint m0, uint k0, uint k_last, uint a_off) {
+  const uint m = i / BK4, kq = i % BK4, gm = m0 + m, gk = k0 + 4 * kq;
+  vec4 v = (gm < pc.M && gk < k_last) ? vec4(A4[(a_off + gm * pc.lda + gk) / 4]) : vec4(0.0);
+#ifdef NORM_FOLDED
+  if (flag(FLAG_NORM_A) && gm < pc.M && gk < k_last)
+    v = (v - norm_mean[m]) * norm_rstd[m] * vec4(norm_gamma4[gk / 4]) + vec4(norm_beta4[gk / 4]);
+#endif
+  return v;
+}
+// Element i of the step's op(B) tile, [BN][BK4] vec4s.
+vec4 b_tile_vec4(uint i, uint n0, uint k0, uint k_last, uint b_off) {
+  const uint n = i / BK4, kq = i % BK4, gn = tile_column(n0, n), gk = k0 + 4 * kq;
+  return (gn != ~0u && gk < k_last) ? vec4(B4[(b_off + gn * pc.ldb + gk) / 4]) : vec4(0.0);
+}
+#endif
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -92,21 +117,29 @@ void main() {
   float acc[TM * TN];
   for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
 
-  for (uint k0 = k_first; k0 < k_last; k0 += BK) {
-#ifdef VEC4_NT
-    for (uint i = tid; i < BM * BK4; i += WG) {
-      uint m = i / BK4, kq = i % BK4, gm = m0 + m, gk = k0 + 4 * kq;
-      vec4 v = (gm < pc.M && gk < k_last) ? vec4(A4[(a_off + gm * pc.lda + gk) / 4]) : vec4(0.0);
-#ifdef NORM_FOLDED
-      if (norm_a && gm < pc.M && gk < k_last)
-        v = (v - norm_mean[m]) * norm_rstd[m] * vec4(norm_gamma4[gk / 4]) + vec4(norm_beta4[gk / 4]);
+#if defined(VEC4_NT) && defined(PREFETCH)
+  vec4 next_a[A_LOADS], next_b[B_LOADS];  // the coming step's share of the tiles
+  for (uint r = 0; r < A_LOADS; ++r)
+    if (tid + r * WG < BM * BK4) next_a[r] = a_tile_vec4(tid + r * WG, m0, k_first, k_last, a_off);
+  for (uint r = 0; r < B_LOADS; ++r)
+    if (tid + r * WG < BN * BK4) next_b[r] = b_tile_vec4(tid + r * WG, n0, k_first, k_last, b_off);
 #endif
-      As[i] = v;
+  for (uint k0 = k_first; k0 < k_last; k0 += BK) {
+#if defined(VEC4_NT) && defined(PREFETCH)
+    for (uint r = 0; r < A_LOADS; ++r)
+      if (tid + r * WG < BM * BK4) As[tid + r * WG] = next_a[r];
+    for (uint r = 0; r < B_LOADS; ++r)
+      if (tid + r * WG < BN * BK4) Bs[tid + r * WG] = next_b[r];
+    barrier();
+    if (k0 + BK < k_last) {  // uniform: the next step's loads in flight during this one's FMAs
+      for (uint r = 0; r < A_LOADS; ++r)
+        if (tid + r * WG < BM * BK4) next_a[r] = a_tile_vec4(tid + r * WG, m0, k0 + BK, k_last, a_off);
+      for (uint r = 0; r < B_LOADS; ++r)
+        if (tid + r * WG < BN * BK4) next_b[r] = b_tile_vec4(tid + r * WG, n0, k0 + BK, k_last, b_off);
     }
-    for (uint i = tid; i < BN * BK4; i += WG) {
-      uint n = i / BK4, kq = i % BK4, gn = tile_column(n0, n), gk = k0 + 4 * kq;
-      Bs[i] = (gn != ~0u && gk < k_last) ? vec4(B4[(b_off + gn * pc.ldb + gk) / 4]) : vec4(0.0);
-    }
+#elif defined(VEC4_NT)
+    for (uint i = tid; i < BM * BK4; i += WG) As[i] = a_tile_vec4(i, m0, k0, k_last, a_off);
+    for (uint i = tid; i < BN * BK4; i += WG) Bs[i] = b_tile_vec4(i, n0, k0, k_last, b_off);
 #else
     // Any shape and transpose: scalar loads in memory order, scattered into the tiles.
     const bool a_m_fast = flag(FLAG_TRANS_A), b_n_fast = !flag(FLAG_TRANS_B);
@@ -125,7 +158,9 @@ void main() {
       Bs[n * BK4 + k / 4][k % 4] = (gn != ~0u && gk < k_last) ? b_at(b_off, gk, gn) : 0.0;
     }
 #endif
+#if !(defined(VEC4_NT) && defined(PREFETCH))
     barrier();
+#endif
     for (uint kq = 0; kq < BK4; ++kq) {
       vec4 a[TM], b[TN];
       for (uint i = 0; i < TM; ++i) a[i] = As[(tr + i * RT) * BK4 + kq];

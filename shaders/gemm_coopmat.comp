@@ -12,6 +12,12 @@
 // The epilogue goes through shared memory: the accumulators are stored there and every
 // invocation applies store_c (bias, activation, residual, split and step rows exactly
 // as the other kernels do) to its share of the block.
+//
+// PREFETCH (GemmTiles::prefetch, host: A [M, K] and B [N, K] with K, the leading
+// dimensions and offsets multiples of 4, as gemm.comp's VEC4_NT): the tiles are read as
+// f16vec4s, four halves a load where the scalar staging takes one, and the next BK
+// step's are loaded into registers before this step's products, so their latency
+// overlaps the tensor cores' work instead of stalling each step.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -21,6 +27,11 @@
 #endif
 #include "types.glsl"
 #include "activations.glsl"
+#ifdef PREFETCH
+layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
+#define GEMM_SKIP_AB
+#endif
 #include "gemm_common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -40,6 +51,19 @@ shared float16_t As[BM * BK];  // As[m * BK + k] = op(A)(m0 + m, k0 + k)
 shared float16_t Bs[BN * BK];  // Bs[n * BK + k] = op(B)(k0 + k, n0 + n)
 shared float Cs[BM * BN];      // the block of C before the epilogue
 
+#ifdef PREFETCH
+const uint BK4 = BK / 4;
+// f16vec4 i of the step's op(A) tile ([BM][BK4] from column k0) and of op(B)'s ([BN][BK4]).
+f16vec4 a_tile_vec4(uint i, uint m0, uint k0, uint k_last, uint a_off) {
+  const uint gm = m0 + i / BK4, gk = k0 + 4 * (i % BK4);
+  return gm < pc.M && gk < k_last ? f16vec4(A4[(a_off + gm * pc.lda + gk) / 4]) : f16vec4(0.0);
+}
+f16vec4 b_tile_vec4(uint i, uint n0, uint k0, uint k_last, uint b_off) {
+  const uint gn = n0 + i / BK4, gk = k0 + 4 * (i % BK4);
+  return gn < pc.N && gk < k_last ? f16vec4(B4[(b_off + gn * pc.ldb + gk) / 4]) : f16vec4(0.0);
+}
+#endif
+
 void main() {
   const uint WG = gl_WorkGroupSize.x;
   const uint tid = gl_LocalInvocationID.x;
@@ -53,7 +77,32 @@ void main() {
   ACC acc[MT * NT];
   for (uint i = 0; i < MT * NT; ++i) acc[i] = ACC(0.0);
 
+#ifdef PREFETCH
+  // Spec-constant sizes: at most 8 vec4s of each tile per invocation (the designs have
+  // 2 to 4); a workgroup of WG covers the rest in further rounds.
+  const uint A4S = BM * BK4, B4S = BN * BK4;
+  f16vec4 next_a[8], next_b[8];
+  for (uint r = 0; r < 8; ++r) {
+    if (tid + r * WG < A4S) next_a[r] = a_tile_vec4(tid + r * WG, m0, k_first, k_last, a_off);
+    if (tid + r * WG < B4S) next_b[r] = b_tile_vec4(tid + r * WG, n0, k_first, k_last, b_off);
+  }
+#endif
   for (uint k0 = k_first; k0 < k_last; k0 += BK) {
+#ifdef PREFETCH
+    for (uint r = 0; r < 8; ++r) {
+      const uint i = tid + r * WG;
+      if (i < A4S)
+        for (uint c = 0; c < 4; ++c) As[4 * i + c] = next_a[r][c];
+      if (i < B4S)
+        for (uint c = 0; c < 4; ++c) Bs[4 * i + c] = next_b[r][c];
+    }
+    barrier();
+    if (k0 + BK < k_last)  // uniform: the next step's loads in flight during this one's products
+      for (uint r = 0; r < 8; ++r) {
+        if (tid + r * WG < A4S) next_a[r] = a_tile_vec4(tid + r * WG, m0, k0 + BK, k_last, a_off);
+        if (tid + r * WG < B4S) next_b[r] = b_tile_vec4(tid + r * WG, n0, k0 + BK, k_last, b_off);
+      }
+#else
     for (uint i = tid; i < BM * BK; i += WG) {
       const uint gm = m0 + i / BK, gk = k0 + i % BK;
       As[i] = float16_t(gm < pc.M && gk < k_last ? a_at(a_off, gm, gk) : 0.0);
@@ -63,6 +112,7 @@ void main() {
       Bs[i] = float16_t(gn < pc.N && gk < k_last ? b_at(b_off, gk, gn) : 0.0);
     }
     barrier();
+#endif
     for (uint kk = 0; kk < BK; kk += 16) {
       HALF a[MT], b[NT];
       for (uint i = 0; i < MT; ++i) coopMatLoadNV(a[i], As, (sm + 16 * i) * BK + kk, BK, false);

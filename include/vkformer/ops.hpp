@@ -83,6 +83,12 @@ struct GemmTiles {
   // product with few tiles of C (24 rows by 512 columns) fills a large GPU. At most the
   // runs K has; 1: one pass.
   uint32_t split_k = 1;
+  // Prefetch (tiled and cooperative-matrix kernels, for products whose A [M, K] and B
+  // [N, K] rows start on vec4s: Linear layers): the next BK step's tiles are loaded into
+  // registers while this step's are multiplied, hiding a GPU's global-load latency
+  // (the cooperative-matrix kernel also reads them as vec4s then). Other products run
+  // the same tiles without it.
+  bool prefetch = false;
   static constexpr uint32_t kCoopMatSubgroup = 32;  // NVIDIA's subgroup size, which the kernel assumes
   uint32_t invocations() const {
     if (!tm || !tn) return 0;
@@ -93,7 +99,8 @@ struct GemmTiles {
     if (strategy == GemmStrategy::CoopMatNV) return bk * (bm + bn) * 2 + bm * bn * 4;  // fp16 tiles, fp32 block of C
     return 0;
   }
-  // "tiled 32x128x16/4x16", "direct 16x64x4/16x1", "coopmat_nv 64x64x32/32x32", "tiled 32x64x16/4x8 split 4"
+  // "tiled 32x128x16/4x16", "direct 16x64x4/16x1", "coopmat_nv 64x64x32/32x32", "tiled 32x64x16/4x8 split 4",
+  // "coopmat_nv 64x64x32/32x32 split 4 prefetch"
   std::string name() const;
   bool operator==(const GemmTiles&) const = default;
 };

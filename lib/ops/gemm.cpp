@@ -413,10 +413,14 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
     }
     if (g.texel_weights == true && t.strategy != GemmStrategy::Direct)
       throw Error("gemm: A and B cannot be read as texels by " + t.name() + " (only the direct and decode-step kernels can)");
+    // Prefetch where the tiles ask for it and A's and B's rows are vec4s (else the same
+    // tiles without it).
+    const bool prefetch = t.prefetch && vec4_nt;
     if (t.strategy == GemmStrategy::CoopMatNV) {
-      Defines split;  // its only define (it reads A and B one way, never folds)
-      if (slices > 1) split.emplace_back("SPLIT_K", std::to_string(slices));
-      k = kernel("gemm_coopmat.comp", split, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
+      Defines cd;  // its only defines (it never folds)
+      if (slices > 1) cd.emplace_back("SPLIT_K", std::to_string(slices));
+      if (prefetch) cd.emplace_back("PREFETCH", "1");
+      k = kernel("gemm_coopmat.comp", cd, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     } else if (t.strategy == GemmStrategy::Direct) {
       const bool shuffle = ops::direct_gemm_shuffles(caps, t);
       if (shuffle) d.emplace_back("SHUFFLE_A", "1");
@@ -429,8 +433,10 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
                  texels ? std::vector<TexelFormat>{f, f} : std::vector<TexelFormat>{});
       if (texels) label = "texels ";
     }
-    else
+    else {
+      if (prefetch) d.emplace_back("PREFETCH", "1");
       k = kernel("gemm.comp", d, bindings, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
+    }
     const uint32_t outputs = g.glu ? t.bn / 2 : t.bn;  // a gated product's tile: its gates', then their ups'
     groups = {(g.N + outputs - 1) / outputs, (g.M + t.bm - 1) / t.bm, batches};
     label = "gemm " + t.name() + (label.empty() ? "," : " " + label + ",");

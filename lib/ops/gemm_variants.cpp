@@ -16,7 +16,8 @@ std::string GemmTiles::name() const {
                      : strategy == GemmStrategy::CoopMatNV ? "coopmat_nv "
                                                            : "tiled ";
   return std::string(kind) + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "/" +
-         std::to_string(tm) + "x" + std::to_string(tn) + (split_k > 1 ? " split " + std::to_string(split_k) : "");
+         std::to_string(tm) + "x" + std::to_string(tn) + (split_k > 1 ? " split " + std::to_string(split_k) : "") +
+         (prefetch ? " prefetch" : "");
 }
 
 uint32_t gemm_row_class(uint32_t rows) {
@@ -48,6 +49,10 @@ std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t, DTy
     if (t.tm % 16 || t.tn % 16 || t.bk % 16) return "the cooperative-matrix kernel's TM, TN and BK are multiples of 16";
     if ((t.tm / 16) * (t.tn / 16) > 16) return "more than 16 accumulator matrices per subgroup";
   }
+  if (t.prefetch && t.strategy == GemmStrategy::Direct)
+    return "the direct kernel (no shared-memory tiles, each load used at once) has no prefetch";
+  if (t.prefetch && t.strategy == GemmStrategy::CoopMatNV && std::max(t.bm, t.bn) * (t.bk / 4) > 8 * t.invocations())
+    return "the cooperative-matrix kernel prefetches at most 8 vec4s of each tile per invocation";
   if (t.strategy == GemmStrategy::Direct && (t.tm != t.bm || t.bk != 4))
     return "the direct kernel computes every row of its block in each invocation (TM = BM) and reads K in vec4s (BK = 4)";
   if (t.strategy != GemmStrategy::CoopMatNV && t.tm * t.tn > 256) return "more than 256 accumulators per invocation";
@@ -106,6 +111,12 @@ std::vector<GemmTiles> gemm_tile_designs() {
       // by a Transformer-base's 512 columns: 8 to 16 workgroups where a GPU has 100+ SMs).
       {32, 64, 16, 4, 8, T, 4}, {64, 64, 16, 4, 4, T, 4}, {32, 64, 16, 4, 8, T, 8}, {32, 32, 8, 4, 4, T, 4},
       {64, 64, 32, 32, 32, C, 4}, {64, 64, 32, 32, 32, C, 8},
+      // Prefetching the next step's tiles (GPUs: the H200 ran every tiled and cooperative-
+      // matrix loop latency-bound, ~0.16 us per k at 24 rows): the designs its tune chose
+      // and the largest blocks.
+      {64, 64, 16, 4, 4, T, 1, true}, {128, 128, 16, 8, 8, T, 1, true}, {32, 32, 8, 4, 4, T, 4, true},
+      {64, 64, 32, 32, 32, C, 1, true}, {128, 64, 32, 64, 32, C, 1, true}, {64, 64, 32, 32, 32, C, 4, true},
+      {64, 64, 32, 32, 32, C, 8, true},
   };
 }
 
@@ -140,9 +151,10 @@ nlohmann::json classes_json(const GemmTuning& t) {
       nlohmann::json tiles = {x->bm, x->bn, x->bk, x->tm, x->tn};
       if (x->strategy == GemmStrategy::Direct) tiles.push_back("direct");
       if (x->strategy == GemmStrategy::CoopMatNV) tiles.push_back("coopmat_nv");
-      if (x->split_k > 1) {  // [.., strategy, split_k]: files without it stay valid
+      if (x->split_k > 1 || x->prefetch) {  // [.., strategy, split_k(, "prefetch")]: files without them stay valid
         if (x->strategy == GemmStrategy::Tiled) tiles.push_back("tiled");
         tiles.push_back(x->split_k);
+        if (x->prefetch) tiles.push_back("prefetch");
       }
       j[std::to_string(c)] = tiles;
     }
@@ -225,8 +237,9 @@ std::optional<GemmTuning> parse_gemm_tuning(const std::string& text, const std::
   GemmTuning t;
   for (const auto& [key, value] : classes.items()) {
     if (key.size() != 1 || key[0] < '0' || key[0] >= char('0' + t.tiles.size())) return fail("an unknown row class");
-    if (!value.is_array() || value.size() < 5 || value.size() > 7)
-      return fail("tiles must be [bm, bn, bk, tm, tn], [bm, bn, bk, tm, tn, strategy] or [bm, bn, bk, tm, tn, strategy, split_k]");
+    if (!value.is_array() || value.size() < 5 || value.size() > 8)
+      return fail("tiles must be [bm, bn, bk, tm, tn], [bm, bn, bk, tm, tn, strategy], [bm, bn, bk, tm, tn, strategy, "
+                  "split_k] or [bm, bn, bk, tm, tn, strategy, split_k, \"prefetch\"]");
     for (size_t i = 0; i < 5; ++i)
       if (!value[i].is_number_unsigned() || value[i].get<uint64_t>() > 4096) return fail("a tile size is not a small integer");
     GemmTiles tiles{value[0], value[1], value[2], value[3], value[4]};
@@ -235,10 +248,14 @@ std::optional<GemmTuning> parse_gemm_tuning(const std::string& text, const std::
       else if (value[5] == "coopmat_nv") tiles.strategy = GemmStrategy::CoopMatNV;
       else if (value[5] != "tiled") return fail("an unknown strategy (\"tiled\", \"direct\" or \"coopmat_nv\")");
     }
-    if (value.size() == 7) {
+    if (value.size() >= 7) {
       if (!value[6].is_number_unsigned() || value[6].get<uint64_t>() > kGemmMaxSplitK)
         return fail("split_k is not a small integer");
       tiles.split_k = value[6];
+    }
+    if (value.size() == 8) {
+      if (value[7] != "prefetch") return fail("an unknown tile option (\"prefetch\")");
+      tiles.prefetch = true;
     }
     if (const std::string problem = gemm_tiles_problem(caps, tiles, precision); !problem.empty())
       return fail(tiles.name() + ": " + problem);

@@ -26,7 +26,10 @@ bool declares_capability(const std::vector<uint32_t>& spirv, uint32_t capability
 }
 
 TEST(GemmCoopMat, CompilesToValidSpirvThatAsksForCooperativeMatricesAndTheVulkanMemoryModel) {
-  const Defines variants[] = {{{"VKF_FP16_STORAGE", "1"}}, {{"VKF_FP16_STORAGE", "1"}, {"VKF_RTE_FP16", "1"}}};
+  const Defines variants[] = {{{"VKF_FP16_STORAGE", "1"}},
+                              {{"VKF_FP16_STORAGE", "1"}, {"VKF_RTE_FP16", "1"}},
+                              {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}},
+                              {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}, {"SPLIT_K", "4"}}};
   for (const Defines& d : variants) {
     const auto spirv = gpu::compile_glsl("gemm_coopmat.comp", gpu::embedded_source("gemm_coopmat.comp"), d);
     ASSERT_FALSE(spirv.empty());
@@ -54,6 +57,9 @@ TEST(GemmCoopMat, RefusedByNameWhereItCannotRun) {
   EXPECT_NE(gemm_tiles_problem(nv, {64, 64, 24, 32, 32, GemmStrategy::CoopMatNV}, DType::F16).find("multiples of 16"),
             std::string::npos);
   EXPECT_NE(gemm_tiles_problem(nv, {128, 128, 32, 64, 64, GemmStrategy::CoopMatNV}, DType::F16).find("shared memory"),
+            std::string::npos);
+  EXPECT_NE(gemm_tiles_problem(nv, {64, 64, 64, 64, 64, GemmStrategy::CoopMatNV, 1, true}, DType::F16)
+                .find("at most 8 vec4s"),
             std::string::npos);
   // Every cooperative-matrix design is a candidate on such a device in fp16, none in fp32.
   const auto designs = gemm_tile_designs();

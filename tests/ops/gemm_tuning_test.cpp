@@ -179,6 +179,17 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
               "tiled 32x64x16/4x8 split 4");
     save_gemm_tuning(ctx, DType::F32, tuned);
   }
+  {  // and prefetch after it, as [.., strategy, split_k, "prefetch"]
+    GemmTuning prefetch = tuned;
+    prefetch.tiles[2] = GemmTiles{64, 64, 16, 4, 4, GemmStrategy::Tiled, 1, true};
+    save_gemm_tuning(ctx, DType::F32, prefetch);
+    const auto again = load_gemm_tuning(ctx, DType::F32);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->tiles[2], prefetch.tiles[2]);
+    EXPECT_EQ(Ops(ctx, DType::F32).gemm_variant({.M = 300, .N = 512, .K = 512, .trans_b = true}),
+              "tiled 64x64x16/4x4 prefetch");
+    save_gemm_tuning(ctx, DType::F32, tuned);
+  }
   const std::string good = [&] {
     std::ifstream f(path);
     return std::string(std::istreambuf_iterator<char>(f), {});
@@ -219,6 +230,8 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
   with_classes({{"0", {32, 64, 16, 4, 8, "tiled", 0}}}, "split-K runs 1 to 16 slices, not 0");
   with_classes({{"0", {8, 64, 4, 8, 4, "direct", 2}}}, "the direct kernel (CPU drivers, which it fills already) has no split-K");
   with_classes({{"0", {32, 64, 16, 4, 8, "fast"}}}, "an unknown strategy");
+  with_classes({{"0", {32, 64, 16, 4, 8, "tiled", 1, "prefetched"}}}, "an unknown tile option");
+  with_classes({{"0", {8, 64, 4, 8, 4, "direct", 1, "prefetch"}}}, "the direct kernel (no shared-memory tiles");
   with([&](auto& j) {  // an attention kernel by an unknown name, with a checksum to match
     j["attention"] = {{"0", "fastest"}};
     const std::string s = j["classes"].dump() + j["attention"].dump();
