@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU session's checks in one device call each (../shared/gpu/README.md has the setup).
 # Here, after tools/build.sh:  ../shared/gpu/bundle.sh && tools/gpu_check.sh pack
-# There (device `run`, carry .gpu):  tools/gpu_check.sh bench|tests [SECONDS]
+# There (device `run`, carry .gpu):  tools/gpu_check.sh bench|tests|probe|all [SECONDS]
 #
 #   bench  GEMM beside cuBLAS (torch.matmul, fp16 and fp32 with TF32 off) after tuning
 #          for the card, and Transformer-base greedy decoding at batch 32 and 1 beside
@@ -14,8 +14,9 @@
 #          and 32 with the attention's output projection fused or a GEMM of its own
 #          (VKF_DECODE_PROJECTION): on the H200 a folded encoder GEMM took 2.5 ms and
 #          decode_attention with its projection ~50 us
-#   all    tests, then bench, then the device-lost fault sweep alone with its open
-#          files sampled (it once exhausted the driver when run among the suites)
+#   all    tests, then bench, then probe where 150 s are left, then the device-lost
+#          fault sweep alone with its open files sampled (it once exhausted the driver
+#          when run among the suites)
 #
 # Every step has a time limit inside SECONDS (default 420) so that one slow step cannot
 # cost the others; logs go to /tmp/gpulogs and, after every step, to $OUT/logs.tgz, so
@@ -57,7 +58,7 @@ if [ "${1:-}" = _suites ]; then  # the tests step's body (called through `step`,
   exit
 fi
 
-what=${1:?usage: tools/gpu_check.sh pack|bench|tests [SECONDS]}
+what=${1:?usage: tools/gpu_check.sh pack|bench|tests|probe|all [SECONDS]}
 budget=${2:-420}
 start=${EPOCHREALTIME%.*}
 mkdir -p "$L" "${OUT:=/tmp/gpu-out}"
@@ -129,10 +130,11 @@ case $what in
   probe) probe ;;
   tests)  # the suites, then the device-lost sweep alone
     tests; left=$((budget - (${EPOCHREALTIME%.*} - start) - 5)); [ "$left" -gt 20 ] && faults "$left" ;;
-  all)  # the suites first (they check the build), then the benchmarks, then the fault sweep
+  all)  # the suites first (they check the build), then the benchmarks, the probe and the fault sweep
     SUITES_S=150 tests; TUNE_FP16_S=${TUNE_FP16_S:-110} TUNE_FP32_S=${TUNE_FP32_S:-50} bench
+    left=$((budget - (${EPOCHREALTIME%.*} - start) - 5)); [ "$left" -gt 150 ] && probe
     left=$((budget - (${EPOCHREALTIME%.*} - start) - 5)); [ "$left" -gt 20 ] && faults "$left" ;;
-  *) echo "usage: tools/gpu_check.sh pack|bench|tests|all [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: tools/gpu_check.sh pack|bench|tests|probe|all [SECONDS]" >&2; exit 2 ;;
 esac
 echo "== $what: summary (logs in \$OUT/logs.tgz)"
 cat "$L/summary.txt"
