@@ -168,28 +168,20 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
   EXPECT_EQ(ops.gemm_variant({.M = 200, .N = 512, .K = 512, .trans_b = true}),
             ops.default_gemm_tiles({.M = 200, .N = 512, .K = 512, .trans_b = true}).name());
 
-  {  // split-K rides in the tiles as [bm, bn, bk, tm, tn, strategy, split_k]
-    GemmTuning split = tuned;
-    split.tiles[2] = GemmTiles{32, 64, 16, 4, 8, GemmStrategy::Tiled, 4};
-    save_gemm_tuning(ctx, DType::F32, split);
+  // Split-K rides in the tiles as [bm, bn, bk, tm, tn, strategy, split_k], prefetch after
+  // it as "prefetch": each comes back from the file and runs for its row class.
+  auto round_trips = [&](const GemmTiles& tiles, const std::string& name) {
+    GemmTuning t = tuned;
+    t.tiles[2] = tiles;
+    save_gemm_tuning(ctx, DType::F32, t);
     const auto again = load_gemm_tuning(ctx, DType::F32);
     ASSERT_TRUE(again.has_value());
-    EXPECT_EQ(again->tiles[2], split.tiles[2]);
-    EXPECT_EQ(Ops(ctx, DType::F32).gemm_variant({.M = 300, .N = 512, .K = 512, .trans_b = true}),
-              "tiled 32x64x16/4x8 split 4");
+    EXPECT_EQ(again->tiles[2], tiles);
+    EXPECT_EQ(Ops(ctx, DType::F32).gemm_variant({.M = 300, .N = 512, .K = 512, .trans_b = true}), name);
     save_gemm_tuning(ctx, DType::F32, tuned);
-  }
-  {  // and prefetch after it, as [.., strategy, split_k, "prefetch"]
-    GemmTuning prefetch = tuned;
-    prefetch.tiles[2] = GemmTiles{64, 64, 16, 4, 4, GemmStrategy::Tiled, 1, true};
-    save_gemm_tuning(ctx, DType::F32, prefetch);
-    const auto again = load_gemm_tuning(ctx, DType::F32);
-    ASSERT_TRUE(again.has_value());
-    EXPECT_EQ(again->tiles[2], prefetch.tiles[2]);
-    EXPECT_EQ(Ops(ctx, DType::F32).gemm_variant({.M = 300, .N = 512, .K = 512, .trans_b = true}),
-              "tiled 64x64x16/4x4 prefetch");
-    save_gemm_tuning(ctx, DType::F32, tuned);
-  }
+  };
+  round_trips(GemmTiles{32, 64, 16, 4, 8, GemmStrategy::Tiled, 4}, "tiled 32x64x16/4x8 split 4");
+  round_trips(GemmTiles{64, 64, 16, 4, 4, GemmStrategy::Tiled, 1, true}, "tiled 64x64x16/4x4 prefetch");
   const std::string good = [&] {
     std::ifstream f(path);
     return std::string(std::istreambuf_iterator<char>(f), {});
