@@ -119,10 +119,13 @@ void main() {
 
 #if defined(VEC4_NT) && defined(PREFETCH)
   vec4 next_a[A_LOADS], next_b[B_LOADS];  // the coming step's share of the tiles
-  for (uint r = 0; r < A_LOADS; ++r)
-    if (tid + r * WG < BM * BK4) next_a[r] = a_tile_vec4(tid + r * WG, m0, k_first, k_last, a_off);
-  for (uint r = 0; r < B_LOADS; ++r)
-    if (tid + r * WG < BN * BK4) next_b[r] = b_tile_vec4(tid + r * WG, n0, k_first, k_last, b_off);
+  // This invocation's share of the step from k on, into next_a and next_b.
+#define FETCH_TILES(k)                                                                              \
+  for (uint r = 0; r < A_LOADS; ++r)                                                                \
+    if (tid + r * WG < BM * BK4) next_a[r] = a_tile_vec4(tid + r * WG, m0, (k), k_last, a_off);     \
+  for (uint r = 0; r < B_LOADS; ++r)                                                                \
+    if (tid + r * WG < BN * BK4) next_b[r] = b_tile_vec4(tid + r * WG, n0, (k), k_last, b_off);
+  FETCH_TILES(k_first)
 #endif
   for (uint k0 = k_first; k0 < k_last; k0 += BK) {
 #if defined(VEC4_NT) && defined(PREFETCH)
@@ -132,10 +135,7 @@ void main() {
       if (tid + r * WG < BN * BK4) Bs[tid + r * WG] = next_b[r];
     barrier();
     if (k0 + BK < k_last) {  // uniform: the next step's loads in flight during this one's FMAs
-      for (uint r = 0; r < A_LOADS; ++r)
-        if (tid + r * WG < BM * BK4) next_a[r] = a_tile_vec4(tid + r * WG, m0, k0 + BK, k_last, a_off);
-      for (uint r = 0; r < B_LOADS; ++r)
-        if (tid + r * WG < BN * BK4) next_b[r] = b_tile_vec4(tid + r * WG, n0, k0 + BK, k_last, b_off);
+      FETCH_TILES(k0 + BK)
     }
 #elif defined(VEC4_NT)
     for (uint i = tid; i < BM * BK4; i += WG) As[i] = a_tile_vec4(i, m0, k0, k_last, a_off);

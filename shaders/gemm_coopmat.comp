@@ -82,10 +82,13 @@ void main() {
   // 2 to 4); a workgroup of WG covers the rest in further rounds.
   const uint A4S = BM * BK4, B4S = BN * BK4;
   f16vec4 next_a[8], next_b[8];
-  for (uint r = 0; r < 8; ++r) {
-    if (tid + r * WG < A4S) next_a[r] = a_tile_vec4(tid + r * WG, m0, k_first, k_last, a_off);
-    if (tid + r * WG < B4S) next_b[r] = b_tile_vec4(tid + r * WG, n0, k_first, k_last, b_off);
+  // This invocation's share of the step from k on, into next_a and next_b.
+#define FETCH_TILES(k)                                                                     \
+  for (uint r = 0; r < 8; ++r) {                                                           \
+    if (tid + r * WG < A4S) next_a[r] = a_tile_vec4(tid + r * WG, m0, (k), k_last, a_off); \
+    if (tid + r * WG < B4S) next_b[r] = b_tile_vec4(tid + r * WG, n0, (k), k_last, b_off); \
   }
+  FETCH_TILES(k_first)
 #endif
   for (uint k0 = k_first; k0 < k_last; k0 += BK) {
 #ifdef PREFETCH
@@ -97,11 +100,9 @@ void main() {
         for (uint c = 0; c < 4; ++c) Bs[4 * i + c] = next_b[r][c];
     }
     barrier();
-    if (k0 + BK < k_last)  // uniform: the next step's loads in flight during this one's products
-      for (uint r = 0; r < 8; ++r) {
-        if (tid + r * WG < A4S) next_a[r] = a_tile_vec4(tid + r * WG, m0, k0 + BK, k_last, a_off);
-        if (tid + r * WG < B4S) next_b[r] = b_tile_vec4(tid + r * WG, n0, k0 + BK, k_last, b_off);
-      }
+    if (k0 + BK < k_last) {  // uniform: the next step's loads in flight during this one's products
+      FETCH_TILES(k0 + BK)
+    }
 #else
     for (uint i = tid; i < BM * BK; i += WG) {
       const uint gm = m0 + i / BK, gk = k0 + i % BK;
