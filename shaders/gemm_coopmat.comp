@@ -18,6 +18,14 @@
 // f16vec4s, four halves a load where the scalar staging takes one, and the next BK
 // step's are loaded into registers before this step's products, so their latency
 // overlaps the tensor cores' work instead of stalling each step.
+//
+// PREFETCH_LAYOUT (host: every GemmTiles::prefetch design, with or without PREFETCH
+// itself): the shared tiles' rows are padded from BK to BK + 8 halves, so the 16 rows a
+// coopMatLoadNV reads start on different banks (at BK = 32 unpadded, rows 64 bytes apart
+// share banks two by two: a 4-way conflict on every load), and the epilogue goes through
+// one 16x16 block per subgroup instead of the workgroup's whole BM x BN block of C, so
+// 128x128 blocks with 64x64 per subgroup (twice the reuse of each loaded matrix) fit the
+// 48 KiB of shared memory that NVIDIA's drivers offer.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -47,9 +55,16 @@ const uint SUBGROUPS_N = BN / TN;
 #define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 #define HALF fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 
-shared float16_t As[BM * BK];  // As[m * BK + k] = op(A)(m0 + m, k0 + k)
-shared float16_t Bs[BN * BK];  // Bs[n * BK + k] = op(B)(k0 + k, n0 + n)
-shared float Cs[BM * BN];      // the block of C before the epilogue
+#ifdef PREFETCH_LAYOUT
+const uint BKP = BK + 8;  // a shared row's halves: 16 bytes of padding
+const uint SUBGROUPS = (BM / TM) * (BN / TN);
+shared float Cs[SUBGROUPS * 256];  // each subgroup's 16x16 block of C before the epilogue
+#else
+const uint BKP = BK;
+shared float Cs[BM * BN];  // the block of C before the epilogue
+#endif
+shared float16_t As[BM * BKP];  // As[m * BKP + k] = op(A)(m0 + m, k0 + k)
+shared float16_t Bs[BN * BKP];  // Bs[n * BKP + k] = op(B)(k0 + k, n0 + n)
 
 #ifdef PREFETCH
 const uint BK4 = BK / 4;
@@ -93,11 +108,11 @@ void main() {
   for (uint k0 = k_first; k0 < k_last; k0 += BK) {
 #ifdef PREFETCH
     for (uint r = 0; r < 8; ++r) {
-      const uint i = tid + r * WG;
+      const uint i = tid + r * WG, at = (i / BK4) * BKP + 4 * (i % BK4);  // vec4 i's first half in the padded rows
       if (i < A4S)
-        for (uint c = 0; c < 4; ++c) As[4 * i + c] = next_a[r][c];
+        for (uint c = 0; c < 4; ++c) As[at + c] = next_a[r][c];
       if (i < B4S)
-        for (uint c = 0; c < 4; ++c) Bs[4 * i + c] = next_b[r][c];
+        for (uint c = 0; c < 4; ++c) Bs[at + c] = next_b[r][c];
     }
     barrier();
     if (k0 + BK < k_last) {  // uniform: the next step's loads in flight during this one's products
@@ -106,24 +121,40 @@ void main() {
 #else
     for (uint i = tid; i < BM * BK; i += WG) {
       const uint gm = m0 + i / BK, gk = k0 + i % BK;
-      As[i] = float16_t(gm < pc.M && gk < k_last ? a_at(a_off, gm, gk) : 0.0);
+      As[(i / BK) * BKP + i % BK] = float16_t(gm < pc.M && gk < k_last ? a_at(a_off, gm, gk) : 0.0);
     }
     for (uint i = tid; i < BN * BK; i += WG) {
       const uint gn = n0 + i / BK, gk = k0 + i % BK;
-      Bs[i] = float16_t(gn < pc.N && gk < k_last ? b_at(b_off, gk, gn) : 0.0);
+      Bs[(i / BK) * BKP + i % BK] = float16_t(gn < pc.N && gk < k_last ? b_at(b_off, gk, gn) : 0.0);
     }
     barrier();
 #endif
     for (uint kk = 0; kk < BK; kk += 16) {
       HALF a[MT], b[NT];
-      for (uint i = 0; i < MT; ++i) coopMatLoadNV(a[i], As, (sm + 16 * i) * BK + kk, BK, false);
-      for (uint j = 0; j < NT; ++j) coopMatLoadNV(b[j], Bs, (sn + 16 * j) * BK + kk, BK, true);
+      for (uint i = 0; i < MT; ++i) coopMatLoadNV(a[i], As, (sm + 16 * i) * BKP + kk, BKP, false);
+      for (uint j = 0; j < NT; ++j) coopMatLoadNV(b[j], Bs, (sn + 16 * j) * BKP + kk, BKP, true);
       for (uint i = 0; i < MT; ++i)
         for (uint j = 0; j < NT; ++j) acc[i * NT + j] = coopMatMulAddNV(a[i], b[j], acc[i * NT + j]);
     }
     barrier();
   }
 
+#ifdef PREFETCH_LAYOUT
+  // Each subgroup's accumulators one 16x16 block at a time through its own 256 floats:
+  // no workgroup barrier, and the block of C never whole in shared memory.
+  const uint lane = gl_SubgroupInvocationID, block = gl_SubgroupID * 256;
+  for (uint i = 0; i < MT; ++i)
+    for (uint j = 0; j < NT; ++j) {
+      coopMatStoreNV(acc[i * NT + j], Cs, block, 16, false);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      for (uint e = lane; e < 256; e += 32) {
+        const uint m = m0 + sm + 16 * i + e / 16, n = n0 + sn + 16 * j + e % 16;
+        if (m < pc.M && n < pc.N) store_c(z, m, n, Cs[block + e]);
+      }
+      subgroupBarrier();  // every lane has read the block before the next overwrites it
+    }
+#else
   for (uint i = 0; i < MT; ++i)
     for (uint j = 0; j < NT; ++j) coopMatStoreNV(acc[i * NT + j], Cs, (sm + 16 * i) * BN + sn + 16 * j, BN, false);
   barrier();
@@ -131,4 +162,5 @@ void main() {
     const uint m = m0 + i / BN, n = n0 + i % BN;
     if (m < pc.M && n < pc.N) store_c(z, m, n, Cs[i]);
   }
+#endif
 }

@@ -87,7 +87,9 @@ struct GemmTiles {
   // [N, K] rows start on vec4s: Linear layers): the next BK step's tiles are loaded into
   // registers while this step's are multiplied, hiding a GPU's global-load latency
   // (the cooperative-matrix kernel also reads them as vec4s then). Other products run
-  // the same tiles without it.
+  // the same tiles without it. The cooperative-matrix kernel's prefetch designs also pad
+  // their shared rows by 8 halves (no bank conflicts) and store C through one 16x16
+  // block per subgroup (so 128x128 blocks fit 48 KiB), with or without the prefetch.
   bool prefetch = false;
   static constexpr uint32_t kCoopMatSubgroup = 32;  // NVIDIA's subgroup size, which the kernel assumes
   uint32_t invocations() const {
@@ -96,6 +98,8 @@ struct GemmTiles {
   }
   uint32_t shared_bytes() const {
     if (strategy == GemmStrategy::Tiled) return bk * (bm + bn) * 4;
+    if (strategy == GemmStrategy::CoopMatNV && prefetch)  // padded fp16 rows, a 16x16 fp32 block per subgroup
+      return (bk + 8) * (bm + bn) * 2 + invocations() / kCoopMatSubgroup * 256 * 4;
     if (strategy == GemmStrategy::CoopMatNV) return bk * (bm + bn) * 2 + bm * bn * 4;  // fp16 tiles, fp32 block of C
     return 0;
   }

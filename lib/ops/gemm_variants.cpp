@@ -117,6 +117,11 @@ std::vector<GemmTiles> gemm_tile_designs() {
       {64, 64, 16, 4, 4, T, 1, true}, {128, 128, 16, 8, 8, T, 1, true}, {32, 32, 8, 4, 4, T, 4, true},
       {64, 64, 32, 32, 32, C, 1, true}, {128, 64, 32, 64, 32, C, 1, true}, {64, 64, 32, 32, 32, C, 4, true},
       {64, 64, 32, 32, 32, C, 8, true},
+      // The cooperative-matrix prefetch designs' per-subgroup epilogue lets 128x128 blocks
+      // fit: 4 subgroups of 64x64 (16 accumulators, each loaded matrix used 4 times) or 8
+      // of 64x32, and 128x256 with 8 of 64x64, the shapes cuBLAS-class kernels run.
+      {128, 128, 32, 64, 64, C, 1, true}, {128, 128, 32, 64, 32, C, 1, true}, {128, 256, 32, 64, 64, C, 1, true},
+      {128, 128, 32, 64, 64, C, 4, true},
   };
 }
 

@@ -29,7 +29,10 @@ TEST(GemmCoopMat, CompilesToValidSpirvThatAsksForCooperativeMatricesAndTheVulkan
   const Defines variants[] = {{{"VKF_FP16_STORAGE", "1"}},
                               {{"VKF_FP16_STORAGE", "1"}, {"VKF_RTE_FP16", "1"}},
                               {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}},
-                              {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}, {"SPLIT_K", "4"}}};
+                              {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}, {"SPLIT_K", "4"}},
+                              {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}, {"PREFETCH_LAYOUT", "1"}},
+                              {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}, {"PREFETCH_LAYOUT", "1"}, {"SPLIT_K", "4"}},
+                              {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH_LAYOUT", "1"}}};
   for (const Defines& d : variants) {
     const auto spirv = gpu::compile_glsl("gemm_coopmat.comp", gpu::embedded_source("gemm_coopmat.comp"), d);
     ASSERT_FALSE(spirv.empty());
@@ -58,6 +61,11 @@ TEST(GemmCoopMat, RefusedByNameWhereItCannotRun) {
             std::string::npos);
   EXPECT_NE(gemm_tiles_problem(nv, {128, 128, 32, 64, 64, GemmStrategy::CoopMatNV}, DType::F16).find("shared memory"),
             std::string::npos);
+  // The prefetch designs' epilogue holds one 16x16 block per subgroup, not the block of
+  // C: 128x128 fits in 2 * 40 * 256 + 4 * 1024 bytes.
+  const GemmTiles wide{128, 128, 32, 64, 64, GemmStrategy::CoopMatNV, 1, true};
+  EXPECT_EQ(wide.shared_bytes(), 2u * 40 * 256 + 4 * 1024);
+  EXPECT_EQ(gemm_tiles_problem(nv, wide, DType::F16), "");
   EXPECT_NE(gemm_tiles_problem(nv, {64, 64, 64, 64, 64, GemmStrategy::CoopMatNV, 1, true}, DType::F16)
                 .find("at most 8 vec4s"),
             std::string::npos);
