@@ -26,10 +26,24 @@
 // one 16x16 block per subgroup instead of the workgroup's whole BM x BN block of C, so
 // 128x128 blocks with 64x64 per subgroup (twice the reuse of each loaded matrix) fit the
 // 48 KiB of shared memory that NVIDIA's drivers offer.
+//
+// COOPMAT_EMULATED (host: VKF_EMULATE_COOPMAT=1, for tests on devices without NV
+// cooperative matrices, lavapipe in CI): the same kernel with its matrices emulated by
+// plain shared-memory reads, "subgroups" of 32 consecutive invocations whatever the
+// device's subgroup size, so its staging, padding, split-K and epilogues run against the
+// double reference everywhere. Slow: a way to test the kernel, not to run it.
 #extension GL_GOOGLE_include_directive : require
+#ifndef COOPMAT_EMULATED
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
+#define ROLLED
+#else
+// Loops the emulation keeps rolled: unrolled, its products are thousands of fused
+// multiply-adds per tile, which llvmpipe's LLVM took minutes to compile per variant.
+#extension GL_EXT_control_flow_attributes : require
+#define ROLLED [[dont_unroll]]
+#endif
 #ifndef VKF_FP16_STORAGE
 #define VKF_FP16_STORAGE  // the only storage this kernel runs (the host never asks for another)
 #endif
@@ -52,9 +66,6 @@ layout(constant_id = 5) const uint TN = 32;  // and columns
 const uint MT = TM / 16, NT = TN / 16;  // 16x16 accumulators per subgroup, by rows and columns
 const uint SUBGROUPS_N = BN / TN;
 
-#define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
-#define HALF fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
-
 #ifdef PREFETCH_LAYOUT
 const uint BKP = BK + 8;  // a shared row's halves: 16 bytes of padding
 const uint SUBGROUPS = (BM / TM) * (BN / TN);
@@ -63,26 +74,80 @@ shared float Cs[SUBGROUPS * 256];  // each subgroup's 16x16 block of C before th
 const uint BKP = BK;
 shared float Cs[BM * BN];  // the block of C before the epilogue
 #endif
+#ifndef COOPMAT_EMULATED
+#define tile_vec4 f16vec4
 shared float16_t As[BM * BKP];  // As[m * BKP + k] = op(A)(m0 + m, k0 + k)
 shared float16_t Bs[BN * BKP];  // Bs[n * BKP + k] = op(B)(k0 + k, n0 + n)
+// Halves at..at+3 of a tile from a vec4 (at a multiple of 4).
+#define PUT4(tile, at, v) for (uint c_ = 0; c_ < 4; ++c_) tile[(at) + c_] = v[c_]
+#else
+// The same halves in the same places, two to a uint (packHalf2x16: the emulation needs
+// no fp16 arithmetic, which CPU drivers leave off; the values are fp16 storage's).
+#define tile_vec4 vec4
+shared uint As[BM * BKP / 2];
+shared uint Bs[BN * BKP / 2];
+#define PUT4(tile, at, v) tile[(at) / 2] = packHalf2x16(v.xy), tile[(at) / 2 + 1] = packHalf2x16(v.zw)
+float a_tile(uint e) { return unpackHalf2x16(As[e / 2u])[e % 2u]; }
+float b_tile(uint e) { return unpackHalf2x16(Bs[e / 2u])[e % 2u]; }
+#endif
+
+// The matrix operations: 16x16 fp16 tiles of As (A, row-major) and Bs (B, K x N,
+// column-major), fp32 16x16 accumulators, a 16x16 store to a float array.
+#ifndef COOPMAT_EMULATED
+#define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+#define HALF fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define SUBGROUP_ID gl_SubgroupID
+#define LANE gl_SubgroupInvocationID
+#define ACC_ZERO ACC(0.0)
+#define LOAD_A(m, element, stride) coopMatLoadNV(m, As, element, stride, false)
+#define LOAD_B(m, element, stride) coopMatLoadNV(m, Bs, element, stride, true)
+#define MUL_ADD(a, b, c) coopMatMulAddNV(a, b, c)
+#define STORE_ACC(m, buf, element, stride) coopMatStoreNV(m, buf, element, stride, false)
+#define SUBGROUP_SYNC() subgroupMemoryBarrierShared(); subgroupBarrier()
+#else
+// A tile is where it lies in As or Bs (read there at the product, which the kernel runs
+// between the same barriers as the load); lane l of an accumulator holds row l / 2,
+// columns 8 (l % 2) to 8 (l % 2) + 7. fp16 x fp16 products are exact in fp32, as the
+// tensor cores'; the sum runs over k in order.
+struct HALF { uint element, stride; };
+struct ACC { float v[8]; };
+#define SUBGROUP_ID (gl_LocalInvocationID.x / 32u)
+#define LANE (gl_LocalInvocationID.x % 32u)
+#define ACC_ZERO ACC(float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+#define LOAD_A(m, e, s) m = HALF(e, s)
+#define LOAD_B(m, e, s) m = HALF(e, s)
+ACC MUL_ADD(HALF a, HALF b, ACC c) {
+  const uint r = LANE / 2u, c0 = 8u * (LANE % 2u);
+  ROLLED for (uint q = 0; q < 8u; ++q) {
+    float sum = c.v[q];
+    ROLLED for (uint k = 0; k < 16u; ++k)
+      sum += a_tile(a.element + r * a.stride + k) * b_tile(b.element + (c0 + q) * b.stride + k);
+    c.v[q] = sum;
+  }
+  return c;
+}
+#define STORE_ACC(m, buf, e, s) \
+  for (uint q_ = 0; q_ < 8u; ++q_) buf[(e) + (LANE / 2u) * (s) + 8u * (LANE % 2u) + q_] = m.v[q_]
+#define SUBGROUP_SYNC() barrier()  // every virtual subgroup runs the epilogue's loop alike
+#endif
 
 #ifdef PREFETCH
 const uint BK4 = BK / 4;
 // f16vec4 i of the step's op(A) tile ([BM][BK4] from column k0) and of op(B)'s ([BN][BK4]).
-f16vec4 a_tile_vec4(uint i, uint m0, uint k0, uint k_last, uint a_off) {
+tile_vec4 a_tile_vec4(uint i, uint m0, uint k0, uint k_last, uint a_off) {
   const uint gm = m0 + i / BK4, gk = k0 + 4 * (i % BK4);
-  return gm < pc.M && gk < k_last ? f16vec4(A4[(a_off + gm * pc.lda + gk) / 4]) : f16vec4(0.0);
+  return gm < pc.M && gk < k_last ? tile_vec4(A4[(a_off + gm * pc.lda + gk) / 4]) : tile_vec4(0.0);
 }
-f16vec4 b_tile_vec4(uint i, uint n0, uint k0, uint k_last, uint b_off) {
+tile_vec4 b_tile_vec4(uint i, uint n0, uint k0, uint k_last, uint b_off) {
   const uint gn = n0 + i / BK4, gk = k0 + 4 * (i % BK4);
-  return gn < pc.N && gk < k_last ? f16vec4(B4[(b_off + gn * pc.ldb + gk) / 4]) : f16vec4(0.0);
+  return gn < pc.N && gk < k_last ? tile_vec4(B4[(b_off + gn * pc.ldb + gk) / 4]) : tile_vec4(0.0);
 }
 #endif
 
 void main() {
   const uint WG = gl_WorkGroupSize.x;
   const uint tid = gl_LocalInvocationID.x;
-  const uint sm = (gl_SubgroupID / SUBGROUPS_N) * TM, sn = (gl_SubgroupID % SUBGROUPS_N) * TN;
+  const uint sm = (SUBGROUP_ID / SUBGROUPS_N) * TM, sn = (SUBGROUP_ID % SUBGROUPS_N) * TN;
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
   const uint z = gemm_batch();
   const uint a_off = offset_a(z);
@@ -90,13 +155,13 @@ void main() {
   const uint k_first = k_begin(BK), k_last = k_end(BK);  // all of K, or a split-K slice's run
 
   ACC acc[MT * NT];
-  for (uint i = 0; i < MT * NT; ++i) acc[i] = ACC(0.0);
+  for (uint i = 0; i < MT * NT; ++i) acc[i] = ACC_ZERO;
 
 #ifdef PREFETCH
   // Spec-constant sizes: at most 8 vec4s of each tile per invocation (the designs have
   // 2 to 4); a workgroup of WG covers the rest in further rounds.
   const uint A4S = BM * BK4, B4S = BN * BK4;
-  f16vec4 next_a[8], next_b[8];
+  tile_vec4 next_a[8], next_b[8];
   // This invocation's share of the step from k on, into next_a and next_b.
 #define FETCH_TILES(k)                                                                     \
   for (uint r = 0; r < 8; ++r) {                                                           \
@@ -109,16 +174,14 @@ void main() {
 #ifdef PREFETCH
     for (uint r = 0; r < 8; ++r) {
       const uint i = tid + r * WG, at = (i / BK4) * BKP + 4 * (i % BK4);  // vec4 i's first half in the padded rows
-      if (i < A4S)
-        for (uint c = 0; c < 4; ++c) As[at + c] = next_a[r][c];
-      if (i < B4S)
-        for (uint c = 0; c < 4; ++c) Bs[at + c] = next_b[r][c];
+      if (i < A4S) PUT4(As, at, next_a[r]);
+      if (i < B4S) PUT4(Bs, at, next_b[r]);
     }
     barrier();
     if (k0 + BK < k_last) {  // uniform: the next step's loads in flight during this one's products
       FETCH_TILES(k0 + BK)
     }
-#else
+#elif !defined(COOPMAT_EMULATED)
     for (uint i = tid; i < BM * BK; i += WG) {
       const uint gm = m0 + i / BK, gk = k0 + i % BK;
       As[(i / BK) * BKP + i % BK] = float16_t(gm < pc.M && gk < k_last ? a_at(a_off, gm, gk) : 0.0);
@@ -128,13 +191,29 @@ void main() {
       Bs[(i / BK) * BKP + i % BK] = float16_t(gn < pc.N && gk < k_last ? b_at(b_off, gk, gn) : 0.0);
     }
     barrier();
+#else
+    // The same elements two at a time (BK is even: a pair never straddles rows), so each
+    // invocation writes whole uints.
+    for (uint i = 2 * tid; i < BM * BK; i += 2 * WG) {
+      const uint gm = m0 + i / BK, gk = k0 + i % BK;
+      const vec2 v = vec2(gm < pc.M && gk < k_last ? a_at(a_off, gm, gk) : 0.0,
+                          gm < pc.M && gk + 1 < k_last ? a_at(a_off, gm, gk + 1) : 0.0);
+      As[((i / BK) * BKP + i % BK) / 2] = packHalf2x16(v);
+    }
+    for (uint i = 2 * tid; i < BN * BK; i += 2 * WG) {
+      const uint gn = n0 + i / BK, gk = k0 + i % BK;
+      const vec2 v = vec2(gn < pc.N && gk < k_last ? b_at(b_off, gk, gn) : 0.0,
+                          gn < pc.N && gk + 1 < k_last ? b_at(b_off, gk + 1, gn) : 0.0);
+      Bs[((i / BK) * BKP + i % BK) / 2] = packHalf2x16(v);
+    }
+    barrier();
 #endif
-    for (uint kk = 0; kk < BK; kk += 16) {
+    ROLLED for (uint kk = 0; kk < BK; kk += 16) {
       HALF a[MT], b[NT];
-      for (uint i = 0; i < MT; ++i) coopMatLoadNV(a[i], As, (sm + 16 * i) * BKP + kk, BKP, false);
-      for (uint j = 0; j < NT; ++j) coopMatLoadNV(b[j], Bs, (sn + 16 * j) * BKP + kk, BKP, true);
-      for (uint i = 0; i < MT; ++i)
-        for (uint j = 0; j < NT; ++j) acc[i * NT + j] = coopMatMulAddNV(a[i], b[j], acc[i * NT + j]);
+      for (uint i = 0; i < MT; ++i) LOAD_A(a[i], (sm + 16 * i) * BKP + kk, BKP);
+      for (uint j = 0; j < NT; ++j) LOAD_B(b[j], (sn + 16 * j) * BKP + kk, BKP);
+      ROLLED for (uint i = 0; i < MT; ++i)
+        ROLLED for (uint j = 0; j < NT; ++j) acc[i * NT + j] = MUL_ADD(a[i], b[j], acc[i * NT + j]);
     }
     barrier();
   }
@@ -142,21 +221,20 @@ void main() {
 #ifdef PREFETCH_LAYOUT
   // Each subgroup's accumulators one 16x16 block at a time through its own 256 floats:
   // no workgroup barrier, and the block of C never whole in shared memory.
-  const uint lane = gl_SubgroupInvocationID, block = gl_SubgroupID * 256;
+  const uint block = SUBGROUP_ID * 256;
   for (uint i = 0; i < MT; ++i)
     for (uint j = 0; j < NT; ++j) {
-      coopMatStoreNV(acc[i * NT + j], Cs, block, 16, false);
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
-      for (uint e = lane; e < 256; e += 32) {
+      STORE_ACC(acc[i * NT + j], Cs, block, 16);
+      SUBGROUP_SYNC();
+      for (uint e = LANE; e < 256; e += 32) {
         const uint m = m0 + sm + 16 * i + e / 16, n = n0 + sn + 16 * j + e % 16;
         if (m < pc.M && n < pc.N) store_c(z, m, n, Cs[block + e]);
       }
-      subgroupBarrier();  // every lane has read the block before the next overwrites it
+      SUBGROUP_SYNC();  // every lane has read the block before the next overwrites it
     }
 #else
   for (uint i = 0; i < MT; ++i)
-    for (uint j = 0; j < NT; ++j) coopMatStoreNV(acc[i * NT + j], Cs, (sm + 16 * i) * BN + sn + 16 * j, BN, false);
+    for (uint j = 0; j < NT; ++j) STORE_ACC(acc[i * NT + j], Cs, (sm + 16 * i) * BN + sn + 16 * j, BN);
   barrier();
   for (uint i = tid; i < BM * BN; i += WG) {
     const uint m = m0 + i / BN, n = n0 + i % BN;

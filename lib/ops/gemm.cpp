@@ -421,6 +421,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       if (slices > 1) cd.emplace_back("SPLIT_K", std::to_string(slices));
       if (prefetch) cd.emplace_back("PREFETCH", "1");
       if (t.prefetch) cd.emplace_back("PREFETCH_LAYOUT", "1");  // the design's padded rows and epilogue, either way
+      if (gemm_coopmat_emulated()) cd.emplace_back("COOPMAT_EMULATED", "1");
       k = kernel("gemm_coopmat.comp", cd, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     } else if (t.strategy == GemmStrategy::Direct) {
       const bool shuffle = ops::direct_gemm_shuffles(caps, t);

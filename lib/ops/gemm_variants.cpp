@@ -4,6 +4,7 @@
 // (tests/fuzz/fuzz_tuning.cpp) links this file alone.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "vkformer/gemm_tuning.hpp"
@@ -31,6 +32,14 @@ std::string gemm_row_class_name(uint32_t row_class) {
   return "M > " + std::to_string(kGemmRowClassLimits[row_class - 1]);
 }
 
+bool gemm_coopmat_emulated() {
+  const char* env = std::getenv("VKF_EMULATE_COOPMAT");
+  if (!env) return false;
+  const std::string v = env;
+  if (v != "0" && v != "1") throw Error("VKF_EMULATE_COOPMAT must be 0 or 1, not '" + v + "'");
+  return v == "1";
+}
+
 std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t, DType precision) {
   if (!t.bm || !t.bn || !t.bk || !t.tm || !t.tn) return "a tile size is 0";
   if (t.split_k < 1 || t.split_k > kGemmMaxSplitK)
@@ -40,11 +49,13 @@ std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t, DTy
   if (t.bk % 4) return "BK " + std::to_string(t.bk) + " is not a multiple of 4 (the kernel reads k in vec4s)";
   if (t.bm % t.tm || t.bn % t.tn) return "TM must divide BM and TN divide BN";
   if (t.strategy == GemmStrategy::CoopMatNV) {
-    if (!caps.cooperative_matrix_nv)
+    const bool emulated = gemm_coopmat_emulated();  // virtual subgroups of 32, no extension
+    if (!caps.cooperative_matrix_nv && !emulated)
       return "the device offers no NV cooperative matrices with 16x16x16 fp16 products (VK_NV_cooperative_matrix, "
              "its feature, the Vulkan memory model and fp16 arithmetic and storage)";
     if (precision != DType::F16) return "the cooperative-matrix kernel multiplies fp16 inputs: fp16 storage only";
-    if (caps.min_subgroup_size != GemmTiles::kCoopMatSubgroup || caps.max_subgroup_size != GemmTiles::kCoopMatSubgroup)
+    if (!emulated &&
+        (caps.min_subgroup_size != GemmTiles::kCoopMatSubgroup || caps.max_subgroup_size != GemmTiles::kCoopMatSubgroup))
       return "the cooperative-matrix kernel assumes subgroups of exactly 32 invocations";
     if (t.tm % 16 || t.tn % 16 || t.bk % 16) return "the cooperative-matrix kernel's TM, TN and BK are multiples of 16";
     if ((t.tm / 16) * (t.tn / 16) > 16) return "more than 16 accumulator matrices per subgroup";

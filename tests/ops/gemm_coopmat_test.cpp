@@ -6,6 +6,7 @@
 // cooperative matrices (NVIDIA GPUs); elsewhere the run is skipped, saying why. Where
 // it cannot run, its tiles are refused by name.
 #include <algorithm>
+#include <cstdio>
 
 #include "ops/reference.hpp"
 #include "shader_compiler.hpp"  // lib/gpu: the runtime's GLSL compiler and SPIR-V check
@@ -40,9 +41,22 @@ TEST(GemmCoopMat, CompilesToValidSpirvThatAsksForCooperativeMatricesAndTheVulkan
     EXPECT_TRUE(declares_capability(spirv, 5357)) << "CooperativeMatrixNV";
     EXPECT_TRUE(declares_capability(spirv, 5345)) << "VulkanMemoryModel";
   }
+  // Emulated (VKF_EMULATE_COOPMAT=1): the same kernel asking for none of them, nor fp16
+  // arithmetic (Float16), which CPU drivers leave off.
+  const Defines emulated[] = {{{"VKF_FP16_STORAGE", "1"}, {"COOPMAT_EMULATED", "1"}},
+                              {{"VKF_FP16_STORAGE", "1"}, {"COOPMAT_EMULATED", "1"}, {"PREFETCH", "1"},
+                               {"PREFETCH_LAYOUT", "1"}, {"SPLIT_K", "4"}}};
+  for (const Defines& d : emulated) {
+    const auto spirv = gpu::compile_glsl("gemm_coopmat.comp", gpu::embedded_source("gemm_coopmat.comp"), d);
+    ASSERT_FALSE(spirv.empty());
+    EXPECT_EQ(gpu::spirv_problem(spirv), "") << gpu::describe_variant(d);
+    EXPECT_FALSE(declares_capability(spirv, 5357)) << "CooperativeMatrixNV";
+    EXPECT_FALSE(declares_capability(spirv, 9)) << "Float16";
+  }
 }
 
 TEST(GemmCoopMat, RefusedByNameWhereItCannotRun) {
+  if (gemm_coopmat_emulated()) GTEST_SKIP() << "VKF_EMULATE_COOPMAT=1 lifts the device checks this test exercises";
   const GemmTiles t{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV};
   Capabilities none;
   none.max_shared_memory = 49152;
@@ -88,20 +102,26 @@ class GemmCoopMatRun : public OpsTest {};
 // accumulation, as the other kernels; the stored fp16 result adds 2^-11 of |c|.
 TEST_P(GemmCoopMatRun, EveryVariantAtAwkwardShapesTransposesAndEpilogues) {
   const Capabilities& caps = ctx().capabilities();
-  if (!caps.cooperative_matrix_nv)
+  if (!caps.cooperative_matrix_nv && !gemm_coopmat_emulated())
     GTEST_SKIP() << "device '" << caps.name
                  << "' offers no NV cooperative matrices with 16x16x16 fp16 products (lavapipe has none): the kernel's "
-                    "SPIR-V is checked above, its run needs an NVIDIA GPU";
+                    "SPIR-V is checked above, its run needs an NVIDIA GPU, its logic runs emulated with "
+                    "VKF_EMULATE_COOPMAT=1 (CTest: ops_coopmat_emulated)";
   if (dtype() != DType::F16) GTEST_SKIP() << "the cooperative-matrix kernel runs fp16 storage only";
   const auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   uint64_t s = seed;
+  std::vector<std::string> ran;
   for (const GemmTiles& t : gemm_tile_candidates(caps, dtype())) {
     if (t.strategy != GemmStrategy::CoopMatNV) continue;
     for (auto [M, N, K] : {std::tuple{1u, 1u, 1u}, {3u, 17u, 255u}, {17u, 3u, 1000u}, {255u, 129u, 64u},
                            {1030u, 70u, 33u}})
       EXPECT_TRUE(check_gemm_tiles(ctx(), dtype(), M, N, K, t, s++).ok) << t.name() << " at " << M << "x" << N << "x" << K;
+    ran.push_back(t.name());
   }
+  // The portable profile's 16 KiB and 128 invocations hold no cooperative-matrix design.
+  if (!GetParam().portable) EXPECT_FALSE(ran.empty()) << "no cooperative-matrix design fits device '" << caps.name << "'";
+  for (const auto& name : ran) std::printf("ran %s\n", name.c_str());
 }
 
 VKF_FOR_EACH_DTYPE(GemmCoopMatRun);
