@@ -147,6 +147,12 @@ std::vector<GemmTiles> gemm_tile_candidates(const Capabilities& caps, DType prec
   std::vector<GemmTiles> valid;
   for (const GemmTiles& t : gemm_tile_designs())
     if (gemm_tiles_problem(caps, t, precision).empty()) valid.push_back(t);
+  // Where the device has tensor cores (real ones, not the emulation), their designs go
+  // first: they are the likely winners in fp16, and a tune its budget cuts short skips the
+  // last candidates of each row class.
+  if (caps.cooperative_matrix_nv)
+    std::stable_partition(valid.begin(), valid.end(),
+                          [](const GemmTiles& t) { return t.strategy == GemmStrategy::CoopMatNV; });
   return valid;
 }
 

@@ -92,6 +92,11 @@ TEST(GemmCoopMat, RefusedByNameWhereItCannotRun) {
     return std::count_if(v.begin(), v.end(), [](const GemmTiles& d) { return d.strategy == GemmStrategy::CoopMatNV; });
   };
   EXPECT_EQ(count_coop(gemm_tile_candidates(nv, DType::F16)), coop);
+  // ... and first, in the designs' order, so a tune cut short by its budget still tries them.
+  const auto nv_candidates = gemm_tile_candidates(nv, DType::F16);
+  EXPECT_TRUE(std::is_partitioned(nv_candidates.begin(), nv_candidates.end(),
+                                  [](const GemmTiles& d) { return d.strategy == GemmStrategy::CoopMatNV; }));
+  EXPECT_EQ(nv_candidates.front(), (GemmTiles{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV}));
   EXPECT_EQ(count_coop(gemm_tile_candidates(nv, DType::F32)), 0);
   EXPECT_EQ(count_coop(gemm_tile_candidates(none, DType::F16)), 0);
 }
