@@ -34,25 +34,23 @@ TEST(GemmCoopMat, CompilesToValidSpirvThatAsksForCooperativeMatricesAndTheVulkan
                               {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}, {"PREFETCH_LAYOUT", "1"}},
                               {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}, {"PREFETCH_LAYOUT", "1"}, {"SPLIT_K", "4"}},
                               {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH_LAYOUT", "1"}}};
-  for (const Defines& d : variants) {
+  // Each variant compiles to SPIR-V that validates, and asks for cooperative matrices
+  // (CooperativeMatrixNV, 5357) and fp16 arithmetic (Float16, 9) exactly where expected.
+  auto check = [](const Defines& d, bool real) {
     const auto spirv = gpu::compile_glsl("gemm_coopmat.comp", gpu::embedded_source("gemm_coopmat.comp"), d);
     ASSERT_FALSE(spirv.empty());
     EXPECT_EQ(gpu::spirv_problem(spirv), "") << gpu::describe_variant(d);
-    EXPECT_TRUE(declares_capability(spirv, 5357)) << "CooperativeMatrixNV";
-    EXPECT_TRUE(declares_capability(spirv, 5345)) << "VulkanMemoryModel";
-  }
-  // Emulated (VKF_EMULATE_COOPMAT=1): the same kernel asking for none of them, nor fp16
-  // arithmetic (Float16), which CPU drivers leave off.
-  const Defines emulated[] = {{{"VKF_FP16_STORAGE", "1"}, {"COOPMAT_EMULATED", "1"}},
-                              {{"VKF_FP16_STORAGE", "1"}, {"COOPMAT_EMULATED", "1"}, {"PREFETCH", "1"},
-                               {"PREFETCH_LAYOUT", "1"}, {"SPLIT_K", "4"}}};
-  for (const Defines& d : emulated) {
-    const auto spirv = gpu::compile_glsl("gemm_coopmat.comp", gpu::embedded_source("gemm_coopmat.comp"), d);
-    ASSERT_FALSE(spirv.empty());
-    EXPECT_EQ(gpu::spirv_problem(spirv), "") << gpu::describe_variant(d);
-    EXPECT_FALSE(declares_capability(spirv, 5357)) << "CooperativeMatrixNV";
-    EXPECT_FALSE(declares_capability(spirv, 9)) << "Float16";
-  }
+    EXPECT_EQ(declares_capability(spirv, 5357), real) << "CooperativeMatrixNV, " << gpu::describe_variant(d);
+    if (real) EXPECT_TRUE(declares_capability(spirv, 5345)) << "VulkanMemoryModel";
+    else EXPECT_FALSE(declares_capability(spirv, 9)) << "Float16";
+  };
+  for (const Defines& d : variants) check(d, true);
+  // Emulated (VKF_EMULATE_COOPMAT=1): the same kernel asking for neither cooperative
+  // matrices nor fp16 arithmetic, which CPU drivers leave off.
+  check({{"VKF_FP16_STORAGE", "1"}, {"COOPMAT_EMULATED", "1"}}, false);
+  check({{"VKF_FP16_STORAGE", "1"}, {"COOPMAT_EMULATED", "1"}, {"PREFETCH", "1"}, {"PREFETCH_LAYOUT", "1"},
+         {"SPLIT_K", "4"}},
+        false);
 }
 
 TEST(GemmCoopMat, RefusedByNameWhereItCannotRun) {
