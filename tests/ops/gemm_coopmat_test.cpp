@@ -99,6 +99,35 @@ TEST(GemmCoopMat, RefusedByNameWhereItCannotRun) {
   EXPECT_EQ(count_coop(gemm_tile_candidates(none, DType::F16)), 0);
 }
 
+// VKF_EMULATE_COOPMAT=1 lifts the device's cooperative-matrix and subgroup-size checks
+// (not the fp16-only rule); 0 or unset keeps them; anything else is refused by name.
+TEST(GemmCoopMat, EmulationSwitchTakesZeroOrOne) {
+  Capabilities none;
+  none.max_shared_memory = 32768;
+  none.max_workgroup_invocations = 1024;
+  none.max_workgroup_size = {1024, 1024, 64};
+  none.subgroup_size = none.min_subgroup_size = none.max_subgroup_size = 8;  // lavapipe's
+  const GemmTiles t{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 1, true};
+  {
+    ScopedEnv on("VKF_EMULATE_COOPMAT", "1");
+    EXPECT_TRUE(gemm_coopmat_emulated());
+    EXPECT_EQ(gemm_tiles_problem(none, t, DType::F16), "");
+    EXPECT_NE(gemm_tiles_problem(none, t, DType::F32).find("fp16 storage only"), std::string::npos);
+  }
+  {
+    ScopedEnv off("VKF_EMULATE_COOPMAT", "0");
+    EXPECT_FALSE(gemm_coopmat_emulated());
+    EXPECT_NE(gemm_tiles_problem(none, t, DType::F16).find("no NV cooperative matrices"), std::string::npos);
+  }
+  ScopedEnv bad("VKF_EMULATE_COOPMAT", "yes");
+  try {
+    gemm_coopmat_emulated();
+    ADD_FAILURE() << "VKF_EMULATE_COOPMAT=yes was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("VKF_EMULATE_COOPMAT must be 0 or 1, not 'yes'"), std::string::npos) << e.what();
+  }
+}
+
 class GemmCoopMatRun : public OpsTest {};
 
 // Tolerance: fp16 inputs (already fp16 in storage), exact fp16 x fp16 products and fp32
