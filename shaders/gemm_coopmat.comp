@@ -78,8 +78,9 @@ shared float Cs[BM * BN];  // the block of C before the epilogue
 #define tile_vec4 f16vec4
 shared float16_t As[BM * BKP];  // As[m * BKP + k] = op(A)(m0 + m, k0 + k)
 shared float16_t Bs[BN * BKP];  // Bs[n * BKP + k] = op(B)(k0 + k, n0 + n)
-// Halves at..at+3 of a tile from a vec4 (at a multiple of 4).
+// Halves at..at+3 of a tile from a vec4 (at a multiple of 4), at and at+1 from a vec2 (at even).
 #define PUT4(tile, at, v) for (uint c_ = 0; c_ < 4; ++c_) tile[(at) + c_] = v[c_]
+#define PUT2(tile, at, v) tile[at] = float16_t(v.x), tile[(at) + 1] = float16_t(v.y)
 #else
 // The same halves in the same places, two to a uint (packHalf2x16: the emulation needs
 // no fp16 arithmetic, which CPU drivers leave off; the values are fp16 storage's).
@@ -87,6 +88,7 @@ shared float16_t Bs[BN * BKP];  // Bs[n * BKP + k] = op(B)(k0 + k, n0 + n)
 shared uint As[BM * BKP / 2];
 shared uint Bs[BN * BKP / 2];
 #define PUT4(tile, at, v) tile[(at) / 2] = packHalf2x16(v.xy), tile[(at) / 2 + 1] = packHalf2x16(v.zw)
+#define PUT2(tile, at, v) tile[(at) / 2] = packHalf2x16(v)
 float a_tile(uint e) { return unpackHalf2x16(As[e / 2u])[e % 2u]; }
 float b_tile(uint e) { return unpackHalf2x16(Bs[e / 2u])[e % 2u]; }
 #endif
@@ -181,30 +183,20 @@ void main() {
     if (k0 + BK < k_last) {  // uniform: the next step's loads in flight during this one's products
       FETCH_TILES(k0 + BK)
     }
-#elif !defined(COOPMAT_EMULATED)
-    for (uint i = tid; i < BM * BK; i += WG) {
-      const uint gm = m0 + i / BK, gk = k0 + i % BK;
-      As[(i / BK) * BKP + i % BK] = float16_t(gm < pc.M && gk < k_last ? a_at(a_off, gm, gk) : 0.0);
-    }
-    for (uint i = tid; i < BN * BK; i += WG) {
-      const uint gn = n0 + i / BK, gk = k0 + i % BK;
-      Bs[(i / BK) * BKP + i % BK] = float16_t(gn < pc.N && gk < k_last ? b_at(b_off, gk, gn) : 0.0);
-    }
-    barrier();
 #else
-    // The same elements two at a time (BK is even: a pair never straddles rows), so each
-    // invocation writes whole uints.
+    // Two elements at a time (BK is even: a pair never straddles rows), so the emulation's
+    // packed tiles take whole uints from each invocation.
     for (uint i = 2 * tid; i < BM * BK; i += 2 * WG) {
       const uint gm = m0 + i / BK, gk = k0 + i % BK;
       const vec2 v = vec2(gm < pc.M && gk < k_last ? a_at(a_off, gm, gk) : 0.0,
                           gm < pc.M && gk + 1 < k_last ? a_at(a_off, gm, gk + 1) : 0.0);
-      As[((i / BK) * BKP + i % BK) / 2] = packHalf2x16(v);
+      PUT2(As, (i / BK) * BKP + i % BK, v);
     }
     for (uint i = 2 * tid; i < BN * BK; i += 2 * WG) {
       const uint gn = n0 + i / BK, gk = k0 + i % BK;
       const vec2 v = vec2(gn < pc.N && gk < k_last ? b_at(b_off, gk, gn) : 0.0,
                           gn < pc.N && gk + 1 < k_last ? b_at(b_off, gk + 1, gn) : 0.0);
-      Bs[((i / BK) * BKP + i % BK) / 2] = packHalf2x16(v);
+      PUT2(Bs, (i / BK) * BKP + i % BK, v);
     }
     barrier();
 #endif

@@ -99,7 +99,7 @@ struct GemmTiles {
   uint32_t shared_bytes() const {
     if (strategy == GemmStrategy::Tiled) return bk * (bm + bn) * 4;
     if (strategy == GemmStrategy::CoopMatNV && prefetch)  // padded fp16 rows, a 16x16 fp32 block per subgroup
-      return (bk + 8) * (bm + bn) * 2 + invocations() / kCoopMatSubgroup * 256 * 4;
+      return (bk + 8) * (bm + bn) * 2 + (bm / tm) * (bn / tn) * 256 * 4;
     if (strategy == GemmStrategy::CoopMatNV) return bk * (bm + bn) * 2 + bm * bn * 4;  // fp16 tiles, fp32 block of C
     return 0;
   }

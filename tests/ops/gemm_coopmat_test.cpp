@@ -53,14 +53,21 @@ TEST(GemmCoopMat, CompilesToValidSpirvThatAsksForCooperativeMatricesAndTheVulkan
         false);
 }
 
+// A device without NV cooperative matrices, with this much shared memory and these
+// fixed subgroups (the tests set the rest).
+Capabilities device_without_coopmat(uint32_t shared_bytes, uint32_t subgroup) {
+  Capabilities c;
+  c.max_shared_memory = shared_bytes;
+  c.max_workgroup_invocations = 1024;
+  c.max_workgroup_size = {1024, 1024, 64};
+  c.subgroup_size = c.min_subgroup_size = c.max_subgroup_size = subgroup;
+  return c;
+}
+
 TEST(GemmCoopMat, RefusedByNameWhereItCannotRun) {
   if (gemm_coopmat_emulated()) GTEST_SKIP() << "VKF_EMULATE_COOPMAT=1 lifts the device checks this test exercises";
   const GemmTiles t{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV};
-  Capabilities none;
-  none.max_shared_memory = 49152;
-  none.max_workgroup_invocations = 1024;
-  none.max_workgroup_size = {1024, 1024, 64};
-  none.subgroup_size = none.min_subgroup_size = none.max_subgroup_size = 32;
+  const Capabilities none = device_without_coopmat(49152, 32);
   EXPECT_NE(gemm_tiles_problem(none, t, DType::F16).find("no NV cooperative matrices"), std::string::npos);
   Capabilities nv = none;
   nv.cooperative_matrix_nv = true;
@@ -102,11 +109,7 @@ TEST(GemmCoopMat, RefusedByNameWhereItCannotRun) {
 // VKF_EMULATE_COOPMAT=1 lifts the device's cooperative-matrix and subgroup-size checks
 // (not the fp16-only rule); 0 or unset keeps them; anything else is refused by name.
 TEST(GemmCoopMat, EmulationSwitchTakesZeroOrOne) {
-  Capabilities none;
-  none.max_shared_memory = 32768;
-  none.max_workgroup_invocations = 1024;
-  none.max_workgroup_size = {1024, 1024, 64};
-  none.subgroup_size = none.min_subgroup_size = none.max_subgroup_size = 8;  // lavapipe's
+  const Capabilities none = device_without_coopmat(32768, 8);  // lavapipe's
   const GemmTiles t{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 1, true};
   {
     ScopedEnv on("VKF_EMULATE_COOPMAT", "1");
