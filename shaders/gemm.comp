@@ -115,23 +115,23 @@ void main() {
 #endif
 
   float acc[TM * TN];
-  for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
+  UNROLL for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
 
 #if defined(VEC4_NT) && defined(PREFETCH)
   vec4 next_a[A_LOADS], next_b[B_LOADS];  // the coming step's share of the tiles
   // This invocation's share of the step from k on, into next_a and next_b.
 #define FETCH_TILES(k)                                                                              \
-  for (uint r = 0; r < A_LOADS; ++r)                                                                \
+  UNROLL for (uint r = 0; r < A_LOADS; ++r)                                                                \
     if (tid + r * WG < BM * BK4) next_a[r] = a_tile_vec4(tid + r * WG, m0, (k), k_last, a_off);     \
-  for (uint r = 0; r < B_LOADS; ++r)                                                                \
+  UNROLL for (uint r = 0; r < B_LOADS; ++r)                                                                \
     if (tid + r * WG < BN * BK4) next_b[r] = b_tile_vec4(tid + r * WG, n0, (k), k_last, b_off);
   FETCH_TILES(k_first)
 #endif
   for (uint k0 = k_first; k0 < k_last; k0 += BK) {
 #if defined(VEC4_NT) && defined(PREFETCH)
-    for (uint r = 0; r < A_LOADS; ++r)
+    UNROLL for (uint r = 0; r < A_LOADS; ++r)
       if (tid + r * WG < BM * BK4) As[tid + r * WG] = next_a[r];
-    for (uint r = 0; r < B_LOADS; ++r)
+    UNROLL for (uint r = 0; r < B_LOADS; ++r)
       if (tid + r * WG < BN * BK4) Bs[tid + r * WG] = next_b[r];
     barrier();
     if (k0 + BK < k_last) {  // uniform: the next step's loads in flight during this one's FMAs
@@ -161,27 +161,27 @@ void main() {
 #if !(defined(VEC4_NT) && defined(PREFETCH))
     barrier();
 #endif
-    for (uint kq = 0; kq < BK4; ++kq) {
+    UNROLL for (uint kq = 0; kq < BK4; ++kq) {
       vec4 a[TM], b[TN];
-      for (uint i = 0; i < TM; ++i) a[i] = As[(tr + i * RT) * BK4 + kq];
-      for (uint j = 0; j < TN; ++j) b[j] = Bs[(tc + j * CT) * BK4 + kq];
-      for (uint i = 0; i < TM; ++i)
-        for (uint j = 0; j < TN; ++j) acc[i * TN + j] += dot(a[i], b[j]);
+      UNROLL for (uint i = 0; i < TM; ++i) a[i] = As[(tr + i * RT) * BK4 + kq];
+      UNROLL for (uint j = 0; j < TN; ++j) b[j] = Bs[(tc + j * CT) * BK4 + kq];
+      UNROLL for (uint i = 0; i < TM; ++i)
+        UNROLL for (uint j = 0; j < TN; ++j) acc[i * TN + j] += dot(a[i], b[j]);
     }
     barrier();
   }
 
-  for (uint i = 0; i < TM; ++i) {
+  UNROLL for (uint i = 0; i < TM; ++i) {
     uint m = m0 + tr + i * RT;
     if (m >= pc.M) continue;
     if (glu) {
-      for (uint j = 0; j < TN / 2u; ++j) {
+      UNROLL for (uint j = 0; j < TN / 2u; ++j) {
         uint n = n0 + tc + j * CT;
         if (n < pc.N) store_glu(z, m, n, acc[i * TN + j], acc[i * TN + j + TN / 2u]);
       }
       continue;
     }
-    for (uint j = 0; j < TN; ++j) {
+    UNROLL for (uint j = 0; j < TN; ++j) {
       uint n = n0 + tc + j * CT;
       if (n < pc.N) store_c(z, m, n, acc[i * TN + j]);
     }

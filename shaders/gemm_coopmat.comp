@@ -37,7 +37,7 @@
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
-#define ROLLED
+#define ROLLED UNROLL  // (types.glsl: unrolled on GPUs)
 #else
 // Loops the emulation keeps rolled: unrolled, its products are thousands of fused
 // multiply-adds per tile, which llvmpipe's LLVM took minutes to compile per variant.
@@ -79,7 +79,7 @@ shared float Cs[BM * BN];  // the block of C before the epilogue
 shared float16_t As[BM * BKP];  // As[m * BKP + k] = op(A)(m0 + m, k0 + k)
 shared float16_t Bs[BN * BKP];  // Bs[n * BKP + k] = op(B)(k0 + k, n0 + n)
 // Halves at..at+3 of a tile from a vec4 (at a multiple of 4), at and at+1 from a vec2 (at even).
-#define PUT4(tile, at, v) for (uint c_ = 0; c_ < 4; ++c_) tile[(at) + c_] = v[c_]
+#define PUT4(tile, at, v) UNROLL for (uint c_ = 0; c_ < 4; ++c_) tile[(at) + c_] = v[c_]
 #define PUT2(tile, at, v) tile[at] = float16_t(v.x), tile[(at) + 1] = float16_t(v.y)
 #else
 // The same halves in the same places, two to a uint (packHalf2x16: the emulation needs
@@ -129,7 +129,7 @@ ACC MUL_ADD(HALF a, HALF b, ACC c) {
   return c;
 }
 #define STORE_ACC(m, buf, e, s) \
-  for (uint q_ = 0; q_ < 8u; ++q_) buf[(e) + (LANE / 2u) * (s) + 8u * (LANE % 2u) + q_] = m.v[q_]
+  UNROLL for (uint q_ = 0; q_ < 8u; ++q_) buf[(e) + (LANE / 2u) * (s) + 8u * (LANE % 2u) + q_] = m.v[q_]
 #define SUBGROUP_SYNC() barrier()  // every virtual subgroup runs the epilogue's loop alike
 #endif
 
@@ -157,7 +157,7 @@ void main() {
   const uint k_first = k_begin(BK), k_last = k_end(BK);  // all of K, or a split-K slice's run
 
   ACC acc[MT * NT];
-  for (uint i = 0; i < MT * NT; ++i) acc[i] = ACC_ZERO;
+  UNROLL for (uint i = 0; i < MT * NT; ++i) acc[i] = ACC_ZERO;
 
 #ifdef PREFETCH
   // Spec-constant sizes: at most 8 vec4s of each tile per invocation (the designs have
@@ -166,7 +166,7 @@ void main() {
   tile_vec4 next_a[8], next_b[8];
   // This invocation's share of the step from k on, into next_a and next_b.
 #define FETCH_TILES(k)                                                                     \
-  for (uint r = 0; r < 8; ++r) {                                                           \
+  UNROLL for (uint r = 0; r < 8; ++r) {                                                           \
     if (tid + r * WG < A4S) next_a[r] = a_tile_vec4(tid + r * WG, m0, (k), k_last, a_off); \
     if (tid + r * WG < B4S) next_b[r] = b_tile_vec4(tid + r * WG, n0, (k), k_last, b_off); \
   }
@@ -174,7 +174,7 @@ void main() {
 #endif
   for (uint k0 = k_first; k0 < k_last; k0 += BK) {
 #ifdef PREFETCH
-    for (uint r = 0; r < 8; ++r) {
+    UNROLL for (uint r = 0; r < 8; ++r) {
       const uint i = tid + r * WG, at = (i / BK4) * BKP + 4 * (i % BK4);  // vec4 i's first half in the padded rows
       if (i < A4S) PUT4(As, at, next_a[r]);
       if (i < B4S) PUT4(Bs, at, next_b[r]);
@@ -202,8 +202,8 @@ void main() {
 #endif
     ROLLED for (uint kk = 0; kk < BK; kk += 16) {
       HALF a[MT], b[NT];
-      for (uint i = 0; i < MT; ++i) LOAD_A(a[i], (sm + 16 * i) * BKP + kk, BKP);
-      for (uint j = 0; j < NT; ++j) LOAD_B(b[j], (sn + 16 * j) * BKP + kk, BKP);
+      UNROLL for (uint i = 0; i < MT; ++i) LOAD_A(a[i], (sm + 16 * i) * BKP + kk, BKP);
+      UNROLL for (uint j = 0; j < NT; ++j) LOAD_B(b[j], (sn + 16 * j) * BKP + kk, BKP);
       ROLLED for (uint i = 0; i < MT; ++i)
         ROLLED for (uint j = 0; j < NT; ++j) acc[i * NT + j] = MUL_ADD(a[i], b[j], acc[i * NT + j]);
     }
@@ -214,8 +214,8 @@ void main() {
   // Each subgroup's accumulators one 16x16 block at a time through its own 256 floats:
   // no workgroup barrier, and the block of C never whole in shared memory.
   const uint block = SUBGROUP_ID * 256;
-  for (uint i = 0; i < MT; ++i)
-    for (uint j = 0; j < NT; ++j) {
+  UNROLL for (uint i = 0; i < MT; ++i)
+    UNROLL for (uint j = 0; j < NT; ++j) {
       STORE_ACC(acc[i * NT + j], Cs, block, 16);
       SUBGROUP_SYNC();
       for (uint e = LANE; e < 256; e += 32) {
@@ -225,8 +225,8 @@ void main() {
       SUBGROUP_SYNC();  // every lane has read the block before the next overwrites it
     }
 #else
-  for (uint i = 0; i < MT; ++i)
-    for (uint j = 0; j < NT; ++j) STORE_ACC(acc[i * NT + j], Cs, (sm + 16 * i) * BN + sn + 16 * j, BN);
+  UNROLL for (uint i = 0; i < MT; ++i)
+    UNROLL for (uint j = 0; j < NT; ++j) STORE_ACC(acc[i * NT + j], Cs, (sm + 16 * i) * BN + sn + 16 * j, BN);
   barrier();
   for (uint i = tid; i < BM * BN; i += WG) {
     const uint m = m0 + i / BN, n = n0 + i % BN;

@@ -174,7 +174,7 @@ void norm_row_statistics(uint z, uint row0) {
 #ifdef ROW_STATS
   if (flag(FLAG_STATS_IN)) {
     const uint count = residual ? pc.N : pc.K;
-    for (uint r = 0; r < TM; ++r) {
+    UNROLL for (uint r = 0; r < TM; ++r) {
       float mean, m2;
       merge_row_partials(min(row0 + r, pc.M - 1u), mean, m2);
       norm_rstd[r] = norm_scale(mean, m2, count);
@@ -186,7 +186,7 @@ void norm_row_statistics(uint z, uint row0) {
   const uint count = residual ? pc.N : pc.K;
   const uint base = residual ? pc.base_r + batch_offset(z, pc.stride_r) : offset_a(z);
   const uint ld = residual ? pc.ldr : pc.lda;
-  for (uint r = 0; r < TM; ++r) {
+  UNROLL for (uint r = 0; r < TM; ++r) {
     const uint row = base + min(row0 + r, pc.M - 1u) * ld;
     const float mean = subgroupAdd(residual ? norm_row_sum(row, count, true, false, 0.0)
                                             : norm_row_sum(row, count, false, false, 0.0)) / float(count);
@@ -247,14 +247,14 @@ void main() {
   // Rows and columns past the edge read the last row or column (in bounds, and
   // uniform for the rows) and are not stored.
   uint rows[TM], cols[TN];
-  for (uint i = 0; i < TM; ++i) rows[i] = min(m0 + i, pc.M - 1u);
-  for (uint j = 0; j < TN; ++j) {
+  UNROLL for (uint i = 0; i < TM; ++i) rows[i] = min(m0 + i, pc.M - 1u);
+  UNROLL for (uint j = 0; j < TN; ++j) {
     if (!glu) cols[j] = min(n0 + lane + j * WG, pc.N - 1u);
     else cols[j] = j < TN / 2u ? min(n0 + lane + j * WG, pc.N - 1u) : min(n0 + lane + (j - TN / 2u) * WG, pc.N - 1u) + pc.N;
   }
 
   float acc[TM * TN];
-  for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
+  UNROLL for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
 #if defined(SHUFFLE_A) && defined(NORM_FOLDED)
   // With shuffles each lane loads rows r * SG + lane of A and normalises them before
   // handing them on: one normalisation per loaded element instead of one per lane that
@@ -262,8 +262,8 @@ void main() {
   // statistics are picked with constant indices (a dynamic index into a private array
   // is memory on a CPU driver).
   float lane_mean[TM / SG], lane_rstd[TM / SG];
-  for (uint r = 0; r < TM / SG; ++r)
-    for (uint s = 0; s < SG; ++s)
+  UNROLL for (uint r = 0; r < TM / SG; ++r)
+    UNROLL for (uint s = 0; s < SG; ++s)
       if (s == gl_SubgroupInvocationID) lane_mean[r] = norm_mean[r * SG + s], lane_rstd[r] = norm_rstd[r * SG + s];
 #endif
 
@@ -272,9 +272,9 @@ void main() {
 #if defined(SHUFFLE_A) && defined(NORM_FOLDED)
   vec4 g_lane = vec4(1.0), be_lane = vec4(0.0);  // gamma and beta of step kq - kq % SG + lane
 #endif
-  for (uint kq = 0; kq < K4; ++kq) {
+  UNROLL for (uint kq = 0; kq < K4; ++kq) {
     vec4 b[TN];
-    for (uint j = 0; j < TN; ++j) b[j] = b4((b_off + cols[j] * pc.ldb) / 4u + kq);
+    UNROLL for (uint j = 0; j < TN; ++j) b[j] = b4((b_off + cols[j] * pc.ldb) / 4u + kq);
 #ifdef SHUFFLE_A
     // One load per lane brings SG rows' vec4s; each row is then shuffled to every lane
     // (a register broadcast on a CPU) instead of loaded by every lane.
@@ -292,20 +292,20 @@ void main() {
       g4 = subgroupShuffle(g_lane, ks), be4 = subgroupShuffle(be_lane, ks);
     }
 #endif
-    for (uint r = 0; r < TM / SG; ++r) {
+    UNROLL for (uint r = 0; r < TM / SG; ++r) {
       vec4 mine = a4((a_off + min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u) * pc.lda) / 4u + kq);
 #ifdef NORM_FOLDED
       if (norm_a) mine = (mine - lane_mean[r]) * lane_rstd[r] * g4 + be4;
 #endif
-      for (uint s = 0; s < SG; ++s) {
+      UNROLL for (uint s = 0; s < SG; ++s) {
         const vec4 a = subgroupShuffle(mine, s);
-        for (uint j = 0; j < TN; ++j) acc[(r * SG + s) * TN + j] = fma4(a, b[j], acc[(r * SG + s) * TN + j]);
+        UNROLL for (uint j = 0; j < TN; ++j) acc[(r * SG + s) * TN + j] = fma4(a, b[j], acc[(r * SG + s) * TN + j]);
       }
     }
 #else
-    for (uint i = 0; i < TM; ++i) {
+    UNROLL for (uint i = 0; i < TM; ++i) {
       const vec4 a = a_vec4(a_off, rows[i], kq);
-      for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma4(a, b[j], acc[i * TN + j]);
+      UNROLL for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma4(a, b[j], acc[i * TN + j]);
     }
 #endif
   }
@@ -313,36 +313,36 @@ void main() {
   // Any shape and transpose: scalar loads.
   for (uint k = 0; k < pc.K; ++k) {
     float b[TN];
-    for (uint j = 0; j < TN; ++j) b[j] = b_at(b_off, k, cols[j]);
+    UNROLL for (uint j = 0; j < TN; ++j) b[j] = b_at(b_off, k, cols[j]);
 #ifdef SHUFFLE_A
 #ifdef NORM_FOLDED
     float g1 = 1.0, be1 = 0.0;
     if (norm_a) g1 = float(norm_gamma[k]), be1 = float(norm_beta[k]);
 #endif
-    for (uint r = 0; r < TM / SG; ++r) {
+    UNROLL for (uint r = 0; r < TM / SG; ++r) {
       float mine = a_at(a_off, min(m0 + r * SG + gl_SubgroupInvocationID, pc.M - 1u), k);
 #ifdef NORM_FOLDED
       if (norm_a) mine = (mine - lane_mean[r]) * lane_rstd[r] * g1 + be1;
 #endif
-      for (uint s = 0; s < SG; ++s) {
+      UNROLL for (uint s = 0; s < SG; ++s) {
         const float a = subgroupShuffle(mine, s);
-        for (uint j = 0; j < TN; ++j) acc[(r * SG + s) * TN + j] = fma(a, b[j], acc[(r * SG + s) * TN + j]);
+        UNROLL for (uint j = 0; j < TN; ++j) acc[(r * SG + s) * TN + j] = fma(a, b[j], acc[(r * SG + s) * TN + j]);
       }
     }
 #else
-    for (uint i = 0; i < TM; ++i) {
+    UNROLL for (uint i = 0; i < TM; ++i) {
       const float a = a_read(a_off, rows[i], k);
-      for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(a, b[j], acc[i * TN + j]);
+      UNROLL for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(a, b[j], acc[i * TN + j]);
     }
 #endif
   }
 #endif
 
-  for (uint i = 0; i < TM; ++i) {
+  UNROLL for (uint i = 0; i < TM; ++i) {
     const uint m = m0 + i;
     if (m >= pc.M) break;  // uniform: the workgroup's rows
     if (glu) {  // (no ROW_STATS: the host writes no statistics of a gated product)
-      for (uint j = 0; j < TN / 2u; ++j) {  // (constant indices: a private array stays in registers)
+      UNROLL for (uint j = 0; j < TN / 2u; ++j) {  // (constant indices: a private array stays in registers)
         const uint n = n0 + lane + j * WG;
 #ifdef NORM_FOLDED
         if (n < pc.N) store_glu_at(z, m, n, acc[i * TN + j], acc[i * TN + j + TN / 2u], i);
@@ -353,7 +353,7 @@ void main() {
       continue;
     }
     float stored[TN];
-    for (uint j = 0; j < TN; ++j) {
+    UNROLL for (uint j = 0; j < TN; ++j) {
       const uint n = n0 + lane + j * WG;
       stored[j] = 0.0;
 #ifdef NORM_FOLDED
@@ -367,12 +367,12 @@ void main() {
     // (two passes over registers), one vec4 per (row, subgroup).
     if (flag(FLAG_STATS_OUT)) {
       float count = 0.0, sum = 0.0;
-      for (uint j = 0; j < TN; ++j)
+      UNROLL for (uint j = 0; j < TN; ++j)
         if (n0 + lane + j * WG < pc.N) count += 1.0, sum += stored[j];
       const float n = subgroupAdd(count), total = subgroupAdd(sum);
       const float mean = n > 0.0 ? total / n : 0.0;  // n = 0: the subgroup's columns are all past N
       float dev = 0.0;
-      for (uint j = 0; j < TN; ++j)
+      UNROLL for (uint j = 0; j < TN; ++j)
         if (n0 + lane + j * WG < pc.N) dev += (stored[j] - mean) * (stored[j] - mean);
       const float m2 = subgroupAdd(dev);
       const uint per_group = WG / gl_SubgroupSize, parts = gl_NumWorkGroups.x * per_group;

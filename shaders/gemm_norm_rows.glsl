@@ -62,7 +62,7 @@ void norm_row_statistics(uint z, uint row0) {
   barrier();
   for (uint r = t; r < rows; r += wg) {
     float n = 0.0, mean = 0.0, m2 = 0.0;
-    for (uint part = 0; part < P; ++part) {
+    UNROLL for (uint part = 0; part < P; ++part) {
       const uint w = r * P + part;
       const float nb = norm_part_count[w];
       if (nb == 0.0) continue;

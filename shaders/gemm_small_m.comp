@@ -135,13 +135,13 @@ void norm_statistics(uint z) {
   vec4 sum = vec4(0.0);
   float mine = 0.0;  // elements this invocation takes
   for (uint i = tid; i < count; i += WG_SIZE) mine += 1.0;
-  for (uint m = 0; m < MAX_M; ++m)
+  UNROLL for (uint m = 0; m < MAX_M; ++m)
     if (m < pc.M)
       for (uint i = tid; i < count; i += WG_SIZE) sum[m] += norm_input(z, m, i);
   const float group_count = norm_group_sum(vec4(mine)).x;
   const vec4 group_mean = group_count > 0.0 ? norm_group_sum(sum) / group_count : vec4(0.0);
   vec4 m2 = vec4(0.0);
-  for (uint m = 0; m < MAX_M; ++m)
+  UNROLL for (uint m = 0; m < MAX_M; ++m)
     if (m < pc.M)
       for (uint i = tid; i < count; i += WG_SIZE) {
         const float d = norm_input(z, m, i) - group_mean[m];
@@ -156,7 +156,7 @@ void norm_statistics(uint z) {
   barrier();
   float n = 0.0;
   vec4 mean = vec4(0.0), M2 = vec4(0.0);
-  for (uint g = 0; g < NORM_GROUPS; ++g) {
+  UNROLL for (uint g = 0; g < NORM_GROUPS; ++g) {
     const float nb = norm_group_count[g];
     if (nb == 0.0) continue;
     const vec4 delta = norm_group_mean[g] - mean;
@@ -165,7 +165,7 @@ void norm_statistics(uint z) {
     M2 += norm_group_m2[g] + delta * delta * (n * nb / total);
     n = total;
   }
-  for (uint m = 0; m < MAX_M; ++m) {
+  UNROLL for (uint m = 0; m < MAX_M; ++m) {
     norm_mean[m] = m < pc.M ? norm_center(mean[m]) : 0.0;
     norm_rstd[m] = m < pc.M ? norm_scale(mean[m], M2[m], count) : 0.0;
   }
@@ -197,10 +197,10 @@ void main() {
   if (flag(FLAG_NORM_A | FLAG_NORM_R)) norm_statistics(z);
 #endif
   uint cols[COLS];  // clamped: loads stay in bounds
-  for (uint c = 0; c < COLS; ++c)
+  UNROLL for (uint c = 0; c < COLS; ++c)
     cols[c] = !glu ? min(n0 + c, pc.N - 1) : c < COLS / 2u ? min(n0 + c, pc.N - 1) : min(n0 + c - COLS / 2u, pc.N - 1) + pc.N;
   float acc[MAX_M * COLS];
-  for (uint i = 0; i < MAX_M * COLS; ++i) acc[i] = 0.0;
+  UNROLL for (uint i = 0; i < MAX_M * COLS; ++i) acc[i] = 0.0;
 #if defined(VEC4_K) && defined(TEXEL_B)
   // The same loop over texels of TEXEL_VEC4S vec4s.
   const uint KT = pc.K / (4u * TEXEL_VEC4S), lda4 = pc.lda / 4, ldbt = pc.ldb / (4u * TEXEL_VEC4S);
@@ -208,24 +208,24 @@ void main() {
   for (uint k = lane; k < KT; k += gl_SubgroupSize) {
     vec4 a[MAX_M * TEXEL_VEC4S];
     texel_t at[MAX_M];
-    for (uint m = 0; m < MAX_M; ++m)
+    UNROLL for (uint m = 0; m < MAX_M; ++m)
       if (ROW_USED(m)) at[m] = imageLoad(A_texels, int((a_off / 4 + m * lda4) / TEXEL_VEC4S + k));
-    for (uint p = 0; p < TEXEL_VEC4S; ++p) {
+    UNROLL for (uint p = 0; p < TEXEL_VEC4S; ++p) {
       const uint k4 = k * TEXEL_VEC4S + p;
-      for (uint m = 0; m < MAX_M; ++m) a[m * TEXEL_VEC4S + p] = ROW_USED(m) ? texel_vec4(at[m], p) : vec4(0.0);
+      UNROLL for (uint m = 0; m < MAX_M; ++m) a[m * TEXEL_VEC4S + p] = ROW_USED(m) ? texel_vec4(at[m], p) : vec4(0.0);
 #ifdef NORM_FOLDED
       if (flag(FLAG_NORM_A)) {
         const vec4 g = vec4(norm_gamma4[k4]), be = vec4(norm_beta4[k4]);
-        for (uint m = 0; m < MAX_M; ++m)
+        UNROLL for (uint m = 0; m < MAX_M; ++m)
           if (ROW_USED(m)) a[m * TEXEL_VEC4S + p] = (a[m * TEXEL_VEC4S + p] - norm_mean[m]) * norm_rstd[m] * g + be;
       }
 #endif
     }
-    for (uint c = 0; c < COLS; ++c) {
+    UNROLL for (uint c = 0; c < COLS; ++c) {
       const texel_t t = imageLoad(B_texels, int(b_t + cols[c] * ldbt + k));
-      for (uint p = 0; p < TEXEL_VEC4S; ++p) {
+      UNROLL for (uint p = 0; p < TEXEL_VEC4S; ++p) {
         const vec4 b = texel_vec4(t, p);
-        for (uint m = 0; m < MAX_M; ++m)
+        UNROLL for (uint m = 0; m < MAX_M; ++m)
           if (ROW_USED(m)) acc[m * COLS + c] += dot(a[m * TEXEL_VEC4S + p], b);
       }
     }
@@ -234,43 +234,43 @@ void main() {
   const uint K4 = pc.K / 4, lda4 = pc.lda / 4, ldb4 = pc.ldb / 4;
   for (uint k = lane; k < K4; k += gl_SubgroupSize) {
     vec4 a[MAX_M];
-    for (uint m = 0; m < MAX_M; ++m) a[m] = ROW_USED(m) ? a_vec4(a_off / 4 + m * lda4 + k) : vec4(0.0);
+    UNROLL for (uint m = 0; m < MAX_M; ++m) a[m] = ROW_USED(m) ? a_vec4(a_off / 4 + m * lda4 + k) : vec4(0.0);
 #ifdef NORM_FOLDED
     if (flag(FLAG_NORM_A)) {
       const vec4 g = vec4(norm_gamma4[k]), be = vec4(norm_beta4[k]);
-      for (uint m = 0; m < MAX_M; ++m)
+      UNROLL for (uint m = 0; m < MAX_M; ++m)
         if (ROW_USED(m)) a[m] = (a[m] - norm_mean[m]) * norm_rstd[m] * g + be;
     }
 #endif
-    for (uint c = 0; c < COLS; ++c) {
+    UNROLL for (uint c = 0; c < COLS; ++c) {
       vec4 b = vec4(B4[b_off / 4 + cols[c] * ldb4 + k]);
-      for (uint m = 0; m < MAX_M; ++m)
+      UNROLL for (uint m = 0; m < MAX_M; ++m)
         if (ROW_USED(m)) acc[m * COLS + c] += dot(a[m], b);
     }
   }
 #else
   for (uint k = lane; k < pc.K; k += gl_SubgroupSize) {
     float a[MAX_M];
-    for (uint m = 0; m < MAX_M; ++m) a[m] = ROW_USED(m) ? a_read(a_off, m, k) : 0.0;
-    for (uint c = 0; c < COLS; ++c) {
+    UNROLL for (uint m = 0; m < MAX_M; ++m) a[m] = ROW_USED(m) ? a_read(a_off, m, k) : 0.0;
+    UNROLL for (uint c = 0; c < COLS; ++c) {
       float b = float(B[b_off + cols[c] * pc.ldb + k]);
-      for (uint m = 0; m < MAX_M; ++m)
+      UNROLL for (uint m = 0; m < MAX_M; ++m)
         if (ROW_USED(m)) acc[m * COLS + c] = fma(a[m], b, acc[m * COLS + c]);
     }
   }
 #endif
   if (glu) {
-    for (uint m = 0; m < MAX_M; ++m)
+    UNROLL for (uint m = 0; m < MAX_M; ++m)
       if (ROW_USED(m))
-        for (uint c = 0; c < COLS / 2u; ++c) {
+        UNROLL for (uint c = 0; c < COLS / 2u; ++c) {
           const float gate = subgroupAdd(acc[m * COLS + c]), up = subgroupAdd(acc[m * COLS + c + COLS / 2u]);
           if (lane == 0 && n0 + c < pc.N) store_glu(z, m, n0 + c, gate, up);
         }
     return;
   }
-  for (uint m = 0; m < MAX_M; ++m)
+  UNROLL for (uint m = 0; m < MAX_M; ++m)
     if (ROW_USED(m))  // uniform: every lane reduces, or none
-      for (uint c = 0; c < COLS; ++c) {
+      UNROLL for (uint c = 0; c < COLS; ++c) {
         float s = subgroupAdd(acc[m * COLS + c]);
         if (lane == 0 && n0 + c < pc.N) store_c(z, m, n0 + c, s);
       }
@@ -287,7 +287,7 @@ void main() {
   if (flag(FLAG_NORM_A | FLAG_NORM_R)) norm_statistics(z);  // the whole workgroup, before any return
 #endif
   float acc[MAX_M], acc_up[MAX_M];  // acc_up: FLAG_GLU's up sums, beside the gates in acc
-  for (uint m = 0; m < MAX_M; ++m) acc[m] = 0.0, acc_up[m] = 0.0;
+  UNROLL for (uint m = 0; m < MAX_M; ++m) acc[m] = 0.0, acc_up[m] = 0.0;
 
   if (flag(FLAG_TRANS_B)) {
     const bool glu = flag(FLAG_GLU);
@@ -299,7 +299,7 @@ void main() {
         const float b = float(B[b_off + n * pc.ldb + k]);
         if (glu) {  // uniform
           const float b_up = float(B[b_off + (pc.N + n) * pc.ldb + k]);
-          for (uint m = 0; m < MAX_M; ++m)
+          UNROLL for (uint m = 0; m < MAX_M; ++m)
             if (m < pc.M) {
               const float a = a_read(a_off, m, k);
               acc[m] = fma(a, b, acc[m]);
@@ -307,11 +307,11 @@ void main() {
             }
           continue;
         }
-        for (uint m = 0; m < MAX_M; ++m)
+        UNROLL for (uint m = 0; m < MAX_M; ++m)
           if (m < pc.M) acc[m] = fma(a_read(a_off, m, k), b, acc[m]);
       }
     }
-    for (uint m = 0; m < MAX_M; ++m) {
+    UNROLL for (uint m = 0; m < MAX_M; ++m) {
       partial[tid] = acc[m];
       barrier();
       for (uint s = LANES / 2; s > 0; s >>= 1) {
@@ -339,10 +339,10 @@ void main() {
     if (n >= pc.N) return;
     for (uint k = 0; k < pc.K; ++k) {
       float b = float(B[b_off + k * pc.ldb + n]);
-      for (uint m = 0; m < MAX_M; ++m)
+      UNROLL for (uint m = 0; m < MAX_M; ++m)
         if (m < pc.M) acc[m] = fma(a_read(a_off, m, k), b, acc[m]);
     }
-    for (uint m = 0; m < MAX_M; ++m)
+    UNROLL for (uint m = 0; m < MAX_M; ++m)
       if (m < pc.M) store_c(z, m, n, acc[m]);
   }
 }

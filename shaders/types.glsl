@@ -20,4 +20,17 @@
 #define store_vec4 vec4
 #endif
 
+// UNROLL: loops whose trip counts are constants (specialization constants included) and
+// that index per-invocation arrays. The host defines VKF_UNROLL on GPUs: an H100's
+// compiler (driver 580) otherwise kept the GEMMs' accumulator arrays in local memory
+// (VKF_PIPELINE_STATS: the tiled kernel's TM x TN floats as local memory, every
+// multiply-add a load and a store). CPU drivers unroll what they need themselves, and
+// forcing it grows their compile times.
+#ifdef VKF_UNROLL
+#extension GL_EXT_control_flow_attributes : require
+#define UNROLL [[unroll]]
+#else
+#define UNROLL
+#endif
+
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU session's checks in one device call each (../shared/gpu/README.md has the setup).
 # Here, after tools/build.sh:  ../shared/gpu/bundle.sh && tools/gpu_check.sh pack
-# There (device `run`, carry .gpu):  tools/gpu_check.sh bench|tests|probe|all [SECONDS]
+# There (device `run`, carry .gpu):  tools/gpu_check.sh bench|tests|probe|diag|all [SECONDS]
 #
 #   bench  GEMM beside cuBLAS (torch.matmul, fp16 and fp32 with TF32 off) after tuning
 #          for the card, and Transformer-base greedy decoding at batch 32 and 1 beside
@@ -14,6 +14,9 @@
 #          and 32 with the attention's output projection fused or a GEMM of its own
 #          (VKF_DECODE_PROJECTION): on the H200 a folded encoder GEMM took 2.5 ms and
 #          decode_attention with its projection ~50 us
+#   diag   tests, then what the driver offers and does: vulkaninfo, the memory types
+#          tensors use, clocks sampled during bench ops, every GEMM design's pipeline
+#          statistics (VKF_PIPELINE_STATS=1: registers, spills), decoding as defaulted
 #   all    tests, then bench, then probe where 150 s are left, then the device-lost
 #          fault sweep alone with its open files sampled (it once exhausted the driver
 #          when run among the suites)
@@ -31,6 +34,11 @@ if [ "${1:-}" = pack ]; then  # here: the goldens the model tests read, beside t
   # case_3 and case_11 (35 of 46 MB) stay behind to keep the call under its 64 MiB
   mkdir -p .gpu/lib
   for l in libsentencepiece.so.0 libutf8proc.so.2 libpcre2-8.so.0; do cp -L "/usr/lib/x86_64-linux-gnu/$l" .gpu/lib/; done
+  # vulkaninfo (diag: the memory types and extensions the driver offers) and what it links
+  cp -L /usr/bin/vulkaninfo .gpu/lib/
+  for l in libwayland-client.so.0 libxcb.so.1 libX11.so.6 libffi.so.8 libXau.so.6 libXdmcp.so.6 libbsd.so.0 libmd.so.0; do
+    cp -L "/usr/lib/x86_64-linux-gnu/$l" .gpu/lib/
+  done
   tar -C build -cJf .gpu/goldens.tar.xz --exclude=goldens/case_3 --exclude=goldens/case_11 goldens
   du -sh .gpu
   exit 0
@@ -58,7 +66,7 @@ if [ "${1:-}" = _suites ]; then  # the tests step's body (called through `step`,
   exit
 fi
 
-what=${1:?usage: tools/gpu_check.sh pack|bench|tests|probe|all [SECONDS]}
+what=${1:?usage: tools/gpu_check.sh pack|bench|tests|probe|diag|all [SECONDS]}
 budget=${2:-420}
 start=${EPOCHREALTIME%.*}
 mkdir -p "$L" "${OUT:=/tmp/gpu-out}"
@@ -125,8 +133,25 @@ faults() {  # the device-lost sweep alone (it creates a context per submit), ope
   done
   kill "$pid" 2>/dev/null; wait "$pid"; echo "faults rc $?" >> "$L/faults_fds.log"; save
 }
+diag() {  # what the driver offers and does with our kernels: memory types, clocks, registers
+  step vulkaninfo 20 "$here/.gpu/lib/vulkaninfo"
+  step memory_types 60 env VKF_LOG=info build/vkformer bench ops --precision fp16 --max-size 64
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu,pstate --format=csv -lms 100 \
+    > "$L/clocks.csv" 2>&1 &
+  local smi=$!
+  step bench_ops_fp16_clocks 100 build/vkformer bench ops --precision fp16 --max-size 4096
+  kill "$smi" 2>/dev/null
+  step pipeline_stats 120 env VKF_PIPELINE_STATS=1 VKF_CACHE_DIR=/tmp/vkf-cache-stats build/vkformer tune \
+    --precision fp16 --budget-s 30
+  step decode_b1_defaults 90 python3 tools/bench_transformer_base.py --torch-device cuda --precision fp16 --batch 1 --tokens 32
+  step decode_b32_defaults 120 python3 tools/bench_transformer_base.py --torch-device cuda --precision fp16 --batch 32 --tokens 32
+  step profile_b1_defaults 40 build/vkformer generate --model build/transformer-base --precision fp16 --warmup --profile \
+    --src-ids 3,10,17,24,31,38,45,52,59,66,73,80,87,94,101,108,115,122,129,136,143,150,157,164 --max-new-tokens 32
+  save
+}
 case $what in
   bench) bench ;;
+  diag) SUITES_S=${SUITES_S:-120} tests; diag ;;
   probe) probe ;;
   tests)  # the suites, then the device-lost sweep alone
     tests; left=$((budget - (${EPOCHREALTIME%.*} - start) - 5)); [ "$left" -gt 20 ] && faults "$left" ;;
@@ -134,7 +159,7 @@ case $what in
     SUITES_S=150 tests; TUNE_FP16_S=${TUNE_FP16_S:-110} TUNE_FP32_S=${TUNE_FP32_S:-50} bench
     left=$((budget - (${EPOCHREALTIME%.*} - start) - 5)); [ "$left" -gt 150 ] && probe
     left=$((budget - (${EPOCHREALTIME%.*} - start) - 5)); [ "$left" -gt 20 ] && faults "$left" ;;
-  *) echo "usage: tools/gpu_check.sh pack|bench|tests|probe|all [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: tools/gpu_check.sh pack|bench|tests|probe|diag|all [SECONDS]" >&2; exit 2 ;;
 esac
 echo "== $what: summary (logs in \$OUT/logs.tgz)"
 cat "$L/summary.txt"

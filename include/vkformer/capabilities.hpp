@@ -21,6 +21,9 @@ struct Capabilities {
   uint32_t index = 0;  // position in the Vulkan enumeration (what --device N means)
   std::string name;
   DeviceType type = DeviceType::Other;
+  // The driver itself reports a CPU (lavapipe, SwiftShader): stays so under the portable
+  // profile, which makes `type` a GPU's for choosing kernels.
+  bool cpu_driver = false;
   uint32_t vendor_id = 0, device_id = 0;
   std::string vendor;  // "NVIDIA", "AMD", "Intel", "Mesa", ...
   std::string driver_name, driver_info;

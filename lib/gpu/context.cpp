@@ -46,6 +46,7 @@ Context::Impl::Impl(const ContextOptions& opts) : options(opts), log(opts.log) {
   disk_cache = std::make_unique<gpu::DiskCache>(gpu::resolve_cache_dir(options), device->caps(), log);
   const bool direct = device->caps().unified_memory && !options.force_staging;
   allocator = std::make_unique<gpu::Allocator>(*device, direct, options.block_bytes);
+  log.info(allocator->describe());
   allocator->set_limit(options.memory_limit);
   allocator->set_within_heap_budget(options.within_heap_budget);
   pipelines = std::make_unique<gpu::Pipelines>(*device, *disk_cache);

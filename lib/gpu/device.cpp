@@ -2,9 +2,20 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace vkf::gpu {
+
+bool pipeline_statistics_requested() {
+  const char* env = std::getenv("VKF_PIPELINE_STATS");
+  if (!env) return false;
+  const std::string v = env;
+  if (v != "0" && v != "1") throw Error("VKF_PIPELINE_STATS must be 0 or 1, not '" + v + "'");
+  return v == "1";
+}
 
 Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(physical)) {
   auto& c = physical_.caps;
@@ -77,6 +88,28 @@ Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(p
   }
   // Heap budgets (the allocator stays within them, Context::memory_budget reports them).
   if (c.memory_budget) enable_ext(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  // The driver's statistics of each pipeline, on request (a diagnostic for tuning kernels
+  // on a GPU: register counts and spills are what its compiler does with our loops).
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec_props{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (pipeline_statistics_requested()) {
+    if (physical_.has_extension(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+      VkPhysicalDeviceFeatures2 query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+      VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR offered{
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+      query.pNext = &offered;
+      vkGetPhysicalDeviceFeatures2(physical_.handle, &query);
+      pipeline_statistics_ = offered.pipelineExecutableInfo;
+    }
+    if (pipeline_statistics_) {
+      enable_ext(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+      exec_props.pipelineExecutableInfo = VK_TRUE;
+      chain(exec_props);
+    } else {
+      std::fprintf(stderr, "vkformer: VKF_PIPELINE_STATS: device '%s' offers no pipeline statistics "
+                   "(VK_KHR_pipeline_executable_properties): none reported\n", c.name.c_str());
+    }
+  }
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

@@ -15,6 +15,10 @@ extern thread_local uint64_t blocking_waits_this_thread;
 
 // The logical device and its compute queue, opened with every optional feature the
 // physical device offers that vkformer can use.
+// VKF_PIPELINE_STATS: 1 asks for the driver's statistics of every pipeline, 0 or unset not;
+// anything else is refused by name.
+bool pipeline_statistics_requested();
+
 class Device {
  public:
   Device(const Instance& instance, PhysicalDevice physical);
@@ -45,6 +49,10 @@ class Device {
   } faults;
   static bool fire(std::atomic<uint64_t>& countdown);
   bool lost() const { return lost_; }
+  // VKF_PIPELINE_STATS=1 on a device with VK_KHR_pipeline_executable_properties: every
+  // pipeline created reports the driver's statistics for it (registers, spills, shared
+  // memory: what a kernel costs on that GPU) on stderr.
+  bool pipeline_statistics() const { return pipeline_statistics_; }
 
  private:
   std::atomic<bool> lost_{false};
@@ -54,6 +62,7 @@ class Device {
   VkQueue queue_ = VK_NULL_HANDLE;
   std::mutex queue_mutex_;
   bool borrowed_ = false;
+  bool pipeline_statistics_ = false;
   std::function<void()> lock_queue_, unlock_queue_;  // the app's, for a borrowed queue
 };
 

@@ -70,6 +70,25 @@ Allocator::Allocator(Device& device, bool direct, uint64_t block_bytes) : device
                                   allowed_types_);
 }
 
+std::string Allocator::describe() const {
+  const auto& mem = device_.memory_properties();
+  auto type = [&](uint32_t t) {
+    if (t == ~0u) return std::string("none");
+    const VkMemoryPropertyFlags f = mem.memoryTypes[t].propertyFlags;
+    std::string flags;
+    for (auto [bit, name] : {std::pair{VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, "device-local"},
+                             {VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, "host-visible"},
+                             {VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, "coherent"},
+                             {VK_MEMORY_PROPERTY_HOST_CACHED_BIT, "cached"}})
+      if (f & bit) flags += (flags.empty() ? "" : "+") + std::string(name);
+    const uint32_t h = mem.memoryTypes[t].heapIndex;
+    return "type " + std::to_string(t) + " (" + (flags.empty() ? "no flags" : flags) + ", heap " + std::to_string(h) +
+           " of " + mib(mem.memoryHeaps[h].size) + ")";
+  };
+  return std::string("memory: tensors in ") + type(type_) + (direct_ ? ", mapped" : "") + "; host-access buffers in " +
+         type(direct_ ? type_ : host_access_type_) + "; " + std::to_string(mem.memoryTypeCount) + " types offered";
+}
+
 Allocator::~Allocator() {
   for (auto& b : blocks_) destroy_block(*b);
 }

@@ -54,6 +54,8 @@ class Allocator {
   void release(Allocation& a);
   MemoryStats stats() const;
   bool direct() const { return direct_; }
+  // Which memory types hold tensors and host-access buffers, by flags and heap (VKF_LOG=info).
+  std::string describe() const;
   // Live buffers may hold at most this many bytes (0: no limit): a game's memory budget.
   void set_limit(uint64_t bytes) { limit_ = bytes; }
   // Refuse device blocks past the driver's heap budget (ContextOptions::within_heap_budget).

@@ -126,6 +126,7 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
 
   c.name = base.deviceName;
   c.type = device_type(base.deviceType);
+  c.cpu_driver = c.type == DeviceType::Cpu;
   c.vendor_id = base.vendorID;
   c.device_id = base.deviceID;
   c.vendor = vendor_name(base.vendorID);

@@ -1,6 +1,7 @@
 #include "pipelines.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 #include "embedded_shaders.hpp"
@@ -151,10 +152,46 @@ std::unique_ptr<Pipeline> Pipelines::create(const KernelDesc& desc) {
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
   info.layout = p->layout;
+  if (device_.pipeline_statistics()) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkResult r = vkCreateComputePipelines(d, pipeline_cache_, 1, &info, nullptr, &p->pipeline);
   vkDestroyShaderModule(d, module, nullptr);
   if (r != VK_SUCCESS) throw Error("creating the pipeline for '" + name + "' failed: " + result_name(r));
+  if (device_.pipeline_statistics()) report_statistics(p->pipeline, desc.key());
   return p;
+}
+
+// One line per executable on stderr: the kernel (its key: shader, defines, spec
+// constants) and every statistic the driver reports for it.
+void Pipelines::report_statistics(VkPipeline pipeline, const std::string& what) const {
+  VkDevice d = device_.handle();
+  VkPipelineInfoKHR pipeline_info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  pipeline_info.pipeline = pipeline;
+  uint32_t executables = 0;
+  if (vkGetPipelineExecutablePropertiesKHR(d, &pipeline_info, &executables, nullptr) != VK_SUCCESS) return;
+  std::vector<VkPipelineExecutablePropertiesKHR> props(executables, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
+  if (vkGetPipelineExecutablePropertiesKHR(d, &pipeline_info, &executables, props.data()) != VK_SUCCESS) return;
+  for (uint32_t e = 0; e < executables; ++e) {
+    VkPipelineExecutableInfoKHR exec{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    exec.pipeline = pipeline;
+    exec.executableIndex = e;
+    uint32_t n = 0;
+    if (vkGetPipelineExecutableStatisticsKHR(d, &exec, &n, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> stats(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (vkGetPipelineExecutableStatisticsKHR(d, &exec, &n, stats.data()) != VK_SUCCESS) continue;
+    std::string line = "vkformer: pipeline statistics: " + what + " [" + props[e].name + ", subgroup " +
+                       std::to_string(props[e].subgroupSize) + "]";
+    for (uint32_t i = 0; i < n; ++i) {
+      line += std::string(i ? ", " : ": ") + stats[i].name + " ";
+      switch (stats[i].format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: line += stats[i].value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: line += std::to_string(stats[i].value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: line += std::to_string(stats[i].value.u64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: line += std::to_string(stats[i].value.f64); break;
+        default: line += "?";
+      }
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
 }
 
 }  // namespace vkf::gpu

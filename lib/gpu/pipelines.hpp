@@ -32,6 +32,7 @@ class Pipelines {
 
  private:
   std::unique_ptr<Pipeline> create(const KernelDesc& desc);
+  void report_statistics(VkPipeline pipeline, const std::string& what) const;
   Device& device_;
   DiskCache& cache_;
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;

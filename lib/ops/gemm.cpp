@@ -53,7 +53,8 @@ bool Ops::fold_norms_in_decode_steps() const {
 // lavapipe, Transformer-base encode of 24 tokens, 5 dispatches per layer at ~7% more
 // time than 7 unfolded (each workgroup re-reading its rows for their statistics cost ~45%).
 bool Ops::fold_norms_in_encoder() const {
-  if (std::getenv("VKF_FOLD_NORMS") || ctx_.capabilities().type != DeviceType::Cpu) return fold_norms_in_decode_steps();
+  if (std::getenv("VKF_FOLD_NORMS")) return fold_norms_in_decode_steps();
+  if (ctx_.capabilities().type != DeviceType::Cpu) return false;  // the folded products are slow there (ops.hpp)
   return gemm_row_stats_parts({.M = 2 * kSmallM + 1, .N = 64, .K = 64, .trans_b = true}) != 0;
 }
 

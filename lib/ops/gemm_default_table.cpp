@@ -78,20 +78,28 @@ struct TunedDevice {
   DType precision;
   GemmTiles by_rows[3];
 };
-constexpr GemmTiles kCoopSplit4{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 4};
-constexpr GemmTiles kCoopSplit8{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 8};
+constexpr GemmTiles kCoopPrefetch{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 1, true};
+constexpr GemmTiles kCoopSplit4Prefetch{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 4, true};
+constexpr GemmTiles kCoopSplit8Prefetch{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 8, true};
 const TunedDevice kTunedDevices[] = {
-    // NVIDIA H200 (0x2335), driver 580.159.04, 2026-11-27, two tunes per precision.
-    // fp16: cooperative matrices with split-K won every class: 5.4x the default at
-    // 24x2048x512 (split 8), 4.6x at 256x2048x512 and 7.3x at 1024x512x512 (split 4; the
-    // first tune agreed above 64 rows). fp32: the two tunes disagreed (M <= 256: tiled
-    // 64x64x16/4x4 split 4, 3.7x, or direct 8x32x4/8x2, 2.9x; M > 256: tiled 64x32, 2.4x,
-    // or tiled 32x32x8 split 4, 4.4x), as on a latency-bound card they may. Here: the
-    // second tune's for M <= 256 (256x2048x512 in `bench ops`: 90 us, direct 8x32: 118 us)
-    // and the first's above (4096^3: 16.2 TFLOP/s, tiled 64x32: 8.4); M <= 64 kept the
-    // default in both.
-    {0x10de, 0x2335, DType::F16, {kCoopSplit8, kCoopSplit4, kCoopSplit4}},
+    // NVIDIA H200 (0x2335), driver 580.159.04, 2026-11-27. fp16 (a third tune, after the
+    // GPU builds' loops were unrolled, types.glsl): cooperative matrices with prefetch won
+    // every class, 4.7-4.8x the default, split 8 at 24x2048x512 (26.3 us; without prefetch
+    // 27.6), split 4 at 256x2048x512 (105.8; 113.3) and none at 1024x512x512 (75.6; split
+    // 4 without prefetch 80.5). fp32 (the first two tunes): they disagreed (M <= 256:
+    // tiled 64x64x16/4x4 split 4, 3.7x, or direct 8x32x4/8x2, 2.9x; M > 256: tiled 64x32,
+    // 2.4x, or tiled 32x32x8 split 4, 4.4x), as on a latency-bound card they may. Here:
+    // the second tune's for M <= 256 (256x2048x512 in `bench ops`: 90 us, direct 8x32: 118
+    // us) and the first's above (4096^3: 16.2 TFLOP/s, tiled 64x32: 8.4); M <= 64 kept the
+    // default in both. (The third's fp32 tune ran out of its 30 s before the split-K designs.)
+    {0x10de, 0x2335, DType::F16, {kCoopSplit8Prefetch, kCoopSplit4Prefetch, kCoopPrefetch}},
     {0x10de, 0x2335, DType::F32, {{}, {64, 64, 16, 4, 4, GemmStrategy::Tiled, 4}, {32, 32, 8, 4, 4, GemmStrategy::Tiled, 4}}},
+    // NVIDIA H100 80GB HBM3 (0x2330), driver 580.159.04, 2026-11-27, one tune: fp16 as on
+    // the H200, cooperative matrices with prefetch in every class, 4.8x the default at
+    // 24x2048x512 (split 8: 26.6 us), 5.5x at 256x2048x512 (none: 85.2) and 10.5x at
+    // 1024x512x512 (split 4: 83.9). fp32 not yet: its tune ran before the loops were
+    // unrolled, which made the tiled kernels 2-4x faster there.
+    {0x10de, 0x2330, DType::F16, {kCoopSplit8Prefetch, kCoopPrefetch, kCoopSplit4Prefetch}},
 };
 }  // namespace
 

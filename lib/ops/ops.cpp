@@ -23,6 +23,10 @@ Kernel Ops::kernel(const char* shader, Defines defines, uint32_t bindings, uint3
     // fp16 results round to nearest even, as the host's float_to_half and PyTorch do.
     if (ctx_.capabilities().rounding_rte_fp16) defines.emplace_back("VKF_RTE_FP16", "1");
   }
+  // Constant-count loops unrolled (types.glsl's UNROLL): GPUs' compilers otherwise may
+  // keep per-invocation arrays in local memory; CPU drivers unroll as they need (under
+  // the portable profile too: lavapipe took minutes more to compile the unrolled tiles).
+  if (!ctx_.capabilities().cpu_driver) defines.emplace_back("VKF_UNROLL", "1");
   return ctx_.kernel({.shader = shader,
                       .defines = std::move(defines),
                       .bindings = bindings,

@@ -307,7 +307,16 @@ TEST(HuggingFaceFolded, EveryNormFoldedStillMatchesTransformers) {
       GenerateOptions g = GenerateOptions::defaults(model->config());
       g.beam = 1;
       EXPECT_EQ(session.generate(sources, g), ref["generate"]["greedy"]["ids"].get<std::vector<std::vector<uint32_t>>>());
-      EXPECT_LE(session.last_stats().dispatches_per_encoder_layer, 5.0);
+      // Folding saves each encoder layer its two LayerNorm dispatches, whatever else runs:
+      // a card's tuned table may split a product's K, adding its reduction to both counts
+      // (an H200's fp32 table at M > 64: 6 folded).
+      const double folded = session.last_stats().dispatches_per_encoder_layer;
+      {
+        const ScopedEnv unfold("VKF_FOLD_NORMS", "0");
+        Session unfolded(model);
+        unfolded.generate(sources, g);
+        EXPECT_LE(folded + 2, unfolded.last_stats().dispatches_per_encoder_layer);
+      }
       EXPECT_TRUE(log.messages.empty()) << log.messages.front();
     }
 }

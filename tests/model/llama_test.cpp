@@ -99,10 +99,10 @@ INSTANTIATE_TEST_SUITE_P(, Llama,
 // profile, VKF_FOLD_NORMS=1) is 5 (the QKV projection with RMSNorm folded, one rotary
 // dispatch for queries and keys, attention fused with its output projection and residual
 // over grouped K/V heads, gate and up with RMSNorm folded and silu(gate) * up in their
-// epilogue, down with its residual), 6 with the projection left to a GEMM
-// (VKF_DECODE_PROJECTION=gemm); unfolded (CPU drivers) 8. The prompt pass: 6 folded, 8
-// not. The outputs are the references' either way (the parameterised test above, run in
-// every mode by CTest).
+// epilogue, down with its residual) with the projection fused
+// (VKF_DECODE_PROJECTION=attention), 6 with it left to a GEMM (the default); unfolded
+// (CPU drivers) 8. The prompt pass: 6 folded (VKF_FOLD_NORMS=1), 8 not. The outputs are
+// the references' either way (the parameterised test above, run in every mode by CTest).
 TEST_F(GpuTest, LlamaLayerDispatchCounts) {
   for (const char* name : {"gqa", "qwen2"}) {
     SCOPED_TRACE(name);
@@ -112,7 +112,7 @@ TEST_F(GpuTest, LlamaLayerDispatchCounts) {
     const Ops ops(ctx(), DType::F32);
     const bool folded = ops.fold_norms_in_decode_steps();
     EXPECT_EQ(st.dispatches_per_decoder_layer, !folded ? 8.0 : ops.project_in_decode_attention() ? 5.0 : 6.0);
-    EXPECT_EQ(st.dispatches_per_encoder_layer, folded ? 6.0 : 8.0);
+    EXPECT_EQ(st.dispatches_per_encoder_layer, folded && ops.fold_norms_in_encoder() ? 6.0 : 8.0);
   }
 }
 

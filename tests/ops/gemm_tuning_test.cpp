@@ -84,10 +84,10 @@ TEST_P(GemmTuningTest, InvalidTilesAreRefusedByName) {
 
 VKF_FOR_EACH_DTYPE(GemmTuningTest);
 
-// The cards we have tuned on (tuned_device_tiles): the H200's table where its ids and
+// The cards we have tuned on (tuned_device_tiles): the H200's (and H100's) table where its ids and
 // its features are, per row class and precision, and nothing where the ids differ or the
 // portable profile's clamps take the cooperative matrices away.
-TEST(GemmTunedDevices, TheH200RunsWhatItsTuneChoseAndNothingElseDoes) {
+TEST(GemmTunedDevices, TheH200AndH100RunWhatTheirTunesChoseAndNothingElseDoes) {
   Capabilities h200;
   h200.vendor_id = 0x10de;
   h200.device_id = 0x2335;
@@ -103,14 +103,19 @@ TEST(GemmTunedDevices, TheH200RunsWhatItsTuneChoseAndNothingElseDoes) {
     const auto f16 = tuned_device_tiles(h200, DType::F16, rows);
     ASSERT_TRUE(f16.has_value());
     EXPECT_EQ(f16->strategy, GemmStrategy::CoopMatNV);
-    EXPECT_EQ(f16->split_k, rows <= 64 ? 8u : 4u);
+    EXPECT_EQ(f16->split_k, rows <= 64 ? 8u : rows <= 256 ? 4u : 1u);
+    EXPECT_TRUE(f16->prefetch);
     EXPECT_EQ(gemm_tiles_problem(h200, *f16, DType::F16), "");
     const auto f32 = tuned_device_tiles(h200, DType::F32, rows);
     EXPECT_EQ(f32.has_value(), rows > 64) << "fp32 kept the default table at M <= 64";
     if (f32) EXPECT_EQ(gemm_tiles_problem(h200, *f32, DType::F32), "");
   }
+  Capabilities h100 = h200;
+  h100.device_id = 0x2330;  // an H100: fp16 tuned (the same designs, split differently), fp32 not yet
+  EXPECT_EQ(tuned_device_tiles(h100, DType::F16, 300).value_or(GemmTiles{}).split_k, 4u);
+  EXPECT_FALSE(tuned_device_tiles(h100, DType::F32, 300).has_value());
   Capabilities other = h200;
-  other.device_id = 0x2330;  // an H100: not tuned here
+  other.device_id = 0x2331;  // an H100 PCIe: not tuned here
   EXPECT_FALSE(tuned_device_tiles(other, DType::F16, 24).has_value());
   Capabilities clamped = h200;  // what the portable profile leaves (Device::clamp_to_portable_profile)
   clamped.cooperative_matrix_nv = clamped.float16_arithmetic = false;
@@ -165,8 +170,10 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
   // gemm() runs the tuned tiles for that row class, the default table's for the others.
   Ops ops(ctx, DType::F32);
   EXPECT_EQ(ops.gemm_variant({.M = 24, .N = 512, .K = 512, .trans_b = true}), candidates.back().name());
-  EXPECT_EQ(ops.gemm_variant({.M = 200, .N = 512, .K = 512, .trans_b = true}),
-            ops.default_gemm_tiles({.M = 200, .N = 512, .K = 512, .trans_b = true}).name());
+  // (or, on a card we have tuned on, what its built-in table names: the H200 runs this)
+  const Gemm other_class{.M = 200, .N = 512, .K = 512, .trans_b = true};
+  EXPECT_EQ(ops.gemm_variant(other_class),
+            tuned_device_tiles(ctx.capabilities(), DType::F32, 200).value_or(ops.default_gemm_tiles(other_class)).name());
 
   // Split-K rides in the tiles as [bm, bn, bk, tm, tn, strategy, split_k], prefetch after
   // it as "prefetch": each comes back from the file and runs for its row class.
@@ -181,7 +188,9 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
     save_gemm_tuning(ctx, DType::F32, tuned);
   };
   round_trips(GemmTiles{32, 64, 16, 4, 8, GemmStrategy::Tiled, 4}, "tiled 32x64x16/4x8 split 4");
-  round_trips(GemmTiles{64, 64, 16, 4, 4, GemmStrategy::Tiled, 1, true}, "tiled 64x64x16/4x4 prefetch");
+  // (64 invocations: within the portable profile's 128, which an H100's portable run
+  // of this test applies; 64x64x16/4x4 prefetch, 256, was refused there.)
+  round_trips(GemmTiles{32, 32, 8, 4, 4, GemmStrategy::Tiled, 4, true}, "tiled 32x32x8/4x4 split 4 prefetch");
   const std::string good = [&] {
     std::ifstream f(path);
     return std::string(std::istreambuf_iterator<char>(f), {});
