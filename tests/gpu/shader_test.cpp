@@ -147,5 +147,37 @@ TEST(ShaderCache, CanBeTurnedOff) {
   EXPECT_TRUE(self_test(ctx).passed);
 }
 
+// VKF_PIPELINE_STATS=1: each pipeline created reports the driver's statistics on stderr,
+// or, where the driver offers none (lavapipe), one line says so; any other value is
+// refused by name before a device is made.
+TEST(PipelineStatistics, ReportedOrSaidUnavailableAndTheSwitchTakesZeroOrOne) {
+  MessageLog log;
+  {
+    const ScopedEnv stats("VKF_PIPELINE_STATS", "yes");
+    try {
+      Context ctx(test_options(log));
+      ADD_FAILURE() << "no error for VKF_PIPELINE_STATS=yes";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("VKF_PIPELINE_STATS must be 0 or 1, not 'yes'"), std::string::npos)
+          << e.what();
+    }
+  }
+  const ScopedEnv stats("VKF_PIPELINE_STATS", "1");
+  ContextOptions o = test_options(log);
+  o.cache_dir = scratch_dir("pipeline-stats");  // a fresh pipeline, not one from the cache
+  testing::internal::CaptureStderr();
+  std::string err;
+  {
+    Context ctx(o);
+    ctx.kernel({.shader = "self_test.comp", .bindings = 2, .push_constant_bytes = 8, .spec_constants = {32}});
+    err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(ctx.validation_messages(), 0u) << log.joined();
+  }
+  const bool reported = err.find("vkformer: pipeline statistics: self_test.comp|") != std::string::npos;
+  const bool unavailable = err.find("offers no pipeline statistics (VK_KHR_pipeline_executable_properties)") !=
+                           std::string::npos;
+  EXPECT_NE(reported, unavailable) << err;
+}
+
 }  // namespace
 }  // namespace vkf::test
