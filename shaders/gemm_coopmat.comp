@@ -212,18 +212,26 @@ void main() {
 
 #ifdef PREFETCH_LAYOUT
   // Each subgroup's accumulators one 16x16 block at a time through its own 256 floats:
-  // no workgroup barrier, and the block of C never whole in shared memory.
+  // no workgroup barrier, and the block of C never whole in shared memory. Written out
+  // block by block, not as a loop: with the subgroup barriers inside, an H100's compiler
+  // (driver 580) kept such a loop rolled and so every accumulator in local memory, the
+  // main loop's included (VKF_PIPELINE_STATS: 32 bytes of local memory per accumulator,
+  // 128 to 512 per design). gemm_tiles_problem allows at most 16 accumulators.
   const uint block = SUBGROUP_ID * 256;
-  UNROLL for (uint i = 0; i < MT; ++i)
-    UNROLL for (uint j = 0; j < NT; ++j) {
-      STORE_ACC(acc[i * NT + j], Cs, block, 16);
-      SUBGROUP_SYNC();
-      for (uint e = LANE; e < 256; e += 32) {
-        const uint m = m0 + sm + 16 * i + e / 16, n = n0 + sn + 16 * j + e % 16;
-        if (m < pc.M && n < pc.N) store_c(z, m, n, Cs[block + e]);
-      }
-      SUBGROUP_SYNC();  // every lane has read the block before the next overwrites it
-    }
+#define EPILOGUE_BLOCK(b)                                                             \
+  if ((b) < MT * NT) {                                                                \
+    STORE_ACC(acc[b], Cs, block, 16);                                                 \
+    SUBGROUP_SYNC();                                                                  \
+    for (uint e = LANE; e < 256; e += 32) {                                           \
+      const uint m = m0 + sm + 16 * ((b) / NT) + e / 16, n = n0 + sn + 16 * ((b) % NT) + e % 16; \
+      if (m < pc.M && n < pc.N) store_c(z, m, n, Cs[block + e]);                      \
+    }                                                                                 \
+    SUBGROUP_SYNC(); /* every lane has read the block before the next overwrites it */ \
+  }
+  EPILOGUE_BLOCK(0) EPILOGUE_BLOCK(1) EPILOGUE_BLOCK(2) EPILOGUE_BLOCK(3)
+  EPILOGUE_BLOCK(4) EPILOGUE_BLOCK(5) EPILOGUE_BLOCK(6) EPILOGUE_BLOCK(7)
+  EPILOGUE_BLOCK(8) EPILOGUE_BLOCK(9) EPILOGUE_BLOCK(10) EPILOGUE_BLOCK(11)
+  EPILOGUE_BLOCK(12) EPILOGUE_BLOCK(13) EPILOGUE_BLOCK(14) EPILOGUE_BLOCK(15)
 #else
   UNROLL for (uint i = 0; i < MT; ++i)
     UNROLL for (uint j = 0; j < NT; ++j) STORE_ACC(acc[i * NT + j], Cs, (sm + 16 * i) * BN + sn + 16 * j, BN);
