@@ -163,9 +163,10 @@ std::optional<RowStats> record_decoder_layer_prompt(const LayerRecorder& r, cons
                          {.out = stats_out(sx)});                     // x += FFN
 }
 
-// The same layer for a decode step in 6 dispatches instead of 11: every LayerNorm folded
-// into the GEMM that reads its output, and each attention fused with its output
-// projection and residual (decode_attention).
+// The same layer for a decode step in 8 dispatches instead of 11: every LayerNorm folded
+// into the GEMM that reads its output, each attention's output projection and residual
+// in the decode-step GEMM after it (6 with them fused into decode_attention:
+// VKF_DECODE_PROJECTION=attention, attend_and_project).
 //   pre-norm:  every norm is the A side of the next projection (QKV, cross Q, FFN up);
 //              the residual stream stays in place in s.x.
 //   post-norm: the layer's output LN(h) is never written: h is, and LN comes along as
