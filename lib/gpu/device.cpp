@@ -5,17 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include "vkformer/env.hpp"
 #include <vector>
 
 namespace vkf::gpu {
 
-bool pipeline_statistics_requested() {
-  const char* env = std::getenv("VKF_PIPELINE_STATS");
-  if (!env) return false;
-  const std::string v = env;
-  if (v != "0" && v != "1") throw Error("VKF_PIPELINE_STATS must be 0 or 1, not '" + v + "'");
-  return v == "1";
-}
+bool pipeline_statistics_requested() { return env_switch("VKF_PIPELINE_STATS").value_or(false); }
 
 Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(physical)) {
   auto& c = physical_.caps;

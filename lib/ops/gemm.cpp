@@ -6,6 +6,7 @@
 
 #include "gemm_flags.h"  // shaders/: flag bits shared with the GLSL kernels
 #include "gemm_tiles.hpp"
+#include "vkformer/env.hpp"
 #include "vkformer/gemm_tuning.hpp"
 #include "vkformer/ops.hpp"
 
@@ -40,11 +41,7 @@ uint32_t narrow(uint64_t v, const char* what) {
 }  // namespace
 
 bool Ops::fold_norms_in_decode_steps() const {
-  if (const char* env = std::getenv("VKF_FOLD_NORMS")) {
-    const std::string v = env;
-    if (v != "0" && v != "1") throw Error("VKF_FOLD_NORMS must be 0 or 1, not '" + v + "'");
-    return v == "1";
-  }
+  if (const auto fold = env_switch("VKF_FOLD_NORMS")) return *fold;
   return ctx_.capabilities().type != DeviceType::Cpu;  // the portable profile counts as a GPU
 }
 
@@ -53,7 +50,7 @@ bool Ops::fold_norms_in_decode_steps() const {
 // lavapipe, Transformer-base encode of 24 tokens, 5 dispatches per layer at ~7% more
 // time than 7 unfolded (each workgroup re-reading its rows for their statistics cost ~45%).
 bool Ops::fold_norms_in_encoder() const {
-  if (std::getenv("VKF_FOLD_NORMS")) return fold_norms_in_decode_steps();
+  if (const auto fold = env_switch("VKF_FOLD_NORMS")) return *fold;
   if (ctx_.capabilities().type != DeviceType::Cpu) return false;  // the folded products are slow there (ops.hpp)
   return gemm_row_stats_parts({.M = 2 * kSmallM + 1, .N = 64, .K = 64, .trans_b = true}) != 0;
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "vkformer/env.hpp"
 #include "vkformer/gemm_tuning.hpp"
 #include "vkformer/hash.hpp"
 
@@ -32,13 +33,7 @@ std::string gemm_row_class_name(uint32_t row_class) {
   return "M > " + std::to_string(kGemmRowClassLimits[row_class - 1]);
 }
 
-bool gemm_coopmat_emulated() {
-  const char* env = std::getenv("VKF_EMULATE_COOPMAT");
-  if (!env) return false;
-  const std::string v = env;
-  if (v != "0" && v != "1") throw Error("VKF_EMULATE_COOPMAT must be 0 or 1, not '" + v + "'");
-  return v == "1";
-}
+bool gemm_coopmat_emulated() { return env_switch("VKF_EMULATE_COOPMAT").value_or(false); }
 
 std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t, DType precision) {
   if (!t.bm || !t.bn || !t.bk || !t.tm || !t.tn) return "a tile size is 0";
