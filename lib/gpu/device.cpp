@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "vkformer/env.hpp"
-#include <vector>
 
 namespace vkf::gpu {
 
