@@ -11,8 +11,6 @@
 
 namespace vkf::gpu {
 
-bool pipeline_statistics_requested() { return env_switch("VKF_PIPELINE_STATS").value_or(false); }
-
 Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(physical)) {
   auto& c = physical_.caps;
   if (physical_.queue_family == ~0u) throw Error("device '" + c.name + "' has no compute queue");
@@ -88,7 +86,7 @@ Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(p
   // on a GPU: register counts and spills are what its compiler does with our loops).
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec_props{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-  if (pipeline_statistics_requested()) {
+  if (env_switch("VKF_PIPELINE_STATS").value_or(false)) {
     if (physical_.has_extension(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
       VkPhysicalDeviceFeatures2 query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
       VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR offered{

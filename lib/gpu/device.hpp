@@ -15,10 +15,6 @@ extern thread_local uint64_t blocking_waits_this_thread;
 
 // The logical device and its compute queue, opened with every optional feature the
 // physical device offers that vkformer can use.
-// VKF_PIPELINE_STATS: 1 asks for the driver's statistics of every pipeline, 0 or unset not;
-// anything else is refused by name.
-bool pipeline_statistics_requested();
-
 class Device {
  public:
   Device(const Instance& instance, PhysicalDevice physical);

@@ -145,6 +145,24 @@ inline std::vector<double> layer_norm(const LayerNorm& n, const std::vector<doub
   return y;
 }
 
+// What a normalised element's fp32 rounding grows with, per element of x [rows, cols]:
+// (|x| + |mean|) rstd |g| + |b|, where (x - mean) rstd g + b itself may cancel to near 0
+// (rstd from the centred variance, or an RMSNorm's mean square).
+inline std::vector<double> layer_norm_rounding_scale(const LayerNorm& n, const std::vector<double>& x,
+                                                     const std::vector<double>& g, const std::vector<double>& b) {
+  std::vector<double> s(size_t(n.rows) * n.cols);
+  for (uint32_t i = 0; i < n.rows; ++i) {
+    const double* row = &x[size_t(i) * n.cols];
+    double mean = 0, m2 = 0;
+    for (uint32_t c = 0; c < n.cols; ++c) mean += row[c] / n.cols;
+    for (uint32_t c = 0; c < n.cols; ++c) m2 += (row[c] - mean) * (row[c] - mean);
+    const double rstd = 1 / std::sqrt((n.rms ? m2 / n.cols + mean * mean : m2 / n.cols) + n.eps);
+    for (uint32_t c = 0; c < n.cols; ++c)
+      s[size_t(i) * n.cols + c] = (std::abs(row[c]) + std::abs(mean)) * rstd * std::abs(g[c]) + std::abs(b[c]);
+  }
+  return s;
+}
+
 // Attention over packed [B, L, H*d] q/o and [B, Lk, H*d] k/v; the scale of each output
 // element is sum_j p_j |v_j| (what its rounding error grows with).
 inline std::pair<std::vector<double>, std::vector<double>> attention(const Attention& a, const std::vector<double>& q,
