@@ -19,6 +19,14 @@
 // step's are loaded into registers before this step's products, so their latency
 // overlaps the tensor cores' work instead of stalling each step.
 //
+// WIDE (host: a GemmTiles::wide design, where A's and B's rows are whole 16-byte uvec4s:
+// K, the leading dimensions and offsets multiples of 8): the prefetch's loads are uvec4s
+// of eight halves, stored to the shared tiles whole, which are then uvec4 arrays that
+// coopMatLoadNV reads in uvec4 units (the layout NVIDIA's cooperative-matrix samples
+// stage through). Each 16-byte load or store replaces four 2-byte shared stores and two
+// 8-byte loads: the staging's instruction count per step is a quarter of the f16vec4
+// form's. Otherwise the same tiles, padding and epilogue as PREFETCH.
+//
 // PREFETCH_LAYOUT (host: every GemmTiles::prefetch design, with or without PREFETCH
 // itself): the shared tiles' rows are padded from BK to BK + 8 halves, so the 16 rows a
 // coopMatLoadNV reads start on different banks (at BK = 32 unpadded, rows 64 bytes apart
@@ -49,7 +57,14 @@
 #endif
 #include "types.glsl"
 #include "activations.glsl"
-#ifdef PREFETCH
+#if defined(WIDE) && !(defined(PREFETCH) && defined(PREFETCH_LAYOUT))
+#error "WIDE is a form of the prefetch designs' staging"
+#endif
+#if defined(PREFETCH) && defined(WIDE)
+layout(std430, set = 0, binding = 0) readonly buffer BufA8 { uvec4 A8[]; };  // eight halves each
+layout(std430, set = 0, binding = 1) readonly buffer BufB8 { uvec4 B8[]; };
+#define GEMM_SKIP_AB
+#elif defined(PREFETCH)
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
 #define GEMM_SKIP_AB
@@ -74,7 +89,13 @@ shared float Cs[SUBGROUPS * 256];  // each subgroup's 16x16 block of C before th
 const uint BKP = BK;
 shared float Cs[BM * BN];  // the block of C before the epilogue
 #endif
-#ifndef COOPMAT_EMULATED
+#if !defined(COOPMAT_EMULATED) && defined(WIDE)
+// The same halves in the same places, eight to a uvec4 (BKP and every row's start are
+// multiples of 8): element and stride in uvec4 units at the loads below.
+shared uvec4 As[BM * BKP / 8];
+shared uvec4 Bs[BN * BKP / 8];
+#define PUT8(tile, at, v) tile[(at) / 8] = v
+#elif !defined(COOPMAT_EMULATED)
 #define tile_vec4 f16vec4
 shared float16_t As[BM * BKP];  // As[m * BKP + k] = op(A)(m0 + m, k0 + k)
 shared float16_t Bs[BN * BKP];  // Bs[n * BKP + k] = op(B)(k0 + k, n0 + n)
@@ -89,6 +110,7 @@ shared uint As[BM * BKP / 2];
 shared uint Bs[BN * BKP / 2];
 #define PUT4(tile, at, v) tile[(at) / 2] = packHalf2x16(v.xy), tile[(at) / 2 + 1] = packHalf2x16(v.zw)
 #define PUT2(tile, at, v) tile[(at) / 2] = packHalf2x16(v)
+#define PUT8(tile, at, v) UNROLL for (uint c_ = 0; c_ < 4; ++c_) tile[(at) / 2 + c_] = v[c_]
 float a_tile(uint e) { return unpackHalf2x16(As[e / 2u])[e % 2u]; }
 float b_tile(uint e) { return unpackHalf2x16(Bs[e / 2u])[e % 2u]; }
 #endif
@@ -101,8 +123,13 @@ float b_tile(uint e) { return unpackHalf2x16(Bs[e / 2u])[e % 2u]; }
 #define SUBGROUP_ID gl_SubgroupID
 #define LANE gl_SubgroupInvocationID
 #define ACC_ZERO ACC(0.0)
+#ifdef WIDE
+#define LOAD_A(m, element, stride) coopMatLoadNV(m, As, (element) / 8, (stride) / 8, false)
+#define LOAD_B(m, element, stride) coopMatLoadNV(m, Bs, (element) / 8, (stride) / 8, true)
+#else
 #define LOAD_A(m, element, stride) coopMatLoadNV(m, As, element, stride, false)
 #define LOAD_B(m, element, stride) coopMatLoadNV(m, Bs, element, stride, true)
+#endif
 #define MUL_ADD(a, b, c) coopMatMulAddNV(a, b, c)
 #define STORE_ACC(m, buf, element, stride) coopMatStoreNV(m, buf, element, stride, false)
 #define SUBGROUP_SYNC() subgroupMemoryBarrierShared(); subgroupBarrier()
@@ -133,16 +160,31 @@ ACC MUL_ADD(HALF a, HALF b, ACC c) {
 #define SUBGROUP_SYNC() barrier()  // every virtual subgroup runs the epilogue's loop alike
 #endif
 
+#if defined(PREFETCH) && defined(WIDE)
+#define stage_t uvec4  // eight halves, as stored
+const uint PER = 8;    // halves per staged load
+#define A_STAGED(at) A8[(at) / 8]
+#define B_STAGED(at) B8[(at) / 8]
+#define STAGE_ZERO uvec4(0)  // eight +0.0 halves
+#define PUT_STAGED PUT8
+#elif defined(PREFETCH)
+#define stage_t tile_vec4
+const uint PER = 4;
+#define A_STAGED(at) tile_vec4(A4[(at) / 4])
+#define B_STAGED(at) tile_vec4(B4[(at) / 4])
+#define STAGE_ZERO tile_vec4(0.0)
+#define PUT_STAGED PUT4
+#endif
 #ifdef PREFETCH
-const uint BK4 = BK / 4;
-// f16vec4 i of the step's op(A) tile ([BM][BK4] from column k0) and of op(B)'s ([BN][BK4]).
-tile_vec4 a_tile_vec4(uint i, uint m0, uint k0, uint k_last, uint a_off) {
-  const uint gm = m0 + i / BK4, gk = k0 + 4 * (i % BK4);
-  return gm < pc.M && gk < k_last ? tile_vec4(A4[(a_off + gm * pc.lda + gk) / 4]) : tile_vec4(0.0);
+const uint BKV = BK / PER;  // staged loads per tile row
+// Staged load i of the step's op(A) tile ([BM][BKV] from column k0) and of op(B)'s ([BN][BKV]).
+stage_t a_tile_load(uint i, uint m0, uint k0, uint k_last, uint a_off) {
+  const uint gm = m0 + i / BKV, gk = k0 + PER * (i % BKV);
+  return gm < pc.M && gk < k_last ? A_STAGED(a_off + gm * pc.lda + gk) : STAGE_ZERO;
 }
-tile_vec4 b_tile_vec4(uint i, uint n0, uint k0, uint k_last, uint b_off) {
-  const uint gn = n0 + i / BK4, gk = k0 + 4 * (i % BK4);
-  return gn < pc.N && gk < k_last ? tile_vec4(B4[(b_off + gn * pc.ldb + gk) / 4]) : tile_vec4(0.0);
+stage_t b_tile_load(uint i, uint n0, uint k0, uint k_last, uint b_off) {
+  const uint gn = n0 + i / BKV, gk = k0 + PER * (i % BKV);
+  return gn < pc.N && gk < k_last ? B_STAGED(b_off + gn * pc.ldb + gk) : STAGE_ZERO;
 }
 #endif
 
@@ -160,24 +202,24 @@ void main() {
   UNROLL for (uint i = 0; i < MT * NT; ++i) acc[i] = ACC_ZERO;
 
 #ifdef PREFETCH
-  // Spec-constant sizes: at most 8 vec4s of each tile per invocation (the designs have
-  // 2 to 4); a workgroup of WG covers the rest in further rounds.
-  const uint A4S = BM * BK4, B4S = BN * BK4;
-  tile_vec4 next_a[8], next_b[8];
+  // Spec-constant sizes: at most 8 staged loads of each tile per invocation (the designs
+  // have 1 to 4); a workgroup of WG covers the rest in further rounds.
+  const uint AS = BM * BKV, BS = BN * BKV;
+  stage_t next_a[8], next_b[8];
   // This invocation's share of the step from k on, into next_a and next_b.
-#define FETCH_TILES(k)                                                                     \
-  UNROLL for (uint r = 0; r < 8; ++r) {                                                           \
-    if (tid + r * WG < A4S) next_a[r] = a_tile_vec4(tid + r * WG, m0, (k), k_last, a_off); \
-    if (tid + r * WG < B4S) next_b[r] = b_tile_vec4(tid + r * WG, n0, (k), k_last, b_off); \
+#define FETCH_TILES(k)                                                                   \
+  UNROLL for (uint r = 0; r < 8; ++r) {                                                  \
+    if (tid + r * WG < AS) next_a[r] = a_tile_load(tid + r * WG, m0, (k), k_last, a_off); \
+    if (tid + r * WG < BS) next_b[r] = b_tile_load(tid + r * WG, n0, (k), k_last, b_off); \
   }
   FETCH_TILES(k_first)
 #endif
   for (uint k0 = k_first; k0 < k_last; k0 += BK) {
 #ifdef PREFETCH
     UNROLL for (uint r = 0; r < 8; ++r) {
-      const uint i = tid + r * WG, at = (i / BK4) * BKP + 4 * (i % BK4);  // vec4 i's first half in the padded rows
-      if (i < A4S) PUT4(As, at, next_a[r]);
-      if (i < B4S) PUT4(Bs, at, next_b[r]);
+      const uint i = tid + r * WG, at = (i / BKV) * BKP + PER * (i % BKV);  // load i's first half in the padded rows
+      if (i < AS) PUT_STAGED(As, at, next_a[r]);
+      if (i < BS) PUT_STAGED(Bs, at, next_b[r]);
     }
     barrier();
     if (k0 + BK < k_last) {  // uniform: the next step's loads in flight during this one's products
@@ -228,10 +270,16 @@ void main() {
     }                                                                                 \
     SUBGROUP_SYNC(); /* every lane has read the block before the next overwrites it */ \
   }
+#ifdef COOPMAT_EMULATED
+  // The emulation keeps it a loop: written out, its 16 copies of store_c's epilogue
+  // took most of llvmpipe's compile time per design.
+  ROLLED for (uint b = 0; b < MT * NT; ++b) EPILOGUE_BLOCK(b)
+#else
   EPILOGUE_BLOCK(0) EPILOGUE_BLOCK(1) EPILOGUE_BLOCK(2) EPILOGUE_BLOCK(3)
   EPILOGUE_BLOCK(4) EPILOGUE_BLOCK(5) EPILOGUE_BLOCK(6) EPILOGUE_BLOCK(7)
   EPILOGUE_BLOCK(8) EPILOGUE_BLOCK(9) EPILOGUE_BLOCK(10) EPILOGUE_BLOCK(11)
   EPILOGUE_BLOCK(12) EPILOGUE_BLOCK(13) EPILOGUE_BLOCK(14) EPILOGUE_BLOCK(15)
+#endif
 #else
   UNROLL for (uint i = 0; i < MT; ++i)
     UNROLL for (uint j = 0; j < NT; ++j) STORE_ACC(acc[i * NT + j], Cs, (sm + 16 * i) * BN + sn + 16 * j, BN);

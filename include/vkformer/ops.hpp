@@ -91,6 +91,11 @@ struct GemmTiles {
   // their shared rows by 8 halves (no bank conflicts) and store C through one 16x16
   // block per subgroup (so 128x128 blocks fit 48 KiB), with or without the prefetch.
   bool prefetch = false;
+  // Wide staging (cooperative-matrix prefetch designs, for products whose A and B rows
+  // start on 16-byte uvec4s: K, the leading dimensions and offsets multiples of 8): the
+  // prefetch reads and stores eight halves at a time instead of four. Other products
+  // run the same design's f16vec4 prefetch.
+  bool wide = false;
   static constexpr uint32_t kCoopMatSubgroup = 32;  // NVIDIA's subgroup size, which the kernel assumes
   uint32_t invocations() const {
     if (!tm || !tn) return 0;
@@ -104,7 +109,7 @@ struct GemmTiles {
     return 0;
   }
   // "tiled 32x128x16/4x16", "direct 16x64x4/16x1", "coopmat_nv 64x64x32/32x32", "tiled 32x64x16/4x8 split 4",
-  // "coopmat_nv 64x64x32/32x32 split 4 prefetch"
+  // "coopmat_nv 64x64x32/32x32 split 4 prefetch", "coopmat_nv 128x128x32/64x64 prefetch wide"
   std::string name() const;
   bool operator==(const GemmTiles&) const = default;
 };

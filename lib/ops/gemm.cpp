@@ -418,6 +418,12 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       Defines cd;  // its only defines (it never folds)
       if (slices > 1) cd.emplace_back("SPLIT_K", std::to_string(slices));
       if (prefetch) cd.emplace_back("PREFETCH", "1");
+      // Wide staging where the rows are whole uvec4s of eight halves (else the design's
+      // f16vec4 prefetch, which gemm_tiles_problem also sizes it for).
+      const bool vec8_nt = g.K % 8 == 0 && g.lda % 8 == 0 && g.ldb % 8 == 0 && push.stride_a[0] % 8 == 0 &&
+                           push.stride_a[1] % 8 == 0 && push.stride_b[0] % 8 == 0 && push.stride_b[1] % 8 == 0 &&
+                           pa.base % 8 == 0 && pb.base % 8 == 0;
+      if (t.wide && prefetch && vec8_nt) cd.emplace_back("WIDE", "1");
       if (t.prefetch) cd.emplace_back("PREFETCH_LAYOUT", "1");  // the design's padded rows and epilogue, either way
       if (gemm_coopmat_emulated()) cd.emplace_back("COOPMAT_EMULATED", "1");
       k = kernel("gemm_coopmat.comp", cd, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});

@@ -33,7 +33,10 @@ TEST(GemmCoopMat, CompilesToValidSpirvThatAsksForCooperativeMatricesAndTheVulkan
                               {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}, {"SPLIT_K", "4"}},
                               {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}, {"PREFETCH_LAYOUT", "1"}},
                               {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}, {"PREFETCH_LAYOUT", "1"}, {"SPLIT_K", "4"}},
-                              {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH_LAYOUT", "1"}}};
+                              {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH_LAYOUT", "1"}},
+                              {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}, {"PREFETCH_LAYOUT", "1"}, {"WIDE", "1"}},
+                              {{"VKF_FP16_STORAGE", "1"}, {"PREFETCH", "1"}, {"PREFETCH_LAYOUT", "1"}, {"WIDE", "1"},
+                               {"SPLIT_K", "4"}}};
   // Each variant compiles to SPIR-V that validates, and asks for cooperative matrices
   // (CooperativeMatrixNV, 5357) and fp16 arithmetic (Float16, 9) exactly where expected.
   auto check = [](const Defines& d, bool real) {
@@ -50,6 +53,8 @@ TEST(GemmCoopMat, CompilesToValidSpirvThatAsksForCooperativeMatricesAndTheVulkan
   check({{"VKF_FP16_STORAGE", "1"}, {"COOPMAT_EMULATED", "1"}}, false);
   check({{"VKF_FP16_STORAGE", "1"}, {"COOPMAT_EMULATED", "1"}, {"PREFETCH", "1"}, {"PREFETCH_LAYOUT", "1"},
          {"SPLIT_K", "4"}},
+        false);
+  check({{"VKF_FP16_STORAGE", "1"}, {"COOPMAT_EMULATED", "1"}, {"PREFETCH", "1"}, {"PREFETCH_LAYOUT", "1"}, {"WIDE", "1"}},
         false);
 }
 
@@ -88,6 +93,27 @@ TEST(GemmCoopMat, RefusedByNameWhereItCannotRun) {
   EXPECT_NE(gemm_tiles_problem(nv, {64, 64, 64, 64, 64, GemmStrategy::CoopMatNV, 1, true}, DType::F16)
                 .find("at most 8 vec4s"),
             std::string::npos);
+  // Wide staging is a form of the prefetch designs' only: the same tiles and shared
+  // memory, named, and kept by the tuning file.
+  const GemmTiles wide8{128, 128, 32, 64, 64, GemmStrategy::CoopMatNV, 1, true, true};
+  EXPECT_EQ(gemm_tiles_problem(nv, wide8, DType::F16), "");
+  EXPECT_EQ(wide8.shared_bytes(), wide.shared_bytes());
+  EXPECT_EQ(wide8.name(), "coopmat_nv 128x128x32/64x64 prefetch wide");
+  EXPECT_NE(gemm_tiles_problem(nv, {64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 1, false, true}, DType::F16)
+                .find("form of the cooperative-matrix prefetch designs'"),
+            std::string::npos);
+  EXPECT_NE(gemm_tiles_problem(nv, {64, 64, 16, 4, 4, GemmStrategy::Tiled, 1, true, true}, DType::F16)
+                .find("form of the cooperative-matrix prefetch designs'"),
+            std::string::npos);
+  GemmTuning tuning;
+  tuning.tiles[2] = GemmTiles{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 4, true, true};
+  tuning.tiles[1] = GemmTiles{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 4, true};
+  std::string why;
+  const auto back = parse_gemm_tuning(format_gemm_tuning("nv", tuning), "nv", nv, DType::F16, &why);
+  ASSERT_TRUE(back.has_value()) << why;
+  EXPECT_EQ(back->tiles[2], tuning.tiles[2]);
+  EXPECT_EQ(back->tiles[1], tuning.tiles[1]);
+  EXPECT_FALSE(back->tiles[1]->wide);
   // Every cooperative-matrix design is a candidate on such a device in fp16, none in fp32.
   const auto designs = gemm_tile_designs();
   const auto coop = std::count_if(designs.begin(), designs.end(),

@@ -233,6 +233,9 @@ TEST(GemmTuningFile, AGoodFileIsUsedAndAnyMismatchIsIgnoredWithAWarning) {
   with_classes({{"0", {32, 64, 16, 4, 8, "fast"}}}, "an unknown strategy");
   with_classes({{"0", {32, 64, 16, 4, 8, "tiled", 1, "prefetched"}}}, "an unknown tile option");
   with_classes({{"0", {8, 64, 4, 8, 4, "direct", 1, "prefetch"}}}, "the direct kernel (no shared-memory tiles");
+  with_classes({{"0", {32, 64, 16, 4, 8, "tiled", 1, "prefetch", "broad"}}}, "an unknown tile option after");
+  with_classes({{"0", {32, 64, 16, 4, 8, "tiled", 1, "prefetch", "wide"}}}, "wide staging (eight halves a load)");
+  with_classes({{"0", {32, 64, 16, 4, 8, "tiled", 1, "prefetch", "wide", 1}}}, "tiles must be");
   with([&](auto& j) {  // an attention kernel by an unknown name, with a checksum to match
     j["attention"] = {{"0", "fastest"}};
     const std::string s = j["classes"].dump() + j["attention"].dump();
