@@ -133,10 +133,12 @@ std::vector<GemmTiles> gemm_tile_designs() {
       {128, 128, 32, 64, 64, C, 4, true},
       // Wide staging, eight halves a load and a shared store (NVIDIA's samples' layout),
       // for the designs the H100 and H200 chose (64x64, split 8, 4 and none) and the two
-      // 128x128 blocks; not yet timed on a GPU.
+      // 128x128 blocks, and with BK 64: twice the products between a step's two barriers
+      // (at BK 32 a 32x32 subgroup runs 8 16x16x16 products a step). Not yet timed on a GPU.
       {64, 64, 32, 32, 32, C, 1, true, true}, {64, 64, 32, 32, 32, C, 4, true, true},
       {64, 64, 32, 32, 32, C, 8, true, true}, {128, 128, 32, 64, 64, C, 1, true, true},
-      {128, 128, 32, 64, 32, C, 1, true, true},
+      {128, 128, 32, 64, 32, C, 1, true, true}, {64, 64, 64, 32, 32, C, 1, true, true},
+      {128, 128, 64, 64, 32, C, 1, true, true},
   };
 }
 
