@@ -96,7 +96,7 @@ step nvidia_smi 20 nvidia-smi
 step info 30 build/vkformer info
 bench() {  # tuned first, so the benchmarks and decoding run what the card's tuning chose
   # (VKF_PIPELINE_STATS=1: each design's registers and local memory in the tune's log)
-  step tune_fp16 150 env VKF_PIPELINE_STATS=1 build/vkformer tune --precision fp16 --budget-s "${TUNE_FP16_S:-60}"
+  step tune_fp16 150 env VKF_PIPELINE_STATS=1 build/vkformer tune --precision fp16 --budget-s "${TUNE_FP16_S:-90}"
   step bench_ops_fp16 100 build/vkformer bench ops --precision fp16 --max-size 4096 --json-out "$L/ops_fp16.json"
   step torch_gemm_fp16 60 python3 tools/bench_gemm_torch.py "$L/ops_fp16.json" --json-out "$L/torch_fp16.json"
   step decode_b32_fp16 120 python3 tools/bench_transformer_base.py --torch-device cuda --precision fp16 --batch 32 --tokens 32

@@ -139,6 +139,10 @@ std::vector<GemmTiles> gemm_tile_designs() {
       {64, 64, 32, 32, 32, C, 8, true, true}, {128, 128, 32, 64, 64, C, 1, true, true},
       {128, 128, 32, 64, 32, C, 1, true, true}, {64, 64, 64, 32, 32, C, 1, true, true},
       {128, 128, 64, 64, 32, C, 1, true, true},
+      // Skinny blocks for 24 to 32 rows (a short source, a batch-32 decode step), where a
+      // 64-row block multiplies 40-62% padding: 32x64, two subgroups, split 8 and 16
+      // (24x512x2048: 128 and 256 workgroups where 64x64 split 8 has 64).
+      {32, 64, 32, 32, 32, C, 8, true, true}, {32, 64, 32, 32, 32, C, 16, true, true},
   };
 }
 
