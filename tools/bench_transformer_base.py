@@ -19,7 +19,9 @@ a static KV cache, one whole decoder step (embedding, every layer, generator, ar
 position advance) captured as a CUDA graph and replayed once per token with no host
 read in between (fp32 and fp16; its tokens are checked against the eager cached loop).
 --batch B decodes B different sources of the same length at once (tokens/s counts
-every sequence's tokens).
+every sequence's tokens). --rounds N (default 3) alternates N rounds of every PyTorch
+configuration and of vkformer and prints each one's median (on these 2-core VMs one
+run's figure moves by up to 20%), with the range of the per-round ratios.
 """
 import argparse
 import json
@@ -266,9 +268,12 @@ def main():
     ap.add_argument("--model-dir", default="build/transformer-base")
     ap.add_argument("--torch-device", default="cpu", help="cpu, or cuda for PyTorch on the GPU")
     ap.add_argument("--batch", type=int, default=1, help="sequences decoded at once (different sources)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of each configuration; medians are printed")
     args = ap.parse_args()
     if not 1 <= args.batch <= 1024 or not 1 <= args.tokens <= 500 or not 1 <= args.source_length <= 512:
         sys.exit("--batch must be 1..1024, --tokens 1..500, --source-length 1..512")
+    if not 1 <= args.rounds <= 20:
+        sys.exit("--rounds must be 1..20")
     torch.manual_seed(0)
     model = Seq2Seq(CONFIG).eval()
     with torch.no_grad():  # keep EOS out of the way so both decode the full length
@@ -278,41 +283,61 @@ def main():
     src = [[(7 * i + 13 * b) % 31000 + 3 for i in range(args.source_length)] for b in range(args.batch)]
 
     # PyTorch: on CPU at every thread count (the fastest is the baseline); on CUDA in fp32 and fp16.
-    torch_runs, graph_ids = {}, {}
-    if args.torch_device == "cpu":
-        for threads in range(1, (os.cpu_count() or 1) + 1):
-            torch.set_num_threads(threads)
-            timed_greedy(model, src, 2, "cpu")  # warm-up
-            torch_runs[f"{threads} threads, fp32"] = timed_greedy(model, src, args.tokens, "cpu")
-    else:
+    # Each configuration and vkformer once per round, alternating; their medians are compared.
+    rounds, graph_ids, vk_rounds = {}, {}, []  # rounds: configuration -> [(first sequence's ids, encode ms, tokens/s)]
+    models = {}
+    if args.torch_device != "cpu":
         for name, dtype in (("fp32", torch.float32), ("fp16", torch.float16)):
             m = Seq2Seq(CONFIG).eval()
             m.load_state_dict(model.state_dict())
-            m = m.to(device=args.torch_device, dtype=dtype)
-            timed_greedy(m, src, 2, args.torch_device)  # warm-up
-            torch_runs[f"{args.torch_device}, {name}"] = timed_greedy(m, src, args.tokens, args.torch_device)
-            ids, enc, tps = graph_greedy(m, src, args.tokens, args.torch_device)
-            torch_runs[f"{args.torch_device}, {name}, CUDA graph"] = (ids[0], enc, tps)
-            graph_ids[name] = ids
+            models[name] = m.to(device=args.torch_device, dtype=dtype)
+    for r in range(args.rounds):
+        if args.torch_device == "cpu":
+            for threads in range(1, (os.cpu_count() or 1) + 1):
+                torch.set_num_threads(threads)
+                timed_greedy(model, src, 2, "cpu")  # warm-up
+                rounds.setdefault(f"{threads} threads, fp32", []).append(timed_greedy(model, src, args.tokens, "cpu"))
+        else:
+            for name, m in models.items():
+                timed_greedy(m, src, 2, args.torch_device)  # warm-up
+                rounds.setdefault(f"{args.torch_device}, {name}", []).append(
+                    timed_greedy(m, src, args.tokens, args.torch_device))
+                ids, enc, tps = graph_greedy(m, src, args.tokens, args.torch_device)
+                rounds.setdefault(f"{args.torch_device}, {name}, CUDA graph", []).append((ids[0], enc, tps))
+                graph_ids.setdefault(name, ids)
+        out = subprocess.check_output([args.vkformer, "generate", "--model", args.model_dir, "--src-ids",
+                                       ";".join(",".join(map(str, s)) for s in src), "--max-new-tokens", str(args.tokens),
+                                       "--json", "--warmup", "--precision", args.precision])
+        vk_rounds.append(json.loads(out))
+
+    def median(values):
+        v = sorted(values)
+        return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+    # Per configuration: (its first round's first-sequence ids, median encode ms, median tokens/s).
+    torch_runs = {name: (runs[0][0], median([x[1] for x in runs]), median([x[2] for x in runs]))
+                  for name, runs in rounds.items()}
     ref = next(iter(torch_runs.values()))[0]  # fp32 tokens
     torch.set_num_threads(os.cpu_count() or 1)
     module_ids = uncached_greedy(model, src[:1], args.tokens, "cpu")  # nn.Transformer as written, no cache
     best = max(torch_runs, key=lambda k: torch_runs[k][2])
-    out = subprocess.check_output([args.vkformer, "generate", "--model", args.model_dir, "--src-ids",
-                                   ";".join(",".join(map(str, s)) for s in src), "--max-new-tokens", str(args.tokens), "--json",
-                                   "--warmup", "--precision", args.precision])
-    vk = json.loads(out)
-    print(f"Transformer-base greedy decoding, batch {args.batch}, {args.tokens} tokens from a {args.source_length}-token source")
+    vk = vk_rounds[0]
+    vk_tps = median([v["decode_tokens_per_second"] for v in vk_rounds])
+    vk_enc = median([v["encode_ms"] for v in vk_rounds])
+    print(f"Transformer-base greedy decoding, batch {args.batch}, {args.tokens} tokens from a {args.source_length}-token source"
+          f" (medians of {args.rounds} alternating rounds)")
     print(f"  {'':44s} {'encode ms':>10s} {'decode tokens/s':>16s} {'ms/token':>9s}")
     for name, (_, enc, tps) in torch_runs.items():
         print(f"  {'PyTorch ' + torch.__version__ + ' (' + name + ')':44s} {enc:10.2f} {tps:16.1f} {1e3 / tps:9.3f}")
-    vk_tps = vk["decode_tokens_per_second"]
-    print(f"  {'vkformer on ' + vk['device'] + ' (' + args.precision + ')':44.44s} {vk['encode_ms']:10.2f} {vk_tps:16.1f} "
+    print(f"  {'vkformer on ' + vk['device'] + ' (' + args.precision + ')':44.44s} {vk_enc:10.2f} {vk_tps:16.1f} "
           f"{1e3 / vk_tps:9.3f}")
     print(f"  vkformer counters per token: {vk['counters']}")
-    print(f"  ratio vkformer / PyTorch ({best}), decode: {vk_tps / torch_runs[best][2]:.2f}")
+    per_round = [v["decode_tokens_per_second"] / run[2] for v, run in zip(vk_rounds, rounds[best])]
+    print(f"  ratio vkformer / PyTorch ({best}), decode: {vk_tps / torch_runs[best][2]:.2f}"
+          + (f" (per round {min(per_round):.2f} to {max(per_round):.2f})" if args.rounds > 1 else ""))
     print(f"  cached PyTorch baseline gives nn.Transformer's own tokens: {ref == module_ids}")
-    print(f"  vkformer gives the same tokens as PyTorch fp32 (first sequence): {vk['ids'][0] == ref}")
+    print(f"  vkformer gives the same tokens as PyTorch fp32 (first sequence): {vk['ids'][0] == ref}"
+          + ("" if all(v["ids"] == vk["ids"] for v in vk_rounds) else " (but its rounds disagree)"))
     for name, ids in graph_ids.items():
         same = sum(a == b for a, b in zip(ids, vk["ids"]))
         print(f"  CUDA-graph PyTorch {name}: first sequence as the eager loop: {ids[0] == ref}; "

@@ -99,8 +99,8 @@ bench() {  # tuned first, so the benchmarks and decoding run what the card's tun
   step tune_fp16 150 env VKF_PIPELINE_STATS=1 build/vkformer tune --precision fp16 --budget-s "${TUNE_FP16_S:-90}"
   step bench_ops_fp16 100 build/vkformer bench ops --precision fp16 --max-size 4096 --json-out "$L/ops_fp16.json"
   step torch_gemm_fp16 60 python3 tools/bench_gemm_torch.py "$L/ops_fp16.json" --json-out "$L/torch_fp16.json"
-  step decode_b32_fp16 120 python3 tools/bench_transformer_base.py --torch-device cuda --precision fp16 --batch 32 --tokens 32
-  step decode_b1_fp16 90 python3 tools/bench_transformer_base.py --torch-device cuda --precision fp16 --batch 1 --tokens 32
+  step decode_b32_fp16 120 python3 tools/bench_transformer_base.py --rounds 1 --torch-device cuda --precision fp16 --batch 32 --tokens 32
+  step decode_b1_fp16 90 python3 tools/bench_transformer_base.py --rounds 1 --torch-device cuda --precision fp16 --batch 1 --tokens 32
   step profile_b1_fp16 40 build/vkformer generate --model build/transformer-base --precision fp16 --warmup --profile \
     --src-ids 3,10,17,24,31,38,45,52,59,66,73,80,87,94,101,108,115,122,129,136,143,150,157,164 --max-new-tokens 32
   step tune_fp32 100 env VKF_PIPELINE_STATS=1 build/vkformer tune --precision fp32 --budget-s "${TUNE_FP32_S:-40}"
@@ -144,8 +144,8 @@ diag() {  # what the driver offers and does with our kernels: memory types, cloc
   kill "$smi" 2>/dev/null
   step pipeline_stats 120 env VKF_PIPELINE_STATS=1 VKF_CACHE_DIR=/tmp/vkf-cache-stats build/vkformer tune \
     --precision fp16 --budget-s 30
-  step decode_b1_defaults 90 python3 tools/bench_transformer_base.py --torch-device cuda --precision fp16 --batch 1 --tokens 32
-  step decode_b32_defaults 120 python3 tools/bench_transformer_base.py --torch-device cuda --precision fp16 --batch 32 --tokens 32
+  step decode_b1_defaults 90 python3 tools/bench_transformer_base.py --rounds 1 --torch-device cuda --precision fp16 --batch 1 --tokens 32
+  step decode_b32_defaults 120 python3 tools/bench_transformer_base.py --rounds 1 --torch-device cuda --precision fp16 --batch 32 --tokens 32
   step profile_b1_defaults 40 build/vkformer generate --model build/transformer-base --precision fp16 --warmup --profile \
     --src-ids 3,10,17,24,31,38,45,52,59,66,73,80,87,94,101,108,115,122,129,136,143,150,157,164 --max-new-tokens 32
   save
