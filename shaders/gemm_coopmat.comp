@@ -23,9 +23,9 @@
 // K, the leading dimensions and offsets multiples of 8): the prefetch's loads are uvec4s
 // of eight halves, stored to the shared tiles whole, which are then uvec4 arrays that
 // coopMatLoadNV reads in uvec4 units (the layout NVIDIA's cooperative-matrix samples
-// stage through). Each 16-byte load or store replaces four 2-byte shared stores and two
-// 8-byte loads: the staging's instruction count per step is a quarter of the f16vec4
-// form's. Otherwise the same tiles, padding and epilogue as PREFETCH.
+// stage through). A uvec4 load stands for two f16vec4 ones, and its one 16-byte shared
+// store for eight 2-byte ones: two staging instructions per eight halves where the
+// f16vec4 form issues ten. Otherwise the same tiles, padding and epilogue as PREFETCH.
 //
 // PREFETCH_LAYOUT (host: every GemmTiles::prefetch design, with or without PREFETCH
 // itself): the shared tiles' rows are padded from BK to BK + 8 halves, so the 16 rows a
