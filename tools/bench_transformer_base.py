@@ -26,6 +26,7 @@ run's figure moves by up to 20%), with the range of the per-round ratios.
 import argparse
 import json
 import os
+from statistics import median
 import subprocess
 import sys
 import time
@@ -309,10 +310,6 @@ def main():
                                        ";".join(",".join(map(str, s)) for s in src), "--max-new-tokens", str(args.tokens),
                                        "--json", "--warmup", "--precision", args.precision])
         vk_rounds.append(json.loads(out))
-
-    def median(values):
-        v = sorted(values)
-        return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 
     # Per configuration: (its first round's first-sequence ids, median encode ms, median tokens/s).
     torch_runs = {name: (runs[0][0], median([x[1] for x in runs]), median([x[2] for x in runs]))

@@ -291,6 +291,14 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
   push.base_r = pr.base;
   push.base_c2 = pc2.base;
   const auto& caps = ctx_.capabilities();
+  // Whether A's and B's rows, batches and offsets all start on multiples of `n` elements
+  // and K is one: the kernels' vector loads (vec4s; the cooperative-matrix kernel's
+  // wide staging, eight halves) read whole vectors only then.
+  auto rows_on_vectors = [&](uint32_t n) {
+    return g.K % n == 0 && g.lda % n == 0 && g.ldb % n == 0 && pa.base % n == 0 && pb.base % n == 0 &&
+           push.stride_a[0] % n == 0 && push.stride_a[1] % n == 0 && push.stride_b[0] % n == 0 &&
+           push.stride_b[1] % n == 0;
+  };
 
   Kernel k;
   Groups groups;
@@ -310,9 +318,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       // a warm-up that runs one beam search has compiled every decode step. Other sizes,
       // measured there, were no faster: 32-128 invocations, 2-8 columns each.
       const uint32_t wg = std::max<uint32_t>(64, caps.subgroup_size), cols = 4;
-      const bool vec4 = g.K % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0 &&
-                        push.stride_a[0] % 4 == 0 && push.stride_a[1] % 4 == 0 && push.stride_b[0] % 4 == 0 &&
-                        push.stride_b[1] % 4 == 0;
+      const bool vec4 = rows_on_vectors(4);
       Defines d = {{"SUBGROUP_REDUCE", "1"}, {"WG_SIZE", std::to_string(wg)}, {"COLS", std::to_string(cols)}};
       if (g.M == 1) d.emplace_back("ROWS", "1");
       if (vec4) d.emplace_back("VEC4_K", "1");
@@ -357,9 +363,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       if (!problem.empty()) throw Error("gemm: " + t.name() + " on device '" + caps.name + "': " + problem);
     }
     // vec4 global loads when every row and batch of A and B starts 16-byte aligned.
-    const bool vec4_nt = !g.trans_a && g.trans_b && g.K % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
-                         push.stride_a[0] % 4 == 0 && push.stride_a[1] % 4 == 0 && push.stride_b[0] % 4 == 0 &&
-                         push.stride_b[1] % 4 == 0 && pa.base % 4 == 0 && pb.base % 4 == 0;
+    const bool vec4_nt = !g.trans_a && g.trans_b && rows_on_vectors(4);
     // Row statistics: read where given and this kernel can, written where asked and it
     // can (the fold's variant, with ROW_STATS, runs both, its norm flags off when unused).
     const bool row_stats = direct_row_stats(caps, t) && g.batch == 1 && g.heads == 1 && !step &&
@@ -420,10 +424,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       if (prefetch) cd.emplace_back("PREFETCH", "1");
       // Wide staging where the rows are whole uvec4s of eight halves (else the design's
       // f16vec4 prefetch, which gemm_tiles_problem also sizes it for).
-      const bool vec8_nt = g.K % 8 == 0 && g.lda % 8 == 0 && g.ldb % 8 == 0 && push.stride_a[0] % 8 == 0 &&
-                           push.stride_a[1] % 8 == 0 && push.stride_b[0] % 8 == 0 && push.stride_b[1] % 8 == 0 &&
-                           pa.base % 8 == 0 && pb.base % 8 == 0;
-      if (t.wide && prefetch && vec8_nt) cd.emplace_back("WIDE", "1");
+      if (t.wide && prefetch && rows_on_vectors(8)) cd.emplace_back("WIDE", "1");
       if (t.prefetch) cd.emplace_back("PREFETCH_LAYOUT", "1");  // the design's padded rows and epilogue, either way
       if (gemm_coopmat_emulated()) cd.emplace_back("COOPMAT_EMULATED", "1");
       k = kernel("gemm_coopmat.comp", cd, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});

@@ -59,7 +59,8 @@ std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t, DTy
     return "the direct kernel (no shared-memory tiles, each load used at once) has no prefetch";
   if (t.wide && (!t.prefetch || t.strategy != GemmStrategy::CoopMatNV))
     return "wide staging (eight halves a load) is a form of the cooperative-matrix prefetch designs'";
-  // (Wide designs too: products whose rows are vec4s but not uvec4s run their f16vec4 prefetch.)
+  // The f16vec4 rule holds for wide designs too: products whose rows are vec4s but not
+  // uvec4s run their f16vec4 prefetch.
   if (t.prefetch && t.strategy == GemmStrategy::CoopMatNV && std::max(t.bm, t.bn) * (t.bk / 4) > 8 * t.invocations())
     return "the cooperative-matrix kernel prefetches at most 8 vec4s of each tile per invocation";
   if (t.strategy == GemmStrategy::Direct && (t.tm != t.bm || t.bk != 4))
