@@ -32,8 +32,31 @@ const uint DL = (HEAD_DIM + SG - 1) / SG;  // dimensions per lane: lane + SG * t
 layout(local_size_x = SG) in;
 
 layout(std430, set = 0, binding = 0) readonly buffer Qb { store_t Q[]; };
+#ifdef TEXEL_KV
+// TEXEL_KV (host: CPU drivers, HEAD_DIM a multiple of 4 * SG, K's and V's rows and
+// offsets on whole vec4s, their views on aligned texels): K and V read as storage texel
+// buffers, 16 bytes a texel (4 fp32 values, or 8 fp16 ones as 4 uints). llvmpipe loads a
+// texel per lane as one vector, where each lane's element of a storage buffer is a
+// gather: a block of SG keys took 2 * HEAD_DIM gathers, and takes HEAD_DIM / 2 texels.
+// k4(i) and v4(i) are the i-th vec4 of K and V.
+#ifdef VKF_FP16_STORAGE
+layout(set = 0, binding = 1, rgba32ui) uniform restrict readonly uimageBuffer K_texels;
+layout(set = 0, binding = 2, rgba32ui) uniform restrict readonly uimageBuffer V_texels;
+vec4 half_texel(uvec4 t, uint p) { return p == 0u ? vec4(unpackHalf2x16(t.x), unpackHalf2x16(t.y))
+                                                   : vec4(unpackHalf2x16(t.z), unpackHalf2x16(t.w)); }
+vec4 k4(uint i) { return half_texel(imageLoad(K_texels, int(i / 2u)), i % 2u); }
+vec4 v4(uint i) { return half_texel(imageLoad(V_texels, int(i / 2u)), i % 2u); }
+#else
+layout(set = 0, binding = 1, rgba32f) uniform restrict readonly imageBuffer K_texels;
+layout(set = 0, binding = 2, rgba32f) uniform restrict readonly imageBuffer V_texels;
+vec4 k4(uint i) { return imageLoad(K_texels, int(i)); }
+vec4 v4(uint i) { return imageLoad(V_texels, int(i)); }
+#endif
+const uint D4 = HEAD_DIM / 4u, DL4 = D4 / SG;  // vec4s per row; per lane of an output: lane + SG * t
+#else
 layout(std430, set = 0, binding = 1) readonly buffer Kb { store_t K[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Vb { store_t V[]; };
+#endif
 layout(std430, set = 0, binding = 3) writeonly buffer Ob { store_t O[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Mb { store_t key_mask[]; };  // [batch, kv_len], FLAG_KEY_MASK
 #define STEP_BINDING 5
@@ -67,6 +90,70 @@ void main() {
   uint kv_end = kv_len;
   if (causal) kv_end = min(kv_len, min(pc.q_len, q0 + TQ) + causal_offset);
 
+#ifdef TEXEL_KV
+  // Each query whole (scaled) in every lane, read at addresses the same in every lane (a
+  // CPU driver's scalar load); this lane's vec4s of each output; the running max and sum.
+  vec4 q[TQ][D4], o[TQ][DL4];
+  float m[TQ], l[TQ];
+  for (uint i = 0; i < TQ; ++i) {
+    const uint row = min(q0 + i, pc.q_len - 1u);  // past the end: a real row, never stored
+    const uint q_base = pc.base_q + b * pc.q_batch_stride + row * pc.q_row_stride + h * HEAD_DIM;
+    for (uint t = 0; t < D4; ++t)
+      q[i][t] = vec4(float(Q[q_base + 4u * t]), float(Q[q_base + 4u * t + 1u]), float(Q[q_base + 4u * t + 2u]),
+                     float(Q[q_base + 4u * t + 3u])) * pc.scale;
+    for (uint t = 0; t < DL4; ++t) o[i][t] = vec4(0.0);
+    m[i] = NEG_INF;
+    l[i] = 0.0;
+  }
+
+  for (uint j0 = 0; j0 < kv_end; j0 += SG) {
+    // Scores of this lane's key against every query: its row's texels.
+    const uint j = j0 + lane, key = min(j, kv_end - 1u);
+    const uint k_row4 = (k_base + key * pc.kv_row_stride) / 4u;
+    float s[TQ];
+    for (uint i = 0; i < TQ; ++i) s[i] = 0.0;
+    for (uint t = 0; t < D4; ++t) {
+      const vec4 k = k4(k_row4 + t);
+      for (uint i = 0; i < TQ; ++i) s[i] += dot(q[i][t], k);
+    }
+    const float bias = masked ? float(key_mask[b * pc.kv_len + key]) : 0.0;  // masks and growth never meet (host)
+    float p[TQ];
+    for (uint i = 0; i < TQ; ++i) {
+      float si = s[i] + bias;
+      if (j >= kv_end || (causal && j > q0 + i + causal_offset)) si = NEG_INF;
+      const float m_new = max(m[i], subgroupMax(si));
+      // Every key so far dropped: nothing to add (and exp(-inf - -inf) would be NaN).
+      const float correction = m_new == NEG_INF ? 1.0 : exp(m[i] - m_new);
+      p[i] = si == NEG_INF ? 0.0 : exp(si - m_new);
+      l[i] = l[i] * correction + subgroupAdd(p[i]);
+      for (uint t = 0; t < DL4; ++t) o[i][t] *= correction;
+      m[i] = m_new;
+    }
+    // This lane's output vec4s over the block's keys.
+    for (uint e = 0; e < SG; ++e) {
+      if (j0 + e >= kv_end) break;
+      const uint v_row4 = (v_base + (j0 + e) * pc.kv_row_stride) / 4u;
+      float pe[TQ];
+      for (uint i = 0; i < TQ; ++i) pe[i] = subgroupShuffle(p[i], e);
+      for (uint t = 0; t < DL4; ++t) {
+        const vec4 v = v4(v_row4 + lane + SG * t);
+        for (uint i = 0; i < TQ; ++i) o[i][t] = fma(vec4(pe[i]), v, o[i][t]);
+      }
+    }
+  }
+
+  // A query with every key masked has l == 0 and gives NaN, as PyTorch's softmax does.
+  for (uint i = 0; i < TQ; ++i) {
+    if (q0 + i >= pc.q_len) break;
+    const uint o_base = pc.base_o + b * pc.o_batch_stride + (q0 + i) * pc.o_row_stride + h * HEAD_DIM;
+    const float inv = 1.0 / l[i];
+    for (uint t = 0; t < DL4; ++t) {
+      const uint d = 4u * (lane + SG * t);
+      const vec4 r = l[i] > 0.0 ? o[i][t] * inv : vec4(uintBitsToFloat(0x7fc00000u));
+      for (uint c = 0; c < 4u; ++c) O[o_base + d + c] = store_t(r[c]);
+    }
+  }
+#else
   // This lane's dimensions of each query (scaled) and of each output; the queries'
   // running max and sum (the same in every lane).
   float q[TQ][DL], o[TQ][DL], m[TQ], l[TQ];
@@ -132,4 +219,5 @@ void main() {
       if (d < HEAD_DIM) O[o_base + d] = store_t(l[i] > 0.0 ? o[i][t] * inv : uintBitsToFloat(0x7fc00000u));
     }
   }
+#endif
 }

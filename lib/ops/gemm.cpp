@@ -6,6 +6,7 @@
 
 #include "gemm_flags.h"  // shaders/: flag bits shared with the GLSL kernels
 #include "gemm_tiles.hpp"
+#include "texels.hpp"
 #include "vkformer/env.hpp"
 #include "vkformer/gemm_tuning.hpp"
 #include "vkformer/ops.hpp"
@@ -97,14 +98,6 @@ struct SmallMOperand {
   uint64_t bytes = 0;
 };
 
-// Whether a view starting at byte `start`, `bytes` long, can be bound as a texel buffer:
-// a texel-aligned start and 1 to the device's maximum whole 16-byte texels (the rule
-// CommandList::dispatch checks; both texel-reading kernels ask it first).
-static bool texel_view_fits(const Capabilities& caps, uint64_t start, uint64_t bytes) {
-  return start % std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1) == 0 && bytes >= 16 &&
-         bytes / 16 <= caps.max_texel_buffer_elements;
-}
-
 // Whether the small-M kernel reads A and B as storage texel buffers (TEXEL_B): where
 // asked, else on CPU drivers (lavapipe, Mesa 25.0.7 on 2 AMD EPYC cores, 1xNxK products
 // of a Transformer-base: 2-2.5x a storage buffer's speed; GPUs keep storage buffers, on
@@ -115,7 +108,7 @@ static bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, co
   const uint32_t per_texel = 16 / dtype_bytes(dt);
   auto fits = [&](const SmallMOperand& o, uint32_t ld, const Strides& stride) {
     return ld % per_texel == 0 && o.base % per_texel == 0 && stride.outer % per_texel == 0 &&
-           stride.inner % per_texel == 0 && texel_view_fits(caps, o.start, o.bytes);
+           stride.inner % per_texel == 0 && ops::texel_view_fits(caps, o.start, o.bytes);
   };
   const bool fit = small_m_subgroups(caps, g) && g.K % per_texel == 0 && fits(a, g.lda, g.stride_a) &&
                    fits(b, g.ldb, g.stride_b);
@@ -134,7 +127,7 @@ static bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, co
 static bool direct_texels(const Capabilities& caps, const Gemm& g, DType dt, bool vec4_nt, const BufferView& a,
                           const BufferView& b) {
   auto fits = [&](const BufferView& v) {
-    return texel_view_fits(caps, v.offset, v.size) && (dt != DType::F16 || v.size % 16 == 0);
+    return ops::texel_view_fits(caps, v.offset, v.size) && (dt != DType::F16 || v.size % 16 == 0);
   };
   const bool fit = vec4_nt && fits(a) && fits(b);
   if (g.texel_weights == true && !fit)

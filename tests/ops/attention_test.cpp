@@ -149,37 +149,41 @@ TEST_P(AttentionTest, ReadsKeysAndValuesFromADecodeCache) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
-  const uint32_t B = 2, H = 3, d = 16, Lmax = 40, filled = 11;
-  auto q = random_values(size_t(B) * H * d, rng), cache_k = random_values(size_t(B) * H * Lmax * d, rng);
-  auto cache_v = random_values(cache_k.size(), rng);
-  for (auto* x : {&q, &cache_k, &cache_v})
-    for (auto& e : *x) e = stored(e, dtype());
-  // The same keys packed [B, filled, H*d] for the reference.
-  std::vector<double> k(size_t(B) * filled * H * d), v(k.size());
-  for (uint32_t b = 0; b < B; ++b)
-    for (uint32_t h = 0; h < H; ++h)
-      for (uint32_t j = 0; j < filled; ++j)
-        for (uint32_t e = 0; e < d; ++e) {
-          k[((size_t(b) * filled + j) * H + h) * d + e] = cache_k[((size_t(b) * H + h) * Lmax + j) * d + e];
-          v[((size_t(b) * filled + j) * H + h) * d + e] = cache_v[((size_t(b) * H + h) * Lmax + j) * d + e];
-        }
-  Attention a{.batch = B, .heads = H, .head_dim = d, .q_len = 1, .kv_len = filled, .causal = true,
-              .causal_offset = filled - 1};
-  auto [want, scale] = ref::attention(a, q, k, v, nullptr);
-  a.kv_batch_stride = uint64_t(H) * Lmax * d;
-  a.kv_head_stride = uint64_t(Lmax) * d;
-  a.kv_row_stride = d;
-  Buffer bq = upload_as(ctx(), q, dtype(), "q"), bk = upload_as(ctx(), cache_k, dtype(), "k_cache");
-  Buffer bv = upload_as(ctx(), cache_v, dtype(), "v_cache"), bo = poisoned(ctx(), want.size(), dtype(), "o");
-  Buffer bo2 = poisoned(ctx(), want.size(), dtype(), "o2"), scores = poisoned(ctx(), B * H * filled, dtype(), "s");
-  auto cl = ctx().command_list();
-  Ops o = ops();
-  o.attention(cl, a, bq.view(), bk.view(), bv.view(), bo.view());
-  o.attention_unfused(cl, a, bq.view(), bk.view(), bv.view(), bo2.view(), scores.view());
-  cl.submit();
-  const bool f16 = dtype() == DType::F16;
-  EXPECT_TRUE(close(download_as(ctx(), bo, want.size(), dtype()), want, scale, f16 ? 1e-3 : 2e-5, f16 ? 6e-8 : 0));
-  EXPECT_TRUE(close(download_as(ctx(), bo2, want.size(), dtype()), want, scale, f16 ? 2e-3 : 2e-5, f16 ? 6e-8 : 0));
+  // d = 64: the direct kernel reads the cache as texels on CPU drivers (16 per lane: not).
+  for (const uint32_t d : {16u, 64u}) {
+    SCOPED_TRACE("d=" + std::to_string(d));
+    const uint32_t B = 2, H = 3, Lmax = 40, filled = 11;
+    auto q = random_values(size_t(B) * H * d, rng), cache_k = random_values(size_t(B) * H * Lmax * d, rng);
+    auto cache_v = random_values(cache_k.size(), rng);
+    for (auto* x : {&q, &cache_k, &cache_v})
+      for (auto& e : *x) e = stored(e, dtype());
+    // The same keys packed [B, filled, H*d] for the reference.
+    std::vector<double> k(size_t(B) * filled * H * d), v(k.size());
+    for (uint32_t b = 0; b < B; ++b)
+      for (uint32_t h = 0; h < H; ++h)
+        for (uint32_t j = 0; j < filled; ++j)
+          for (uint32_t e = 0; e < d; ++e) {
+            k[((size_t(b) * filled + j) * H + h) * d + e] = cache_k[((size_t(b) * H + h) * Lmax + j) * d + e];
+            v[((size_t(b) * filled + j) * H + h) * d + e] = cache_v[((size_t(b) * H + h) * Lmax + j) * d + e];
+          }
+    Attention a{.batch = B, .heads = H, .head_dim = d, .q_len = 1, .kv_len = filled, .causal = true,
+                .causal_offset = filled - 1};
+    auto [want, scale] = ref::attention(a, q, k, v, nullptr);
+    a.kv_batch_stride = uint64_t(H) * Lmax * d;
+    a.kv_head_stride = uint64_t(Lmax) * d;
+    a.kv_row_stride = d;
+    Buffer bq = upload_as(ctx(), q, dtype(), "q"), bk = upload_as(ctx(), cache_k, dtype(), "k_cache");
+    Buffer bv = upload_as(ctx(), cache_v, dtype(), "v_cache"), bo = poisoned(ctx(), want.size(), dtype(), "o");
+    Buffer bo2 = poisoned(ctx(), want.size(), dtype(), "o2"), scores = poisoned(ctx(), B * H * filled, dtype(), "s");
+    auto cl = ctx().command_list();
+    Ops o = ops();
+    o.attention(cl, a, bq.view(), bk.view(), bv.view(), bo.view());
+    o.attention_unfused(cl, a, bq.view(), bk.view(), bv.view(), bo2.view(), scores.view());
+    cl.submit();
+    const bool f16 = dtype() == DType::F16;
+    EXPECT_TRUE(close(download_as(ctx(), bo, want.size(), dtype()), want, scale, f16 ? 1e-3 : 2e-5, f16 ? 6e-8 : 0));
+    EXPECT_TRUE(close(download_as(ctx(), bo2, want.size(), dtype()), want, scale, f16 ? 2e-3 : 2e-5, f16 ? 6e-8 : 0));
+  }
 }
 
 // A replayed decode step: the kernel takes kv_len and the causal offset from the step
@@ -191,69 +195,110 @@ TEST_P(AttentionTest, TakesTheKeyCountFromADecodeStep) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
-  const uint32_t B = 3, H = 2, d = 8, capacity = 17;
-  auto q = random_values(size_t(B) * H * d, rng), kv = random_values(size_t(B) * capacity * 2 * H * d, rng);
-  for (auto* x : {&q, &kv})
-    for (auto& e : *x) e = stored(e, dtype());
-  Buffer bq = upload_as(ctx(), q, dtype(), "q"), bkv = upload_as(ctx(), kv, dtype(), "kv_cache");
-  Buffer state = upload_u32(ctx(), {0, 0, 0}, "decode_step");
-  std::vector<double> mask(size_t(B) * capacity, 0.0);
-  mask[2 * capacity] = mask[2 * capacity + 1] = -30000.0;
-  Buffer bm = upload_as(ctx(), mask, dtype(), "mask");
-  const uint64_t e = dtype_bytes(dtype());
-  Attention a{.batch = B, .heads = H, .head_dim = d, .q_len = 1, .kv_len = capacity, .causal = true,
-              .kv_batch_stride = uint64_t(capacity) * 2 * H * d, .kv_row_stride = 2 * H * d};  // [B, capacity, 2, H*d]
-  const DecodeStep step{.state = state.view(), .max_step = capacity - 1};
-  Ops o = ops();
-  auto cl = ctx().command_list();  // recorded once, replayed at every key count; every kernel
-  const auto valid = kernels(d);
-  std::vector<Buffer> outs;
-  for (AttentionKernel kernel : valid) {
-    outs.push_back(poisoned(ctx(), q.size(), dtype(), "o"));
-    Attention ak = a;
-    ak.kernel = kernel;
-    o.attention(cl, ak, bq.view(), bkv.view(), bkv.view(H * d * e), outs.back().view(), bm.view(), step);
-  }
-  const Buffer& bo = outs.front();
-  for (uint32_t keys : {1u, 2u, 11u, capacity}) {
-    const DecodeStep::State st{.step = keys - 1, .position = keys - 1, .key_count = keys};
-    ctx().upload(state, &st, sizeof st);
-    cl.submit();
-    std::vector<double> k(size_t(B) * keys * H * d), v(k.size());  // the first `keys` rows, packed
-    for (uint32_t b = 0; b < B; ++b)
-      for (uint32_t j = 0; j < keys; ++j)
-        for (uint32_t c = 0; c < H * d; ++c) {
-          k[(size_t(b) * keys + j) * H * d + c] = kv[(size_t(b) * capacity + j) * 2 * H * d + c];
-          v[(size_t(b) * keys + j) * H * d + c] = kv[(size_t(b) * capacity + j) * 2 * H * d + H * d + c];
-        }
-    std::vector<double> packed_mask(size_t(B) * keys);
-    for (uint32_t b = 0; b < B; ++b)
-      for (uint32_t j = 0; j < keys; ++j) packed_mask[size_t(b) * keys + j] = mask[size_t(b) * capacity + j];
-    const Attention packed{.batch = B, .heads = H, .head_dim = d, .q_len = 1, .kv_len = keys, .causal = true,
-                           .causal_offset = keys - 1};
-    auto [want, scale] = ref::attention(packed, q, k, v, &packed_mask);
-    const bool f16 = dtype() == DType::F16;
-    // With 2 keys or fewer batch item 2 sees only its padding: finite (the mask is), and
-    // never used, so only that is checked (scores near -30000 keep ~1e-3 of their spread).
-    const size_t real = keys <= 2 ? size_t(2) * H * d : want.size();
-    for (size_t i = 0; i < valid.size(); ++i) {
-      auto got = download_as(ctx(), outs[i], want.size(), dtype());
-      for (size_t j = real; j < got.size(); ++j) EXPECT_TRUE(std::isfinite(got[j])) << attention_kernel_name(valid[i]);
-      got.resize(real);
-      EXPECT_TRUE(close(got, std::vector<double>(want.begin(), want.begin() + long(real)),
-                        std::vector<double>(scale.begin(), scale.begin() + long(real)), f16 ? 1e-3 : 2e-5, f16 ? 6e-8 : 0))
-          << keys << " keys, " << attention_kernel_name(valid[i]);
+  // d = 32: K and V as texels on CPU drivers (8: storage buffers).
+  for (const uint32_t d : {8u, 32u}) {
+    SCOPED_TRACE("d=" + std::to_string(d));
+    const uint32_t B = 3, H = 2, capacity = 17;
+    auto q = random_values(size_t(B) * H * d, rng), kv = random_values(size_t(B) * capacity * 2 * H * d, rng);
+    for (auto* x : {&q, &kv})
+      for (auto& e : *x) e = stored(e, dtype());
+    Buffer bq = upload_as(ctx(), q, dtype(), "q"), bkv = upload_as(ctx(), kv, dtype(), "kv_cache");
+    Buffer state = upload_u32(ctx(), {0, 0, 0}, "decode_step");
+    std::vector<double> mask(size_t(B) * capacity, 0.0);
+    mask[2 * capacity] = mask[2 * capacity + 1] = -30000.0;
+    Buffer bm = upload_as(ctx(), mask, dtype(), "mask");
+    const uint64_t e = dtype_bytes(dtype());
+    Attention a{.batch = B, .heads = H, .head_dim = d, .q_len = 1, .kv_len = capacity, .causal = true,
+                .kv_batch_stride = uint64_t(capacity) * 2 * H * d,
+                .kv_row_stride = 2 * H * d};  // [B, capacity, 2, H*d]
+    const DecodeStep step{.state = state.view(), .max_step = capacity - 1};
+    Ops o = ops();
+    auto cl = ctx().command_list();  // recorded once, replayed at every key count; every kernel
+    const auto valid = kernels(d);
+    std::vector<Buffer> outs;
+    for (AttentionKernel kernel : valid) {
+      outs.push_back(poisoned(ctx(), q.size(), dtype(), "o"));
+      Attention ak = a;
+      ak.kernel = kernel;
+      o.attention(cl, ak, bq.view(), bkv.view(), bkv.view(H * d * e), outs.back().view(), bm.view(), step);
     }
+    const Buffer& bo = outs.front();
+    for (uint32_t keys : {1u, 2u, 11u, capacity}) {
+      const DecodeStep::State st{.step = keys - 1, .position = keys - 1, .key_count = keys};
+      ctx().upload(state, &st, sizeof st);
+      cl.submit();
+      std::vector<double> k(size_t(B) * keys * H * d), v(k.size());  // the first `keys` rows, packed
+      for (uint32_t b = 0; b < B; ++b)
+        for (uint32_t j = 0; j < keys; ++j)
+          for (uint32_t c = 0; c < H * d; ++c) {
+            k[(size_t(b) * keys + j) * H * d + c] = kv[(size_t(b) * capacity + j) * 2 * H * d + c];
+            v[(size_t(b) * keys + j) * H * d + c] = kv[(size_t(b) * capacity + j) * 2 * H * d + H * d + c];
+          }
+      std::vector<double> packed_mask(size_t(B) * keys);
+      for (uint32_t b = 0; b < B; ++b)
+        for (uint32_t j = 0; j < keys; ++j) packed_mask[size_t(b) * keys + j] = mask[size_t(b) * capacity + j];
+      const Attention packed{.batch = B, .heads = H, .head_dim = d, .q_len = 1, .kv_len = keys, .causal = true,
+                             .causal_offset = keys - 1};
+      auto [want, scale] = ref::attention(packed, q, k, v, &packed_mask);
+      const bool f16 = dtype() == DType::F16;
+      // With 2 keys or fewer batch item 2 sees only its padding: finite (the mask is), and
+      // never used, so only that is checked (scores near -30000 keep ~1e-3 of their spread).
+      const size_t real = keys <= 2 ? size_t(2) * H * d : want.size();
+      for (size_t i = 0; i < valid.size(); ++i) {
+        auto got = download_as(ctx(), outs[i], want.size(), dtype());
+        for (size_t j = real; j < got.size(); ++j)
+          EXPECT_TRUE(std::isfinite(got[j])) << attention_kernel_name(valid[i]);
+        got.resize(real);
+        EXPECT_TRUE(close(got, std::vector<double>(want.begin(), want.begin() + long(real)),
+                          std::vector<double>(scale.begin(), scale.begin() + long(real)), f16 ? 1e-3 : 2e-5,
+                          f16 ? 6e-8 : 0))
+            << keys << " keys, " << attention_kernel_name(valid[i]);
+      }
+    }
+    // A step that could reach past kv_len, or a padding mask narrower than [B, capacity]: clear errors.
+    auto cl2 = ctx().command_list();
+    EXPECT_THROW(o.attention(cl2, a, bq.view(), bkv.view(), bkv.view(H * d * e), bo.view(), std::nullopt,
+                             DecodeStep{.state = state.view(), .max_step = capacity}),
+                 Error);
+    EXPECT_THROW(o.attention(cl2, a, bq.view(), bkv.view(), bkv.view(H * d * e), bo.view(),
+                             bm.view(0, (uint64_t(B) * capacity - 1) * e), step),
+                 Error);
+    cl2.submit();
   }
-  // A step that could reach past kv_len, or a padding mask narrower than [B, capacity]: clear errors.
-  auto cl2 = ctx().command_list();
-  EXPECT_THROW(o.attention(cl2, a, bq.view(), bkv.view(), bkv.view(H * d * e), bo.view(), std::nullopt,
-                           DecodeStep{.state = state.view(), .max_step = capacity}),
-               Error);
-  EXPECT_THROW(o.attention(cl2, a, bq.view(), bkv.view(), bkv.view(H * d * e), bo.view(),
-                           bm.view(0, (uint64_t(B) * capacity - 1) * e), step),
-               Error);
-  cl2.submit();
+}
+
+// The direct kernel reads K and V as texels where their views start on aligned texels
+// and rows on whole vec4s (CPU drivers), and from storage buffers otherwise: views 4 and
+// 1 elements into their buffers give the reference's answer either way, for one query
+// (a decode step's variant) and for several.
+TEST_P(AttentionTest, KeysAndValuesAtAnyOffsetAsTexelsOrBuffers) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t B = 2, H = 2, d = 64, L = 19;
+  const uint64_t e = dtype_bytes(dtype());
+  for (const uint32_t q_len : {1u, 5u})
+    for (const uint32_t shift : {0u, 4u, 1u}) {
+      SCOPED_TRACE("q_len=" + std::to_string(q_len) + " shift=" + std::to_string(shift));
+      auto q = random_values(size_t(B) * q_len * H * d, rng), k = random_values(size_t(B) * L * H * d, rng);
+      auto v = random_values(k.size(), rng);
+      for (auto* x : {&q, &k, &v})
+        for (auto& x1 : *x) x1 = stored(x1, dtype());
+      const Attention a{.batch = B, .heads = H, .head_dim = d, .q_len = q_len, .kv_len = L, .causal = q_len > 1,
+                        .causal_offset = q_len > 1 ? L - q_len : 0};
+      auto [want, scale] = ref::attention(a, q, k, v, nullptr);
+      std::vector<double> k_shifted(shift, 7.0), v_shifted(shift, -7.0);  // what the views skip
+      k_shifted.insert(k_shifted.end(), k.begin(), k.end());
+      v_shifted.insert(v_shifted.end(), v.begin(), v.end());
+      Buffer bq = upload_as(ctx(), q, dtype(), "q"), bk = upload_as(ctx(), k_shifted, dtype(), "k");
+      Buffer bv = upload_as(ctx(), v_shifted, dtype(), "v"), bo = poisoned(ctx(), want.size(), dtype(), "o");
+      Ops o = ops();
+      auto cl = ctx().command_list();
+      o.attention(cl, a, bq.view(), bk.view(shift * e), bv.view(shift * e), bo.view());
+      cl.submit();
+      const bool f16 = dtype() == DType::F16;
+      EXPECT_TRUE(close(download_as(ctx(), bo, want.size(), dtype()), want, scale, f16 ? 1e-3 : 2e-5, f16 ? 6e-8 : 0));
+    }
 }
 
 // Every key of a batch item masked: NaN, like PyTorch's softmax over all -inf.

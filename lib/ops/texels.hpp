@@ -1,0 +1,18 @@
+#pragma once
+// Whether a view can be bound as a storage texel buffer (the kernels that read texels on
+// CPU drivers: gemm_small_m, gemm_direct, attention_direct).
+#include <algorithm>
+#include <cstdint>
+
+#include "vkformer/capabilities.hpp"
+
+namespace vkf::ops {
+
+// A view starting at byte `start`, `bytes` long: a texel-aligned start and 1 to the
+// device's maximum whole 16-byte texels (the rule CommandList::dispatch checks).
+inline bool texel_view_fits(const Capabilities& caps, uint64_t start, uint64_t bytes) {
+  return start % std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1) == 0 && bytes >= 16 &&
+         bytes / 16 <= caps.max_texel_buffer_elements;
+}
+
+}  // namespace vkf::ops
