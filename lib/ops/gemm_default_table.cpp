@@ -55,15 +55,17 @@ GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t 
     // row classes may still differ). Up to 128 columns a wide tile is mostly empty: the
     // tiles above (64^3: 8.4 where 16x256 ran 4.2).
     // A CPU driver compiles for the host, so its host is its device class: on a Xeon
-    // with AVX-512 (32 vector registers where AVX2 has 16; same Mesa, fp32, 2 cores)
+    // with AVX-512 (32 vector registers where AVX2 has 16; same Mesa, 2 cores), fp32,
     // 16x256 with 8 ran 42-48 at squares of 512 and 1024 and 42-46 at M = 256, and 24
     // rows by 128 with 4 per invocation (96 accumulators) 52-62 and 52-60; 24 rows by
     // 256 with 4 the same; 32 or 48 rows, or 24 with 8, 17-19 (the shuffled rows and
     // the accumulators outgrow the registers). It costs M = 32 a third tile of
-    // padding: 36 where 16x256 ran 44, still twice the target (README).
+    // padding: 36 where 16x256 ran 44, still twice the target (README). fp16 storage
+    // there keeps 16x256: 56-59 at those squares and M = 256 where 24x128 ran 47-58.
     const GemmTiles direct_few{8, 64, 4, 8, 4, GemmStrategy::Direct}, direct{16, 64, 4, 16, 2, GemmStrategy::Direct};
-    const GemmTiles wide = host_has_avx512() ? GemmTiles{24, 128, 4, 24, 4, GemmStrategy::Direct}
-                                             : GemmTiles{16, 256, 4, 16, 8, GemmStrategy::Direct};
+    const GemmTiles wide = host_has_avx512() && precision == DType::F32
+                               ? GemmTiles{24, 128, 4, 24, 4, GemmStrategy::Direct}
+                               : GemmTiles{16, 256, 4, 16, 8, GemmStrategy::Direct};
     const GemmTiles& d = cols > 128 ? wide : rows <= 64 ? direct_few : direct;
     if (gemm_tiles_problem(caps, d, precision).empty() && direct_gemm_shuffles(caps, d)) return d;
     // Without shuffles, the best tiled tiles by rows (same machine; the old single
