@@ -12,7 +12,7 @@ namespace vkf {
 namespace ops {
 
 bool host_has_avx512() {
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
   return has;
 #else
