@@ -309,8 +309,13 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       // One row (batch-1 decoding) as a variant of its own, whose loops run that row
       // alone (lavapipe: 15-25% faster than looping to 4 rows); 2 to 4 rows share one, so
       // a warm-up that runs one beam search has compiled every decode step. Other sizes,
-      // measured there, were no faster: 32-128 invocations, 2-8 columns each.
-      const uint32_t wg = std::max<uint32_t>(64, caps.subgroup_size), cols = 4;
+      // measured there, were no faster: 32-256 invocations, 2-16 columns each, except
+      // for long rows on CPU drivers: where K >= 2048, 8 columns a subgroup (one load
+      // of A's texel per 8 of B's; Xeon, Mesa 25.0.7, fp32: 1x512x2048 in 198-218 us
+      // against 249-252 with 4, and 293 against 352 in a decode step). With K = 512 they
+      // ran decoding 18% slower there.
+      const uint32_t wg = std::max<uint32_t>(64, caps.subgroup_size);
+      const uint32_t cols = caps.type == DeviceType::Cpu && g.K >= 2048 ? 8 : 4;
       const bool vec4 = rows_on_vectors(4);
       Defines d = {{"SUBGROUP_REDUCE", "1"}, {"WG_SIZE", std::to_string(wg)}, {"COLS", std::to_string(cols)}};
       if (g.M == 1) d.emplace_back("ROWS", "1");
