@@ -312,8 +312,8 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       // measured there, were no faster: 32-256 invocations, 2-16 columns each, except
       // for long rows on CPU drivers: where K >= 2048, 8 columns a subgroup (one load
       // of A's texel per 8 of B's; Xeon, Mesa 25.0.7, fp32: 1x512x2048 in 198-218 us
-      // against 249-252 with 4, and 293 against 352 in a decode step). With K = 512 they
-      // ran decoding 18% slower there.
+      // against 249-252 with 4 in `bench ops`, 291-305 against 299-352 in a decode step).
+      // With K = 512 they were 15-30% slower there in a decode step.
       const uint32_t wg = std::max<uint32_t>(64, caps.subgroup_size);
       const uint32_t cols = caps.type == DeviceType::Cpu && g.K >= 2048 ? 8 : 4;
       const bool vec4 = rows_on_vectors(4);
