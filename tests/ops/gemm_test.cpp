@@ -400,11 +400,6 @@ TEST_P(GemmTest, WritesAtTheDecodeStepRow) {
 // pre-norm sublayer's input and every post-norm consumer) and y = a W^T + b + LN(r)
 // (NormOf::Residual, post-norm's residual), against LN then GEMM in double precision.
 // Rows hold values in [1, 3] (mean far from 0: the variance must be taken around the
-// mean) at awkward widths, vec4 and scalar loads (K % 4), M = 1 to 4, batched items.
-// Tolerance: the statistics are fp32 sums over at most ~1000 values (relative error
-// ~1e-6 of the normalised values, amplified by |mean| / std ~ 4), so the GEMM's 1e-5 of
-// sum |a'_k b_k| still holds; fp16 rounds the stored result (1e-3 of |c|).
-// Rows hold values in [1, 3] (mean far from 0: the variance must be taken around the
 // mean) at awkward widths, vec4 and scalar loads (K % 4), batched items: M = 1 to 4 (the
 // decode-step kernel) and more rows through the default table's kernel.
 // Tolerance: the statistics are fp32 sums over at most ~1000 values (relative error
