@@ -77,6 +77,20 @@ layout(push_constant) uniform Push {
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
+// A block's online-softmax step for one query, each lane holding the score `si` of its
+// key (NEG_INF where masked or past the end): the running max `m` and sum `l` (the same
+// in every lane) take the block in; returns this lane's probability, and `correction`
+// is the factor by which the output accumulated so far must be scaled.
+float softmax_step(float si, inout float m, inout float l, out float correction) {
+  const float m_new = max(m, subgroupMax(si));
+  // Every key so far dropped: nothing to add (and exp(-inf - -inf) would be NaN).
+  correction = m_new == NEG_INF ? 1.0 : exp(m - m_new);
+  const float p = si == NEG_INF ? 0.0 : exp(si - m_new);
+  l = l * correction + subgroupAdd(p);
+  m = m_new;
+  return p;
+}
+
 void main() {
   const uint lane = gl_SubgroupInvocationID;
   const bool stepped = (pc.flags & FLAG_STEP) != 0u;
@@ -121,13 +135,9 @@ void main() {
     for (uint i = 0; i < TQ; ++i) {
       float si = s[i] + bias;
       if (j >= kv_end || (causal && j > q0 + i + causal_offset)) si = NEG_INF;
-      const float m_new = max(m[i], subgroupMax(si));
-      // Every key so far dropped: nothing to add (and exp(-inf - -inf) would be NaN).
-      const float correction = m_new == NEG_INF ? 1.0 : exp(m[i] - m_new);
-      p[i] = si == NEG_INF ? 0.0 : exp(si - m_new);
-      l[i] = l[i] * correction + subgroupAdd(p[i]);
+      float correction;
+      p[i] = softmax_step(si, m[i], l[i], correction);
       for (uint t = 0; t < DL4; ++t) o[i][t] *= correction;
-      m[i] = m_new;
     }
     // This lane's output vec4s over the block's keys.
     for (uint e = 0; e < SG; ++e) {
@@ -187,13 +197,9 @@ void main() {
     for (uint i = 0; i < TQ; ++i) {
       float si = s[i] + bias;
       if (j >= kv_end || (causal && j > q0 + i + causal_offset)) si = NEG_INF;
-      const float m_new = max(m[i], subgroupMax(si));
-      // Every key so far dropped: nothing to add (and exp(-inf - -inf) would be NaN).
-      const float correction = m_new == NEG_INF ? 1.0 : exp(m[i] - m_new);
-      p[i] = si == NEG_INF ? 0.0 : exp(si - m_new);
-      l[i] = l[i] * correction + subgroupAdd(p[i]);
+      float correction;
+      p[i] = softmax_step(si, m[i], l[i], correction);
       for (uint t = 0; t < DL; ++t) o[i][t] *= correction;
-      m[i] = m_new;
     }
     // This lane's output dimensions over the block's keys.
     for (uint e = 0; e < SG; ++e) {
