@@ -174,8 +174,7 @@ void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, c
       rows_per_group = a.q_len == 1 ? 1 : kDirectQueries;
       const uint32_t sg = caps.subgroup_size;
       auto on_texels = [&](const Placed& p) {
-        return p.base % 4 == 0 && ops::texel_view_fits(caps, p.view.offset, p.view.size) &&
-               (dtype_ != DType::F16 || p.view.size % 16 == 0);
+        return p.base % 4 == 0 && ops::view_reads_as_texels(caps, p.view, dtype_);
       };
       const bool texels = caps.type == DeviceType::Cpu && a.head_dim % (4 * sg) == 0 && a.kv_row_stride % 4 == 0 &&
                           a.kv_head_stride % 4 == 0 && a.kv_batch_stride % 4 == 0 && on_texels(pk) &&

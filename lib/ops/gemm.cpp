@@ -126,10 +126,7 @@ static bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, co
 // their whole texels hold every element read (fp16: 8 to a texel).
 static bool direct_texels(const Capabilities& caps, const Gemm& g, DType dt, bool vec4_nt, const BufferView& a,
                           const BufferView& b) {
-  auto fits = [&](const BufferView& v) {
-    return ops::texel_view_fits(caps, v.offset, v.size) && (dt != DType::F16 || v.size % 16 == 0);
-  };
-  const bool fit = vec4_nt && fits(a) && fits(b);
+  const bool fit = vec4_nt && ops::view_reads_as_texels(caps, a, dt) && ops::view_reads_as_texels(caps, b, dt);
   if (g.texel_weights == true && !fit)
     throw Error("gemm: A and B cannot be read as texels on device '" + caps.name + "' (the direct kernel's texel " +
                 "path needs A [M, K] and B [N, K] with K, rows and offsets multiples of 4, views starting on " +

@@ -11,6 +11,10 @@ namespace vkf {
 
 namespace ops {
 
+namespace {
+
+// Whether the host CPU has AVX-512 (F and VL): a CPU driver compiles for its host, so its
+// code, and its best direct tiles, depend on it.
 bool host_has_avx512() {
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
@@ -19,6 +23,8 @@ bool host_has_avx512() {
   return false;
 #endif
 }
+
+}  // namespace
 
 bool direct_gemm_shuffles(const Capabilities& caps, const GemmTiles& t) {
   const uint32_t sg = caps.subgroup_size;

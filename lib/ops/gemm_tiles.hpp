@@ -17,10 +17,6 @@ namespace vkf::ops {
 GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t rows, uint32_t cols,
                             uint64_t large_tiles_in_c);
 
-// Whether the host CPU has AVX-512 (F and VL): a CPU driver's code, and so its best
-// direct tiles, depend on it (gemm_default_table.cpp).
-bool host_has_avx512();
-
 // Whether the direct kernel with these tiles hands rows of A between lanes with
 // subgroupShuffle (a fixed subgroup size dividing TM and the workgroup, and shuffles
 // offered), which is what makes it fast on CPU drivers; it is correct either way.

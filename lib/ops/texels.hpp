@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "vkformer/buffer.hpp"
 #include "vkformer/capabilities.hpp"
+#include "vkformer/ops.hpp"
 
 namespace vkf::ops {
 
@@ -13,6 +15,12 @@ namespace vkf::ops {
 inline bool texel_view_fits(const Capabilities& caps, uint64_t start, uint64_t bytes) {
   return start % std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1) == 0 && bytes >= 16 &&
          bytes / 16 <= caps.max_texel_buffer_elements;
+}
+
+// A bound view read whole as texels of `dt`: it fits, and in fp16 (8 halves a texel) it
+// ends on a whole texel, so that its last elements are not cut off.
+inline bool view_reads_as_texels(const Capabilities& caps, const BufferView& v, DType dt) {
+  return texel_view_fits(caps, v.offset, v.size) && (dt != DType::F16 || v.size % 16 == 0);
 }
 
 }  // namespace vkf::ops
