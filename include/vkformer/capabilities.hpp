@@ -42,6 +42,9 @@ struct Capabilities {
   uint64_t max_memory_allocation_size = 0;
   uint64_t min_storage_buffer_offset_alignment = 0;
   uint32_t max_texel_buffer_elements = 0;           // texels one storage texel buffer view may hold
+  // Kernels may read storage texel buffers (CPU drivers' fast loads): false where a
+  // quirk says the driver reads them wrong.
+  bool storage_texel_reads = true;
   uint64_t min_texel_buffer_offset_alignment = 0;   // where such a view may start
   uint64_t non_coherent_atom_size = 0;
   uint32_t max_push_constants_size = 0;

@@ -15,6 +15,7 @@ struct Quirk {
   uint32_t below_driver;        // 0: every driver version; else only older drivers
   const char* name;
   void (*apply)(Capabilities&);
+  bool (*applies)(const Capabilities&) = nullptr;  // a further condition on what the device reports
 };
 
 constexpr uint32_t kQualcomm = 0x5143, kMesa = 0x10005, kApple = 0x106B;
@@ -31,6 +32,14 @@ const Quirk kQuirks[] = {
     // MoltenVK translates to Metal, which has no cooperative matrix equivalent.
     {kApple, 0, 0, "moltenvk: cooperative matrices unavailable",
      [](Capabilities& c) { c.cooperative_matrix_nv = false; }},
+    // llvmpipe built for 512-bit vectors (LP_NATIVE_VECTOR_WIDTH=512 on an AVX-512 host:
+    // 16 lanes a subgroup) returns zeros in lanes 8 to 15 from storage texel buffer loads
+    // in kernels that use subgroups (Mesa 25.0.7, LLVM 15: every texel-reading GEMM and
+    // attention test failed, with storage buffers they pass). Its default 256-bit build
+    // (8 lanes) reads them right.
+    {kMesa, 0, 0, "llvmpipe with more than 8 lanes: storage texel buffers not read (they lose lanes 8 and up)",
+     [](Capabilities& c) { c.storage_texel_reads = false; },
+     [](const Capabilities& c) { return c.cpu_driver && c.subgroup_size > 8; }},
 };
 
 }  // namespace
@@ -40,6 +49,7 @@ void apply_quirks(Capabilities& caps) {
     if (q.vendor_id != caps.vendor_id) continue;
     if (q.device_id && q.device_id != caps.device_id) continue;
     if (q.below_driver && caps.driver_version >= q.below_driver) continue;
+    if (q.applies && !q.applies(caps)) continue;
     q.apply(caps);
     caps.quirks.emplace_back(q.name);
   }

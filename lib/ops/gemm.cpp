@@ -98,6 +98,12 @@ struct SmallMOperand {
   uint64_t bytes = 0;
 };
 
+// Asked for texels on a device whose driver reads them wrong (Capabilities::storage_texel_reads).
+static Error texels_refused(const Capabilities& caps) {
+  return Error("gemm: A and B cannot be read as texels on device '" + caps.name +
+               "': a driver quirk disables its storage texel buffer reads (`vkformer info` lists it)");
+}
+
 // Whether the small-M kernel reads A and B as storage texel buffers (TEXEL_B): where
 // asked, else on CPU drivers (lavapipe, Mesa 25.0.7 on 2 AMD EPYC cores, 1xNxK products
 // of a Transformer-base: 2-2.5x a storage buffer's speed; GPUs keep storage buffers, on
@@ -112,6 +118,7 @@ static bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, co
   };
   const bool fit = small_m_subgroups(caps, g) && g.K % per_texel == 0 && fits(a, g.lda, g.stride_a) &&
                    fits(b, g.ldb, g.stride_b);
+  if (g.texel_weights == true && !caps.storage_texel_reads) throw texels_refused(caps);
   if (g.texel_weights == true && !fit)
     throw Error("gemm: A and B cannot be read as texels on device '" + caps.name + "' (it needs the small-M kernel's " +
                 "subgroups, B a Linear weight, and A and B with K, rows, batches and offsets on whole 16-byte texels, " +
@@ -127,6 +134,7 @@ static bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, co
 static bool direct_texels(const Capabilities& caps, const Gemm& g, DType dt, bool vec4_nt, const BufferView& a,
                           const BufferView& b) {
   const bool fit = vec4_nt && ops::view_reads_as_texels(caps, a, dt) && ops::view_reads_as_texels(caps, b, dt);
+  if (g.texel_weights == true && !caps.storage_texel_reads) throw texels_refused(caps);
   if (g.texel_weights == true && !fit)
     throw Error("gemm: A and B cannot be read as texels on device '" + caps.name + "' (the direct kernel's texel " +
                 "path needs A [M, K] and B [N, K] with K, rows and offsets multiples of 4, views starting on " +

@@ -11,9 +11,10 @@
 namespace vkf::ops {
 
 // A view starting at byte `start`, `bytes` long: a texel-aligned start and 1 to the
-// device's maximum whole 16-byte texels (the rule CommandList::dispatch checks).
+// device's maximum whole 16-byte texels (the rule CommandList::dispatch checks), on a
+// device whose texel reads can be trusted (Capabilities::storage_texel_reads).
 inline bool texel_view_fits(const Capabilities& caps, uint64_t start, uint64_t bytes) {
-  return start % std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1) == 0 && bytes >= 16 &&
+  return caps.storage_texel_reads && start % std::max<uint64_t>(caps.min_texel_buffer_offset_alignment, 1) == 0 && bytes >= 16 &&
          bytes / 16 <= caps.max_texel_buffer_elements;
 }
 
