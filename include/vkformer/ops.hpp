@@ -154,6 +154,17 @@ struct NormWeights {
   BufferView gamma, beta;
 };
 
+// Ops::gemm_normed's norm of C's rows: its weights (an RMSNorm's beta is not read: pass
+// gamma's), where y = LN(C) goes ([M, N], rows N apart), and a ticket counter (one
+// uint32, zero before the first dispatch; each dispatch leaves it zero) for the
+// decode-step kernel's last workgroup to normalise the rows; without one, a layer_norm
+// dispatch follows the product.
+struct OutputNorm {
+  NormWeights weights;
+  BufferView out;
+  std::optional<BufferView> tickets;
+};
+
 // y = softmax(scale * x + mask) over the last axis of a [rows, cols] matrix. The
 // optional additive mask is [mask_rows, cols]; row r uses mask row
 // (r / mask_row_div) % mask_rows (so [B, Lk] padding masks broadcast over heads and
@@ -329,6 +340,15 @@ class Ops {
                                const std::optional<BufferView>& residual, const std::optional<DecodeStep>& step,
                                const std::optional<BufferView>& split_out, const std::optional<NormWeights>& norm,
                                const GemmRowStats& stats);
+  // A post-norm sublayer's last product: C = the product with its epilogue (bias,
+  // activation, residual) as gemm() writes it, [M, N] with rows N apart, then y = LN(C)
+  // row by row to norm.out (RMSNorm with Gemm::norm_rms; eps Gemm::norm_eps). The
+  // decode-step kernel (M <= kMaxFoldedNormRows, B a Linear weight, subgroup arithmetic) does both
+  // in one dispatch where given tickets; elsewhere a layer_norm dispatch follows. One
+  // batch of heads, no split output, no decode step, no folded norm.
+  void gemm_normed(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b, const BufferView& c,
+                   const std::optional<BufferView>& bias, const std::optional<BufferView>& residual,
+                   const OutputNorm& norm);
   // The partials per row gemm() writes for `g` (GemmRowStats::out), 0 where it writes
   // none: products of more than kMaxFoldedNormRows rows, one batch of heads, no split
   // output, on the direct kernel with subgroup shuffles and arithmetic (CPU drivers).
@@ -472,6 +492,12 @@ class Ops {
     uint32_t base;
   };
   Placed place(const BufferView& v, const char* op) const;
+  // gemm() with, where out_norm is given, the decode-step kernel's NORM_OUT (gemm_normed).
+  std::optional<RowStats> gemm_impl(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b,
+                                    const BufferView& c, const std::optional<BufferView>& bias,
+                                    const std::optional<BufferView>& residual, const std::optional<DecodeStep>& step,
+                                    const std::optional<BufferView>& split_out, const std::optional<NormWeights>& norm,
+                                    const GemmRowStats& stats, const OutputNorm* out_norm);
   void elementwise(CommandList& cl, uint32_t op, const BufferView& a, const BufferView& b, const BufferView& y,
                    uint32_t count);
   void need_step(const DecodeStep& step, const char* op) const;

@@ -170,11 +170,44 @@ uint32_t Ops::gemm_row_stats_parts(const Gemm& g) const {
   return (g.N + t.bn - 1) / t.bn * (t.invocations() / caps.subgroup_size);
 }
 
-std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b,
+std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b,
                                   const BufferView& c, const std::optional<BufferView>& bias,
                                   const std::optional<BufferView>& residual, const std::optional<DecodeStep>& step,
                                   const std::optional<BufferView>& split_out, const std::optional<NormWeights>& norm,
                                   const GemmRowStats& stats) {
+  return gemm_impl(cl, g, a, b, c, bias, residual, step, split_out, norm, stats, nullptr);
+}
+
+// The norm in the product's dispatch where the decode-step kernel runs with subgroup
+// arithmetic (lavapipe, Xeon, Mesa 25.0.7: Transformer-base decoding without its 18
+// layer_norm dispatches a token ran ~5% faster); else the product, then a layer_norm.
+void Ops::gemm_normed(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b, const BufferView& c,
+                      const std::optional<BufferView>& bias, const std::optional<BufferView>& residual,
+                      const OutputNorm& norm) {
+  if (g.batch != 1 || g.heads != 1 || g.split.column || g.norm_of != NormOf::None || g.glu || g.trans_a)
+    throw Error("gemm_normed: one batch of heads, A not transposed, no split output, folded norm or gated product");
+  if (g.ldc && g.ldc != g.N) throw Error("gemm_normed: C's rows must be N apart (ldc = N)");
+  if (!(g.norm_eps >= 0)) throw Error("gemm_normed: norm_eps must be a non-negative number");
+  need(norm.weights.gamma, g.N, "gemm_normed", "norm gamma");
+  if (!g.norm_rms) need(norm.weights.beta, g.N, "gemm_normed", "norm beta");
+  need(norm.out, uint64_t(g.M) * g.N, "gemm_normed", "normalised output");
+  if (norm.tickets) need(*norm.tickets, 1, "gemm_normed", "tickets", DType::F32);  // one 32-bit counter
+  const uint64_t weight_bytes = uint64_t(g.N) * (g.ldb ? g.ldb : g.K) * dtype_bytes(dtype_);
+  if (norm.tickets && g.M <= kSmallM && g.trans_b && small_m_subgroups(ctx_.capabilities(), g) &&
+      fits_one_binding(weight_bytes)) {  // (a weight split by rows would be normalised in pieces)
+    gemm_impl(cl, g, a, b, c, bias, residual, std::nullopt, std::nullopt, std::nullopt, {}, &norm);
+    return;
+  }
+  gemm(cl, g, a, b, c, bias, residual);
+  layer_norm(cl, {.rows = g.M, .cols = g.N, .eps = g.norm_eps, .rms = g.norm_rms}, c, norm.weights.gamma,
+             g.norm_rms ? norm.weights.gamma : norm.weights.beta, norm.out);
+}
+
+std::optional<RowStats> Ops::gemm_impl(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b,
+                                       const BufferView& c, const std::optional<BufferView>& bias,
+                                       const std::optional<BufferView>& residual, const std::optional<DecodeStep>& step,
+                                       const std::optional<BufferView>& split_out, const std::optional<NormWeights>& norm,
+                                       const GemmRowStats& stats, const OutputNorm* out_norm) {
   Gemm g = g0;
   if (g.M == 0 || g.N == 0 || g.K == 0 || g.batch == 0 || g.heads == 0)
     throw Error("gemm: M, N, K, batch and heads must be at least 1 (got M=" + std::to_string(g.M) +
@@ -264,7 +297,7 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
                          (step ? GEMM_FLAG_STEP_ROWS : 0u) | (uint32_t(g.act) << GEMM_ACT_SHIFT) |
                          (g.norm_of == NormOf::A ? GEMM_FLAG_NORM_A : 0u) |
                          (g.norm_of == NormOf::Residual ? GEMM_FLAG_NORM_R : 0u) |
-                         (g.norm_of != NormOf::None && g.norm_rms ? GEMM_FLAG_NORM_RMS : 0u) |
+                         ((g.norm_of != NormOf::None || out_norm) && g.norm_rms ? GEMM_FLAG_NORM_RMS : 0u) |
                          (g.glu ? GEMM_FLAG_GLU : 0u);
   GemmPush push{g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.ldr, g.heads,
                 {narrow(g.stride_a.outer, "stride"), narrow(g.stride_a.inner, "stride")},
@@ -277,11 +310,14 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
   // anywhere, e.g. at one head's columns).
   const Placed placeholder{pa.view, 0};
   const Placed pbias = bias ? place(*bias, "gemm") : placeholder, pr = place(residual ? *residual : a, "gemm");
-  const Placed pc2 = place(split_out ? *split_out : c, "gemm");
+  const Placed pc2 = place(split_out ? *split_out : out_norm ? out_norm->out : c, "gemm");
+  if (out_norm) push.ldc2 = g.N;  // y = LN(C) [M, N] at C2 (gemm_small_m.comp's NORM_OUT)
   if (pbias.base) throw Error("gemm: the bias view must start at a descriptor-aligned offset");
-  const Placed pgamma = norm ? place(norm->gamma, "gemm") : placeholder;
-  const Placed pbeta = norm ? place(norm->beta, "gemm") : placeholder;
-  if (norm && (pgamma.base || pbeta.base))
+  const std::optional<NormWeights> weights = out_norm ? std::optional(out_norm->weights) : norm;
+  const Placed pgamma = weights ? place(weights->gamma, "gemm") : placeholder;
+  const Placed pbeta = weights ? place(out_norm && g.norm_rms ? weights->gamma : weights->beta, "gemm") : placeholder;
+  const Placed ptickets = out_norm ? place(*out_norm->tickets, "gemm") : placeholder;
+  if (weights && (pgamma.base || pbeta.base || ptickets.base))
     throw Error("gemm: the norm's gamma and beta must start at descriptor-aligned offsets");
   push.base_a = pa.base;
   push.base_b = pb.base;
@@ -326,14 +362,15 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
       if (g.M == 1) d.emplace_back("ROWS", "1");
       if (vec4) d.emplace_back("VEC4_K", "1");
       if (g.norm_of != NormOf::None) d.emplace_back("NORM_FOLDED", "1");
+      if (out_norm) d.emplace_back("NORM_OUT", "1"), bindings = 10;  // + the tickets
       const bool texels = vec4 && small_m_texels(caps, g, dtype_, {pa.view.offset, pa.base, pa.view.size},
                                                  {pb.view.offset, pb.base, pb.view.size});
       if (g.texel_weights == true && !texels) throw Error("gemm: A and B cannot be read as texels");
       if (texels) d.emplace_back("TEXEL_B", "1");
       const TexelFormat f = dtype_ == DType::F16 ? TexelFormat::Rgba32Ui : TexelFormat::Rgba32F;
-      k = kernel("gemm_small_m.comp", d, 9, sizeof push, {},
+      k = kernel("gemm_small_m.comp", d, bindings, sizeof push, {},
                  texels ? std::vector<TexelFormat>{f, f} : std::vector<TexelFormat>{});
-      label = texels ? "gemm_small_m texels" : "gemm_small_m";
+      label = std::string(texels ? "gemm_small_m texels" : "gemm_small_m") + (out_norm ? " normed" : "");
       const uint32_t per_group = wg / caps.subgroup_size * (g.glu ? cols / 2 : cols);  // outputs
       groups = {(g.N + per_group - 1) / per_group, 1, batches};
     } else {
@@ -469,7 +506,12 @@ std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g0, const BufferV
                 push, "gemm split-K reduce " + std::to_string(g.M) + "x" + std::to_string(g.N));
     return std::nullopt;
   }
-  if (bindings == 11)  // + the folded norm's gamma and beta, the row statistics in and out
+  if (out_norm)  // + the norm's gamma and beta, y = LN(C) at C2's binding, and the tickets
+    cl.dispatch(k, groups,
+                {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step_view), out(pc2.view),
+                 in(pgamma.view), in(pbeta.view), inout(ptickets.view)},
+                push, label);
+  else if (bindings == 11)  // + the folded norm's gamma and beta, the row statistics in and out
     cl.dispatch(k, groups,
                 {in(pa.view), in(pb.view), out(pc.view), in(pbias.view), in(pr.view), in(step_view), out(pc2.view),
                  in(pgamma.view), in(pbeta.view), in(stats_in.view), out(stats_out.view)},

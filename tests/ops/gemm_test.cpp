@@ -96,6 +96,81 @@ class GemmTest : public OpsTest {
   }
 };
 
+// Ops::gemm_normed: C as gemm() writes it and y = LN(C) (or RMSNorm) beside it, in the
+// product's own dispatch where the decode-step kernel runs with subgroups (the last
+// workgroup to finish normalises the rows), else with a layer_norm after it. C against
+// the double reference; y against LN in double of the C the device stored (so the
+// check is of the norm alone, with layer_norm_test's tolerance). Each list runs twice
+// with y re-poisoned in between: the kernel's ticket must be back at zero for the
+// second run to normalise again.
+TEST_P(GemmTest, NormedOutputInTheProductsDispatchOrAfterIt) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const DType dt = dtype();
+  const Capabilities& caps = ctx().capabilities();
+  const bool fused_here = caps.subgroup_basic && caps.subgroup_arithmetic && caps.min_subgroup_size == caps.max_subgroup_size;
+  const uint32_t shapes[][3] = {{1, 1, 8}, {1, 3, 17}, {2, 17, 64}, {3, 255, 24}, {4, 1029, 32}, {1, 512, 512}, {5, 33, 16}};
+  for (auto& sh : shapes)
+    for (bool rms : {false, true}) {
+      const uint32_t M = sh[0], N = sh[1], K = sh[2];
+      SCOPED_TRACE("M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+                   (rms ? " RMSNorm" : " LayerNorm"));
+      Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .act = N % 2 ? Activation::Gelu : Activation::None,
+             .norm_eps = 1e-5f, .norm_rms = rms};
+      auto A = random_values(size_t(M) * K, rng), W = random_values(size_t(N) * K, rng);
+      auto bias = random_values(N, rng), R = random_values(size_t(M) * N, rng, 2, 4);  // a mean far from 0
+      auto gamma = random_values(N, rng, 0.5, 1.5), beta = random_values(N, rng);
+      if (rms) beta.assign(N, 0.0);
+      for (auto* v : {&A, &W, &bias, &R, &gamma, &beta})
+        for (auto& x : *v) x = stored(x, dt);
+      const auto want = ref::gemm(g, A, W, &bias, &R);
+      Buffer a = upload_as(ctx(), A, dt, "A"), w = upload_as(ctx(), W, dt, "W"), bb = upload_as(ctx(), bias, dt, "bias");
+      Buffer r = upload_as(ctx(), R, dt, "R"), gm = upload_as(ctx(), gamma, dt, "gamma"), bt = upload_as(ctx(), beta, dt, "beta");
+      Buffer c = poisoned(ctx(), want.c.size(), dt, "C"), y = poisoned(ctx(), want.c.size(), dt, "y");
+      Buffer tickets = upload_u32(ctx(), {0u}, "tickets");
+      auto cl = ctx().command_list();
+      ops().gemm_normed(cl, g, a.view(), w.view(), c.view(), bb.view(), r.view(),
+                        {.weights = {gm.view(), rms ? gm.view() : bt.view()}, .out = y.view(), .tickets = tickets.view()});
+      EXPECT_EQ(cl.stats().dispatches, fused_here && M <= Ops::kMaxFoldedNormRows ? 1u : 2u);
+      for (int run = 0; run < 2; ++run) {
+        SCOPED_TRACE(run ? "second run" : "first run");
+        if (run) {
+          Buffer fresh = poisoned(ctx(), want.c.size(), dt, "poison");
+          auto copy = ctx().command_list();
+          copy.copy(fresh.view(), y.view());
+          copy.submit();
+        }
+        cl.submit();
+        const auto got_c = download_as(ctx(), c, want.c.size(), dt);
+        EXPECT_TRUE(gemm_close(got_c, want, dt));
+        const LayerNorm ln{.rows = M, .cols = N, .eps = g.norm_eps, .rms = rms};
+        const auto want_y = ref::layer_norm(ln, got_c, gamma, beta, nullptr);
+        const auto scale = ref::layer_norm_rounding_scale(ln, got_c, gamma, beta);
+        std::vector<double> s(scale.size());
+        for (size_t i = 0; i < s.size(); ++i) s[i] = scale[i] + (dt == DType::F16 ? 100 * std::abs(want_y[i]) : 0);
+        EXPECT_TRUE(close(download_as(ctx(), y, want.c.size(), dt), want_y, s, 1e-5, dt == DType::F16 ? 6e-8 : 0));
+        EXPECT_EQ(download_u32(ctx(), tickets, 1)[0], 0u) << "the last workgroup resets its ticket";
+      }
+    }
+  // What it refuses, by name: a batch, and C rows that are not N apart.
+  Buffer any = ctx().buffer(1 << 16, "any");
+  auto cl = ctx().command_list();
+  const OutputNorm n{.weights = {any.view(), any.view()}, .out = any.view(), .tickets = any.view()};
+  Gemm batched{.M = 1, .N = 8, .K = 8, .trans_b = true, .batch = 2};
+  batched.stride_a = {8, 0};
+  batched.stride_c = {8, 0};
+  Gemm strided{.M = 2, .N = 8, .K = 8, .trans_b = true, .ldc = 16};
+  for (const Gemm& bad : {batched, strided}) {
+    try {
+      ops().gemm_normed(cl, bad, any.view(), any.view(), any.view(), std::nullopt, std::nullopt, n);
+      ADD_FAILURE() << "gemm_normed accepted what it cannot do";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("gemm_normed"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_P(GemmTest, AwkwardShapesAllTransposes) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);

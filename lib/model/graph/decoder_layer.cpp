@@ -115,17 +115,17 @@ void cross_attend(const LayerRecorder& r, size_t index, const DecoderPass& p, co
 
 void record_decoder_layer(const LayerRecorder& r, const DecoderLayer& l, size_t index, const DecoderPass& p,
                           const DecoderBuffers& b, const KvCache& cache) {
-  auto self_attention = [&](const BufferView& in, const BufferView& out, const BufferView& residual) {
+  auto self_attention = [&](const BufferView& in, const BufferView& out, const BufferView& residual, const ThenNorm* then) {
     self_attend(r, l, index, p, b, cache, in);
-    r.linear(l.self_out, b.attn.view(), out, Activation::None, residual);  // out [rows, D]
+    r.linear(l.self_out, b.attn.view(), out, Activation::None, residual, then);  // out [rows, D]
   };
-  auto cross_attention = [&](const BufferView& in, const BufferView& out, const BufferView& residual) {
+  auto cross_attention = [&](const BufferView& in, const BufferView& out, const BufferView& residual, const ThenNorm* then) {
     r.linear(l.cross_q, in, b.queries.view());  // queries [rows, D]
     cross_attend(r, index, p, b, cache);
-    r.linear(l.cross_out, b.attn.view(), out, Activation::None, residual);  // out [rows, D]
+    r.linear(l.cross_out, b.attn.view(), out, Activation::None, residual, then);  // out [rows, D]
   };
-  auto feed_forward = [&](const BufferView& in, const BufferView& out, const BufferView& residual) {
-    r.feed_forward(l.ffn, in, b.hidden, out, residual);
+  auto feed_forward = [&](const BufferView& in, const BufferView& out, const BufferView& residual, const ThenNorm* then) {
+    r.feed_forward(l.ffn, in, b.hidden, out, residual, then);
   };
   r.residual_sublayer(l.norm1, b.x, b.y, self_attention);
   if (l.has_cross_attention()) r.residual_sublayer(l.norm2, b.x, b.y, cross_attention);

@@ -41,8 +41,14 @@ Seq2SeqGraph::Seq2SeqGraph(const Model::Impl& m) : m_(m), ctx_(m.ctx), ops_(m.ct
 
 LayerRecorder Seq2SeqGraph::recorder(CommandList& cl, uint32_t rows) {
   const ModelConfig& c = m_.config;
+  if (!norm_tickets_) {  // zero: each product that takes a ticket leaves it so
+    norm_tickets_ = ctx_.buffer(4, "norm_tickets");
+    const uint32_t zero = 0;
+    ctx_.upload(norm_tickets_, &zero, 4);
+  }
   return {.ops = ops_, .cl = cl, .rows = rows, .d_model = c.d_model, .norm_first = c.norm_first,
-          .eps = c.layer_norm_eps, .activation = c.activation, .rms_norm = c.rms_norm, .gated_ffn = c.gated_ffn};
+          .eps = c.layer_norm_eps, .activation = c.activation, .rms_norm = c.rms_norm, .gated_ffn = c.gated_ffn,
+          .norm_tickets = norm_tickets_.view()};
 }
 
 CommandList Seq2SeqGraph::begin() { return ctx_.command_list({.profile = profile}); }

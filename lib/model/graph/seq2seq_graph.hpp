@@ -106,6 +106,7 @@ class Seq2SeqGraph {
   KvCache cache_;
   Buffer step_state_;                     // DecodeStep::State
   Buffer attention_scratch_;              // decode steps' decode_attention: tickets and partial results
+  Buffer norm_tickets_;                   // [1] uint32, zero: post-norm products that normalise their output
   std::optional<CommandList> step_list_;  // recorded by step(), dropped by encode()
   std::optional<Sampling> step_sampling_;  // what step_list_ chooses tokens by (none: argmax)
   Buffer done_, tokens_;                   // replayed steps: [B] uint32 flags, [capacity, B] uint32

@@ -3,9 +3,16 @@
 namespace vkf::model {
 
 void LayerRecorder::linear(const Linear& l, const BufferView& in, const BufferView& out, Activation act,
-                           const std::optional<BufferView>& residual) const {
-  ops.gemm(cl, {.M = rows, .N = l.out, .K = l.in, .trans_b = true, .act = act}, in, l.weight.view(), out,
-           l.bias.view(), residual);
+                           const std::optional<BufferView>& residual, const ThenNorm* then) const {
+  const Gemm g{.M = rows, .N = l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps, .norm_rms = rms_norm};
+  if (!then) {
+    ops.gemm(cl, g, in, l.weight.view(), out, l.bias.view(), residual);
+    return;
+  }
+  const Norm& n = *then->norm;
+  ops.gemm_normed(cl, g, in, l.weight.view(), out, l.bias.view(), residual,
+                  {.weights = {n.gamma.view(), (rms_norm ? n.gamma : n.beta).view()}, .out = then->out,
+                   .tickets = norm_tickets});
 }
 
 std::optional<RowStats> LayerRecorder::folded_linear(const Linear& l, const BufferView& in, const BufferView& out,
@@ -27,23 +34,23 @@ void LayerRecorder::norm(const Norm& n, const BufferView& in, const BufferView& 
 }
 
 void LayerRecorder::feed_forward(const FeedForward& f, const BufferView& in, const Buffer& hidden,
-                                 const BufferView& out, const BufferView& residual) const {
+                                 const BufferView& out, const BufferView& residual, const ThenNorm* then) const {
   if (gated_ffn) {
     if (activation != Activation::Silu) throw Error("a gated feed-forward block runs SiLU (SwiGLU) only");
     const uint32_t F = f.linear2.in;
     if (gates_in_epilogue(f.linear1)) {
       folded_linear(f.linear1, in, hidden.view(), activation, {}, {}, {}, {}, true);  // silu(gate) * up [rows, F]
-      linear(f.linear2, hidden.view(), out, Activation::None, residual);     // out [rows, D]
+      linear(f.linear2, hidden.view(), out, Activation::None, residual, then);  // out [rows, D]
       return;
     }
     linear(f.linear1, in, hidden.view(), Activation::None);              // [gate | up] [rows, 2F]
     const BufferView product = at(hidden, uint64_t(rows) * 2 * F);
     ops.swiglu(cl, hidden.view(), product, rows, F);                     // silu(gate) * up [rows, F]
-    linear(f.linear2, product, out, Activation::None, residual);        // out [rows, D]
+    linear(f.linear2, product, out, Activation::None, residual, then);  // out [rows, D]
     return;
   }
   linear(f.linear1, in, hidden.view(), activation);         // hidden [rows, F]
-  linear(f.linear2, hidden.view(), out, Activation::None, residual);  // out [rows, D]
+  linear(f.linear2, hidden.view(), out, Activation::None, residual, then);  // out [rows, D]
 }
 
 }  // namespace vkf::model
