@@ -318,7 +318,8 @@ std::optional<RowStats> Ops::gemm_impl(CommandList& cl, const Gemm& g0, const Bu
   const Placed pbeta = weights ? place(out_norm && g.norm_rms ? weights->gamma : weights->beta, "gemm") : placeholder;
   const Placed ptickets = out_norm ? place(*out_norm->tickets, "gemm") : placeholder;
   if (weights && (pgamma.base || pbeta.base || ptickets.base))
-    throw Error("gemm: the norm's gamma and beta must start at descriptor-aligned offsets");
+    throw Error(out_norm ? "gemm_normed: the norm's gamma and beta and the tickets must start at descriptor-aligned offsets"
+                         : "gemm: the norm's gamma and beta must start at descriptor-aligned offsets");
   push.base_a = pa.base;
   push.base_b = pb.base;
   push.base_c = pc.base;
