@@ -344,19 +344,23 @@ void CommandList::submit(uint32_t times) {
 const std::vector<DispatchTiming>& CommandList::timings() const { return s_->timings; }
 
 std::string CommandList::profile_report() const {
+  // The label column as wide as the longest label (a GEMM's names its variant and its
+  // shape), at most 96 characters.
+  int width = 32;
+  for (auto& t : s_->timings) width = std::max(width, int(std::min<size_t>(t.label.size(), 96)));
   std::string out;
   char line[256];
   double total = 0;
-  std::snprintf(line, sizeof line, "%-32s %18s %12s\n", "dispatch", "workgroups", "microseconds");
+  std::snprintf(line, sizeof line, "%-*s %18s %12s\n", width, "dispatch", "workgroups", "microseconds");
   out += line;
   for (auto& t : s_->timings) {
     char groups[64];
     std::snprintf(groups, sizeof groups, "%ux%ux%u", t.groups.x, t.groups.y, t.groups.z);
-    std::snprintf(line, sizeof line, "%-32.32s %18s %12.1f\n", t.label.c_str(), groups, t.microseconds);
+    std::snprintf(line, sizeof line, "%-*.*s %18s %12.1f\n", width, width, t.label.c_str(), groups, t.microseconds);
     out += line;
     total += t.microseconds;
   }
-  std::snprintf(line, sizeof line, "%-32s %18s %12.1f\n", "total", "", total);
+  std::snprintf(line, sizeof line, "%-*s %18s %12.1f\n", width, "total", "", total);
   return out + line;
 }
 

@@ -199,6 +199,12 @@ TEST_F(Commands, TimestampsAreNonZeroAndOrdered) {
   // A second submit of the same list times again.
   cl.submit();
   EXPECT_EQ(cl.timings().size(), steps);
+  // Long labels (a GEMM's names its variant and its shape) are reported whole.
+  auto named = ctx().command_list({.profile = true});
+  const std::string label = "gemm_small_m texels normed 1x512x2048, a label of 60 chars";
+  named.dispatch(reverse(), {(n + 63) / 64}, {a.in(), b.out()}, n, label);
+  named.submit();
+  EXPECT_NE(named.profile_report().find(label + " "), std::string::npos) << named.profile_report();
 }
 
 }  // namespace
