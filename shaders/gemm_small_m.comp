@@ -211,6 +211,9 @@ void normalize_rows_if_last() {
     ticket = subgroups - ticket;  // 0 in the last
   }
   if (subgroupAdd(ticket) != 0u) return;  // (the other lanes' are 0)
+  // Every lane of the last subgroup reads what the others stored: lane 0's ticket,
+  // then a barrier over the subgroup's buffer accesses and this lane's own.
+  subgroupMemoryBarrierBuffer();
   memoryBarrierBuffer();
   const bool rms = flag(FLAG_NORM_RMS);
   for (uint m = 0; m < pc.M; ++m) {
