@@ -18,7 +18,7 @@ layout(std430, set = 0, binding = 1) readonly buffer BufB { store_t B[]; };
 // and applies alpha, bias, activation, residual, split output and step rows once.
 layout(std430, set = 0, binding = 2) writeonly buffer BufPartials { float partials[]; };
 #elif defined(NORM_OUT)
-// gemm_small_m.comp's NORM_OUT: the workgroup that finishes last reads C's rows back.
+// gemm_small_m.comp's NORM_OUT: the subgroup that finishes last reads C's rows back.
 layout(std430, set = 0, binding = 2) coherent buffer BufC { store_t C[]; };
 #else
 layout(std430, set = 0, binding = 2) writeonly buffer BufC { store_t C[]; };

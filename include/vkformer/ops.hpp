@@ -157,7 +157,7 @@ struct NormWeights {
 // Ops::gemm_normed's norm of C's rows: its weights (an RMSNorm's beta is not read: pass
 // gamma's), where y = LN(C) goes ([M, N], rows N apart), and a ticket counter (one
 // uint32, zero before the first dispatch; each dispatch leaves it zero) for the
-// decode-step kernel's last workgroup to normalise the rows; without one, a layer_norm
+// decode-step kernel's last subgroup to finish to normalise the rows; without one, a layer_norm
 // dispatch follows the product.
 struct OutputNorm {
   NormWeights weights;

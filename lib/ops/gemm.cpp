@@ -6,7 +6,7 @@
 
 #include "gemm_flags.h"  // shaders/: flag bits shared with the GLSL kernels
 #include "gemm_tiles.hpp"
-#include "texels.hpp"
+#include "gemm_operands.hpp"
 #include "vkformer/env.hpp"
 #include "vkformer/gemm_tuning.hpp"
 #include "vkformer/ops.hpp"
@@ -82,75 +82,15 @@ GemmTiles Ops::default_gemm_tiles(const Gemm& g) const {
 
 bool Ops::fits_one_binding(uint64_t bytes) const { return bytes <= ctx_.capabilities().max_storage_buffer_range; }
 
-// The small-M kernel's subgroup path: gl_SubgroupID and subgroupAdd (basic +
-// arithmetic), at one fixed subgroup size, B a Linear weight.
-static bool small_m_subgroups(const Capabilities& caps, const Gemm& g) {
-  return g.trans_b && caps.subgroup_basic && caps.subgroup_arithmetic && caps.min_subgroup_size == caps.max_subgroup_size &&
-         caps.subgroup_size >= 4 && caps.subgroup_size <= 64;
-}
-
-// Where an operand of the small-M kernel lies: its bound view's byte offset in its
-// allocation (allocations start texel-aligned: lib/gpu/memory.cpp), its element offset
-// inside the view, and the view's bytes.
-struct SmallMOperand {
-  uint64_t start = 0;
-  uint32_t base = 0;
-  uint64_t bytes = 0;
-};
-
-// Asked for texels on a device whose driver reads them wrong (Capabilities::storage_texel_reads).
-static Error texels_refused(const Capabilities& caps) {
-  return Error("gemm: A and B cannot be read as texels on device '" + caps.name +
-               "': a driver quirk disables its storage texel buffer reads (`vkformer info` lists it)");
-}
-
-// Whether the small-M kernel reads A and B as storage texel buffers (TEXEL_B): where
-// asked, else on CPU drivers (lavapipe, Mesa 25.0.7 on 2 AMD EPYC cores, 1xNxK products
-// of a Transformer-base: 2-2.5x a storage buffer's speed; GPUs keep storage buffers, on
-// which texels were never measured). Each operand must start at a texel-aligned byte
-// offset and every row and batch on a whole texel.
-static bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, const SmallMOperand& a,
-                           const SmallMOperand& b) {
-  const uint32_t per_texel = 16 / dtype_bytes(dt);
-  auto fits = [&](const SmallMOperand& o, uint32_t ld, const Strides& stride) {
-    return ld % per_texel == 0 && o.base % per_texel == 0 && stride.outer % per_texel == 0 &&
-           stride.inner % per_texel == 0 && ops::texel_view_fits(caps, o.start, o.bytes);
-  };
-  const bool fit = small_m_subgroups(caps, g) && g.K % per_texel == 0 && fits(a, g.lda, g.stride_a) &&
-                   fits(b, g.ldb, g.stride_b);
-  if (g.texel_weights == true && !caps.storage_texel_reads) throw texels_refused(caps);
-  if (g.texel_weights == true && !fit)
-    throw Error("gemm: A and B cannot be read as texels on device '" + caps.name + "' (it needs the small-M kernel's " +
-                "subgroups, B a Linear weight, and A and B with K, rows, batches and offsets on whole 16-byte texels, " +
-                "at most " + std::to_string(caps.max_texel_buffer_elements) + " texels each)");
-  return fit && g.texel_weights.value_or(caps.type == DeviceType::Cpu);
-}
-
-// Whether the direct kernel reads A and B as storage texel buffers (TEXEL_AB, its vec4
-// path): where Gemm::texel_weights says, else on CPU drivers (lavapipe, Mesa 25.0.7 on 2
-// AMD EPYC cores: 1.2-1.4x at M = 24 to 256 with the same tiles, and the wider tiles of
-// the default table then pay off), whenever both views start on texel-aligned bytes and
-// their whole texels hold every element read (fp16: 8 to a texel).
-static bool direct_texels(const Capabilities& caps, const Gemm& g, DType dt, bool vec4_nt, const BufferView& a,
-                          const BufferView& b) {
-  const bool fit = vec4_nt && ops::view_reads_as_texels(caps, a, dt) && ops::view_reads_as_texels(caps, b, dt);
-  if (g.texel_weights == true && !caps.storage_texel_reads) throw texels_refused(caps);
-  if (g.texel_weights == true && !fit)
-    throw Error("gemm: A and B cannot be read as texels on device '" + caps.name + "' (the direct kernel's texel " +
-                "path needs A [M, K] and B [N, K] with K, rows and offsets multiples of 4, views starting on " +
-                "texel-aligned bytes, at most " + std::to_string(caps.max_texel_buffer_elements) + " texels each)");
-  return fit && g.texel_weights.value_or(caps.type == DeviceType::Cpu);
-}
-
 std::string Ops::gemm_variant(const Gemm& g0) const {
   if (g0.M <= kSmallM) {
     Gemm g = g0;
     if (!g.lda) g.lda = g.trans_a ? g.M : g.K;
     if (!g.ldb) g.ldb = g.trans_b ? g.K : g.N;
     // Both operands assumed to start aligned (the views are not known here).
-    const SmallMOperand a{.bytes = (uint64_t(g.M - 1) * g.lda + g.K) * dtype_bytes(dtype_)};
-    const SmallMOperand b{.bytes = (uint64_t(g.N - 1) * g.ldb + g.K) * dtype_bytes(dtype_)};
-    return small_m_texels(ctx_.capabilities(), g, dtype_, a, b) ? "small_m texels" : "small_m";
+    const ops::SmallMOperand a{.bytes = (uint64_t(g.M - 1) * g.lda + g.K) * dtype_bytes(dtype_)};
+    const ops::SmallMOperand b{.bytes = (uint64_t(g.N - 1) * g.ldb + g.K) * dtype_bytes(dtype_)};
+    return ops::small_m_texels(ctx_.capabilities(), g, dtype_, a, b) ? "small_m texels" : "small_m";
   }
   return gemm_tiles(g0).name();
 }
@@ -193,14 +133,14 @@ void Ops::gemm_normed(CommandList& cl, const Gemm& g, const BufferView& a, const
   need(norm.out, uint64_t(g.M) * g.N, "gemm_normed", "normalised output");
   if (norm.tickets) need(*norm.tickets, 1, "gemm_normed", "tickets", DType::F32);  // one 32-bit counter
   const uint64_t weight_bytes = uint64_t(g.N) * (g.ldb ? g.ldb : g.K) * dtype_bytes(dtype_);
-  if (norm.tickets && g.M <= kSmallM && g.trans_b && small_m_subgroups(ctx_.capabilities(), g) &&
+  if (norm.tickets && g.M <= kSmallM && g.trans_b && ops::small_m_subgroups(ctx_.capabilities(), g) &&
       fits_one_binding(weight_bytes)) {  // (a weight split by rows would be normalised in pieces)
     gemm_impl(cl, g, a, b, c, bias, residual, std::nullopt, std::nullopt, std::nullopt, {}, &norm);
     return;
   }
   gemm(cl, g, a, b, c, bias, residual);
   layer_norm(cl, {.rows = g.M, .cols = g.N, .eps = g.norm_eps, .rms = g.norm_rms}, c, norm.weights.gamma,
-             g.norm_rms ? norm.weights.gamma : norm.weights.beta, norm.out);
+             norm.weights.beta, norm.out);
 }
 
 std::optional<RowStats> Ops::gemm_impl(CommandList& cl, const Gemm& g0, const BufferView& a, const BufferView& b,
@@ -315,7 +255,7 @@ std::optional<RowStats> Ops::gemm_impl(CommandList& cl, const Gemm& g0, const Bu
   if (pbias.base) throw Error("gemm: the bias view must start at a descriptor-aligned offset");
   const std::optional<NormWeights> weights = out_norm ? std::optional(out_norm->weights) : norm;
   const Placed pgamma = weights ? place(weights->gamma, "gemm") : placeholder;
-  const Placed pbeta = weights ? place(out_norm && g.norm_rms ? weights->gamma : weights->beta, "gemm") : placeholder;
+  const Placed pbeta = weights ? place(weights->beta, "gemm") : placeholder;
   const Placed ptickets = out_norm ? place(*out_norm->tickets, "gemm") : placeholder;
   if (weights && (pgamma.base || pbeta.base || ptickets.base))
     throw Error(out_norm ? "gemm_normed: the norm's gamma and beta and the tickets must start at descriptor-aligned offsets"
@@ -346,7 +286,7 @@ std::optional<RowStats> Ops::gemm_impl(CommandList& cl, const Gemm& g0, const Bu
   const bool small = g.M <= kSmallM;
   if (small) {
     // Decode step: stream the weights once.
-    const bool subgroups = small_m_subgroups(caps, g);
+    const bool subgroups = ops::small_m_subgroups(caps, g);
     if (subgroups) {
       // One row (batch-1 decoding) as a variant of its own, whose loops run that row
       // alone (lavapipe: 15-25% faster than looping to 4 rows); 2 to 4 rows share one, so
@@ -364,7 +304,7 @@ std::optional<RowStats> Ops::gemm_impl(CommandList& cl, const Gemm& g0, const Bu
       if (vec4) d.emplace_back("VEC4_K", "1");
       if (g.norm_of != NormOf::None) d.emplace_back("NORM_FOLDED", "1");
       if (out_norm) d.emplace_back("NORM_OUT", "1"), bindings = 10;  // + the tickets
-      const bool texels = vec4 && small_m_texels(caps, g, dtype_, {pa.view.offset, pa.base, pa.view.size},
+      const bool texels = vec4 && ops::small_m_texels(caps, g, dtype_, {pa.view.offset, pa.base, pa.view.size},
                                                  {pb.view.offset, pb.base, pb.view.size});
       if (g.texel_weights == true && !texels) throw Error("gemm: A and B cannot be read as texels");
       if (texels) d.emplace_back("TEXEL_B", "1");
@@ -472,7 +412,7 @@ std::optional<RowStats> Ops::gemm_impl(CommandList& cl, const Gemm& g0, const Bu
     } else if (t.strategy == GemmStrategy::Direct) {
       const bool shuffle = ops::direct_gemm_shuffles(caps, t);
       if (shuffle) d.emplace_back("SHUFFLE_A", "1");
-      const bool texels = direct_texels(caps, g, dtype_, vec4_nt, pa.view, pb.view);
+      const bool texels = ops::direct_texels(caps, g, dtype_, vec4_nt, pa.view, pb.view);
       if (texels) d.emplace_back("TEXEL_AB", "1");
       const TexelFormat f = dtype_ == DType::F16 ? TexelFormat::Rgba32Ui : TexelFormat::Rgba32F;
       k = kernel("gemm_direct.comp", d, bindings, sizeof push,

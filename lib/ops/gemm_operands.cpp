@@ -1,0 +1,60 @@
+#include "gemm_operands.hpp"
+
+#include <string>
+
+#include "texels.hpp"
+
+namespace vkf::ops {
+
+// The small-M kernel's subgroup path: gl_SubgroupID and subgroupAdd (basic +
+// arithmetic), at one fixed subgroup size, B a Linear weight.
+bool small_m_subgroups(const Capabilities& caps, const Gemm& g) {
+  return g.trans_b && caps.subgroup_basic && caps.subgroup_arithmetic && caps.min_subgroup_size == caps.max_subgroup_size &&
+         caps.subgroup_size >= 4 && caps.subgroup_size <= 64;
+}
+
+// Asked for texels on a device whose driver reads them wrong (Capabilities::storage_texel_reads).
+static Error texels_refused(const Capabilities& caps) {
+  return Error("gemm: A and B cannot be read as texels on device '" + caps.name +
+               "': a driver quirk disables its storage texel buffer reads (`vkformer info` lists it)");
+}
+
+// Whether the small-M kernel reads A and B as storage texel buffers (TEXEL_B): where
+// asked, else on CPU drivers (lavapipe, Mesa 25.0.7 on 2 AMD EPYC cores, 1xNxK products
+// of a Transformer-base: 2-2.5x a storage buffer's speed; GPUs keep storage buffers, on
+// which texels were never measured). Each operand must start at a texel-aligned byte
+// offset and every row and batch on a whole texel.
+bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, const SmallMOperand& a,
+                           const SmallMOperand& b) {
+  const uint32_t per_texel = 16 / dtype_bytes(dt);
+  auto fits = [&](const SmallMOperand& o, uint32_t ld, const Strides& stride) {
+    return ld % per_texel == 0 && o.base % per_texel == 0 && stride.outer % per_texel == 0 &&
+           stride.inner % per_texel == 0 && ops::texel_view_fits(caps, o.start, o.bytes);
+  };
+  const bool fit = small_m_subgroups(caps, g) && g.K % per_texel == 0 && fits(a, g.lda, g.stride_a) &&
+                   fits(b, g.ldb, g.stride_b);
+  if (g.texel_weights == true && !caps.storage_texel_reads) throw texels_refused(caps);
+  if (g.texel_weights == true && !fit)
+    throw Error("gemm: A and B cannot be read as texels on device '" + caps.name + "' (it needs the small-M kernel's " +
+                "subgroups, B a Linear weight, and A and B with K, rows, batches and offsets on whole 16-byte texels, " +
+                "at most " + std::to_string(caps.max_texel_buffer_elements) + " texels each)");
+  return fit && g.texel_weights.value_or(caps.type == DeviceType::Cpu);
+}
+
+// Whether the direct kernel reads A and B as storage texel buffers (TEXEL_AB, its vec4
+// path): where Gemm::texel_weights says, else on CPU drivers (lavapipe, Mesa 25.0.7 on 2
+// AMD EPYC cores: 1.2-1.4x at M = 24 to 256 with the same tiles, and the wider tiles of
+// the default table then pay off), whenever both views start on texel-aligned bytes and
+// their whole texels hold every element read (fp16: 8 to a texel).
+bool direct_texels(const Capabilities& caps, const Gemm& g, DType dt, bool vec4_nt, const BufferView& a,
+                          const BufferView& b) {
+  const bool fit = vec4_nt && ops::view_reads_as_texels(caps, a, dt) && ops::view_reads_as_texels(caps, b, dt);
+  if (g.texel_weights == true && !caps.storage_texel_reads) throw texels_refused(caps);
+  if (g.texel_weights == true && !fit)
+    throw Error("gemm: A and B cannot be read as texels on device '" + caps.name + "' (the direct kernel's texel " +
+                "path needs A [M, K] and B [N, K] with K, rows and offsets multiples of 4, views starting on " +
+                "texel-aligned bytes, at most " + std::to_string(caps.max_texel_buffer_elements) + " texels each)");
+  return fit && g.texel_weights.value_or(caps.type == DeviceType::Cpu);
+}
+
+}  // namespace vkf::ops
