@@ -25,22 +25,37 @@
 // loads a texel per invocation as one vector load; a storage buffer's per-invocation
 // loads in a loop become scalar gathers, branchy ones on CPUs without fast gathers
 // (AMD EPYC, Mesa 25.0.7: 1x1536x576 fp32 at 3.8 GB/s from buffers, 9-10 from texels).
+// ADDRESS_AB (host: CPU drivers with hardware gathers): the same 16-byte units read
+// through A's and B's buffer addresses instead. llvmpipe makes each a hardware gather
+// with no bounds check (Xeon with AVX-512, Mesa 25.0.7: vpgatherqd), where a texel load
+// is an indirect call; the host checks every index stays inside the views it binds.
 #ifdef VKF_FP16_STORAGE
-layout(set = 0, binding = 0, rgba32ui) uniform restrict readonly uimageBuffer A_texels;
-layout(set = 0, binding = 1, rgba32ui) uniform restrict readonly uimageBuffer B_texels;
 #define TEXEL_VEC4S 2u  // vec4s per texel
 #define texel_t uvec4
 vec4 texel_vec4(uvec4 t, uint p) { return p == 0u ? vec4(unpackHalf2x16(t.x), unpackHalf2x16(t.y))
                                                   : vec4(unpackHalf2x16(t.z), unpackHalf2x16(t.w)); }
 #else
-layout(set = 0, binding = 0, rgba32f) uniform restrict readonly imageBuffer A_texels;
-layout(set = 0, binding = 1, rgba32f) uniform restrict readonly imageBuffer B_texels;
 #define TEXEL_VEC4S 1u
 #define texel_t vec4
 vec4 texel_vec4(vec4 t, uint p) { return t; }
 #endif
-// vec4 i4 of A (element 4 * i4 on).
-vec4 a_vec4(uint i4) { return texel_vec4(imageLoad(A_texels, int(i4 / TEXEL_VEC4S)), i4 % TEXEL_VEC4S); }
+#ifdef ADDRESS_AB
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_buffer_reference_uvec2 : require
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Units { texel_t units[]; };
+#define A_UNIT(i) Units(pc.address_a).units[i]
+#define B_UNIT(i) Units(pc.address_b).units[i]
+#elif defined(VKF_FP16_STORAGE)
+layout(set = 0, binding = 0, rgba32ui) uniform restrict readonly uimageBuffer A_texels;
+layout(set = 0, binding = 1, rgba32ui) uniform restrict readonly uimageBuffer B_texels;
+#else
+layout(set = 0, binding = 0, rgba32f) uniform restrict readonly imageBuffer A_texels;
+layout(set = 0, binding = 1, rgba32f) uniform restrict readonly imageBuffer B_texels;
+#endif
+#ifndef ADDRESS_AB
+#define A_UNIT(i) imageLoad(A_texels, int(i))
+#define B_UNIT(i) imageLoad(B_texels, int(i))
+#endif
 #else
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
@@ -54,6 +69,10 @@ layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm
 #define GEMM_SKIP_AB
 #endif
 #include "gemm_common.glsl"
+#if defined(VEC4_K) && defined(TEXEL_B)
+// vec4 i4 of A (element 4 * i4 on); after the push constants, which hold ADDRESS_AB's addresses.
+vec4 a_vec4(uint i4) { return texel_vec4(A_UNIT(i4 / TEXEL_VEC4S), i4 % TEXEL_VEC4S); }
+#endif
 
 #define MAX_M GEMM_SMALL_M_MAX_M  // gemm_flags.h, shared with the host
 // ROWS (host: the product's M, 1 to MAX_M): the loops below run exactly M rows, so a
@@ -260,7 +279,7 @@ void main() {
     vec4 a[MAX_M * TEXEL_VEC4S];
     texel_t at[MAX_M];
     UNROLL for (uint m = 0; m < MAX_M; ++m)
-      if (ROW_USED(m)) at[m] = imageLoad(A_texels, int((a_off / 4 + m * lda4) / TEXEL_VEC4S + k));
+      if (ROW_USED(m)) at[m] = A_UNIT((a_off / 4 + m * lda4) / TEXEL_VEC4S + k);
     UNROLL for (uint p = 0; p < TEXEL_VEC4S; ++p) {
       const uint k4 = k * TEXEL_VEC4S + p;
       UNROLL for (uint m = 0; m < MAX_M; ++m) a[m * TEXEL_VEC4S + p] = ROW_USED(m) ? texel_vec4(at[m], p) : vec4(0.0);
@@ -273,7 +292,7 @@ void main() {
 #endif
     }
     UNROLL for (uint c = 0; c < COLS; ++c) {
-      const texel_t t = imageLoad(B_texels, int(b_t + cols[c] * ldbt + k));
+      const texel_t t = B_UNIT(b_t + cols[c] * ldbt + k);
       UNROLL for (uint p = 0; p < TEXEL_VEC4S; ++p) {
         const vec4 b = texel_vec4(t, p);
         UNROLL for (uint m = 0; m < MAX_M; ++m)

@@ -74,6 +74,14 @@ struct Capabilities {
   // driver's configurations.
   bool cooperative_matrix_nv = false;
   bool memory_budget = false;  // VK_EXT_memory_budget: the driver reports each heap's budget and use
+  // bufferDeviceAddress (Vulkan 1.2): kernels may read a buffer through its address
+  // (Context::device_address), which the decode-step GEMM does on CPU drivers with
+  // hardware_gathers.
+  bool buffer_device_address = false;
+  // A CPU driver whose host CPU gathers a vector's lanes in one instruction (x86 with
+  // AVX-512, where LLVM lowers llvmpipe's loads through addresses to vpgather; without it
+  // they become a branch and a load per lane). False on every GPU.
+  bool hardware_gathers = false;
   bool compute_only_queue = false;  // a queue family with compute and no graphics
 
   std::vector<std::string> quirks;  // workarounds from the vendor table that apply here

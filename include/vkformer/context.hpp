@@ -157,6 +157,10 @@ class Context {
   CacheStats cache_stats() const;
   Counters counters() const;
   bool direct_host_access() const;  // uploads and downloads map device memory directly
+  // Where a view starts, for kernels that read through buffer references
+  // (GL_EXT_buffer_reference; Capabilities::buffer_device_address, else this throws).
+  // Such reads are not bounds-checked: a kernel must stay inside the view it declares.
+  uint64_t device_address(const BufferView& view) const;
   bool validation_enabled() const;
   uint64_t validation_messages() const;  // warnings and errors the layer reported so far
   std::string cache_dir() const;         // empty when the disk cache is off

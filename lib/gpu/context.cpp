@@ -135,6 +135,16 @@ Counters Context::counters() const {
   return {c.submits, c.recordings, c.dispatches, c.transfers, c.transfer_bytes};
 }
 bool Context::direct_host_access() const { return impl_->allocator->direct(); }
+
+uint64_t Context::device_address(const BufferView& v) const {
+  if (!capabilities().buffer_device_address)
+    throw Error("device '" + capabilities().name + "' gives kernels no buffer addresses (bufferDeviceAddress)");
+  if (!v.alloc || v.alloc->allocator != impl_->allocator.get())
+    throw Error("device_address: the view is empty or of another context's buffer");
+  if (v.offset > v.alloc->size || v.size > v.alloc->size - v.offset)
+    throw Error("device_address: the view lies outside its buffer '" + v.alloc->name + "'");
+  return v.alloc->block->address + v.alloc->offset + v.offset;
+}
 bool Context::validation_enabled() const { return impl_->instance->validation(); }
 uint64_t Context::validation_messages() const { return impl_->instance->messages(); }
 std::string Context::cache_dir() const { return impl_->disk_cache->dir(); }

@@ -80,6 +80,12 @@ Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(p
     chain(coop);
     chain(vmm);
   }
+  // Buffer addresses: every block's memory is then allocated with them (memory.cpp).
+  VkPhysicalDeviceBufferDeviceAddressFeatures bda{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES};
+  if (c.buffer_device_address) {
+    bda.bufferDeviceAddress = VK_TRUE;
+    chain(bda);
+  }
   // Heap budgets (the allocator stays within them, Context::memory_budget reports them).
   if (c.memory_budget) enable_ext(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   // The driver's statistics of each pipeline, on request (a diagnostic for tuning kernels
@@ -200,6 +206,9 @@ Device::Device(PhysicalDevice physical, const BorrowedVulkan& b) : physical_(std
   c.cooperative_matrix_nv &= has_ext(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && coop && coop->cooperativeMatrix &&
                              memory_model && c.float16_arithmetic && c.storage_16bit;
   c.memory_budget &= has_ext(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  const auto* bda = reinterpret_cast<const VkPhysicalDeviceBufferDeviceAddressFeatures*>(
+      feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES));
+  c.buffer_device_address &= (v12 && v12->bufferDeviceAddress) || (bda && bda->bufferDeviceAddress);
   c.quirks.emplace_back("borrowed device: optional features as the application enabled them");
 
   vkGetPhysicalDeviceMemoryProperties(physical_.handle, &memory_);
@@ -228,11 +237,12 @@ void Device::clamp_to_portable_profile() {
   c.max_push_constants_size = std::min<uint32_t>(c.max_push_constants_size, 128);  // the Vulkan minimum
   c.float16_arithmetic = false;                                                    // fp16 storage at most
   c.cooperative_matrix_nv = false;                                                 // needs fp16 arithmetic
+  c.buffer_device_address = false;  // not in Vulkan 1.1
   c.max_storage_buffer_range = std::min<uint64_t>(c.max_storage_buffer_range, 128ull << 20);
   c.max_texel_buffer_elements = std::min<uint32_t>(c.max_texel_buffer_elements, 65536);  // the Vulkan minimum
   c.quirks.emplace_back(
       "portable profile: kernels chosen for 16 KiB shared memory, 128 invocations, 128 push-constant bytes, "
-      "128 MiB bindings, no subgroup arithmetic, no fp16 arithmetic");
+      "128 MiB bindings, no subgroup arithmetic, no fp16 arithmetic, no buffer addresses");
 }
 
 bool Device::fire(std::atomic<uint64_t>& countdown) {

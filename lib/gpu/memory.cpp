@@ -27,6 +27,12 @@ std::string over_heap_budget(const HeapBudget& b, uint64_t bytes) {
 
 namespace gpu {
 
+// Every block's buffer: bound as storage and texel buffers, copied, and where the device
+// has buffer addresses read through them (Capabilities::buffer_device_address).
+VkBufferUsageFlags Allocator::usage() const {
+  return kUsage | (device_.caps().buffer_device_address ? VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT : 0);
+}
+
 Allocation::~Allocation() {
   if (allocator) allocator->release(*this);
 }
@@ -43,7 +49,7 @@ Allocator::Allocator(Device& device, bool direct, uint64_t block_bytes) : device
   // Which memory types can back a storage buffer: ask with a probe buffer.
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = 4096;
-  info.usage = kUsage;
+  info.usage = usage();
   VkBuffer probe;
   check(vkCreateBuffer(device.handle(), &info, nullptr, &probe), "vkCreateBuffer");
   VkMemoryRequirements req;
@@ -125,11 +131,14 @@ std::unique_ptr<Block> Allocator::create_block(uint64_t bytes, uint32_t type, bo
   }
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = bytes;
-  info.usage = kUsage;
+  info.usage = usage();
   check(vkCreateBuffer(device_.handle(), &info, nullptr, &b->buffer), "vkCreateBuffer");
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(device_.handle(), b->buffer, &req);
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  VkMemoryAllocateFlagsInfo address_flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
+  address_flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+  if (device_.caps().buffer_device_address) alloc.pNext = &address_flags;  // its buffer has addresses
   alloc.allocationSize = req.size;
   alloc.memoryTypeIndex = type;
   VkResult r = vkAllocateMemory(device_.handle(), &alloc, nullptr, &b->memory);
@@ -142,6 +151,11 @@ std::unique_ptr<Block> Allocator::create_block(uint64_t bytes, uint32_t type, bo
                 ErrorKind::OutOfMemory);
   }
   check(vkBindBufferMemory(device_.handle(), b->buffer, b->memory, 0), "vkBindBufferMemory");
+  if (device_.caps().buffer_device_address) {
+    VkBufferDeviceAddressInfo where{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
+    where.buffer = b->buffer;
+    b->address = vkGetBufferDeviceAddress(device_.handle(), &where);
+  }
   auto flags = device_.memory_properties().memoryTypes[type].propertyFlags;
   b->coherent = flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   if (map) {

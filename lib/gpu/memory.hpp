@@ -18,6 +18,7 @@ struct Block {
   VkBuffer buffer = VK_NULL_HANDLE;
   uint64_t size = 0;
   uint8_t* mapped = nullptr;  // set when the memory is host-visible
+  uint64_t address = 0;       // the buffer's device address (Capabilities::buffer_device_address), else 0
   bool coherent = true;
   bool dedicated = false;         // holds exactly one large buffer
   bool host_access = false;       // of the pool for small buffers the host maps (Allocator::allocate)
@@ -71,6 +72,7 @@ class Allocator {
 
  private:
   std::unique_ptr<Block> create_block(uint64_t bytes, uint32_t type, bool map, std::string_view what);
+  VkBufferUsageFlags usage() const;
   uint32_t find_type(VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred, uint32_t allowed) const;
 
   Device& device_;

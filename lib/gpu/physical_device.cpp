@@ -61,6 +61,20 @@ namespace vkf::gpu {
 
 namespace {
 
+// Whether this host's CPU, the device of a CPU driver, gathers a vector's lanes in one
+// instruction where llvmpipe loads through buffer addresses: Intel with AVX-512, where
+// it was measured (Xeon, Mesa 25.0.7, LLVM 15: vpgatherqd; the decode-step GEMM 1.2-2x
+// its texel loads). Elsewhere unmeasured: AMD's AVX2 cores without fast gathers get a
+// branch and a load per lane from LLVM, slower than texels.
+bool host_has_hardware_gathers() {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  return __builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
 // Whether the driver lists the product shaders/gemm_coopmat.comp runs: 16x16x16,
 // fp16 A and B, fp32 C and D, one subgroup.
 bool has_coopmat_16x16x16_fp16(VkPhysicalDevice handle) {
@@ -191,6 +205,10 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
   const bool has_vmm = usable(VK_API_VERSION_1_2, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
   if (has_coop) chain(ftail, coop_f);
   if (has_vmm) chain(ftail, vmm_f);
+  // Buffer device addresses as core Vulkan 1.2 only (no extension to enable).
+  VkPhysicalDeviceBufferDeviceAddressFeatures bda_f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES};
+  const bool has_bda = pd.api_version >= VK_API_VERSION_1_2;
+  if (has_bda) chain(ftail, bda_f);
   vkGetPhysicalDeviceFeatures2(handle, &feats);
   c.storage_16bit = s16.storageBuffer16BitAccess;
   c.float16_arithmetic = has_f16 && f16.shaderFloat16;
@@ -201,6 +219,8 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
                             vmm_f.vulkanMemoryModelDeviceScope &&
                             c.float16_arithmetic && c.storage_16bit && has_coopmat_16x16x16_fp16(handle);
   c.memory_budget = pd.has_extension(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  c.buffer_device_address = has_bda && bda_f.bufferDeviceAddress;
+  c.hardware_gathers = c.cpu_driver && host_has_hardware_gathers();
   c.rounding_rte_fp16 = c.storage_16bit && has_float_controls && float_controls.shaderRoundingModeRTEFloat16;
 
   // Memory: unified when the device is not discrete and the host can map all its memory.

@@ -24,8 +24,9 @@ struct GemmPush {
   uint32_t split_n, ldc2, stride_c2, base_c2;
   float norm_eps;
   uint32_t stats_parts;
+  uint32_t address_a[2], address_b[2];  // gemm_small_m.comp's ADDRESS_AB: the placed views' addresses (low, high)
 };
-static_assert(sizeof(GemmPush) == 112, "matches Push in shaders/gemm_common.glsl");
+static_assert(sizeof(GemmPush) == 128, "matches Push in shaders/gemm_common.glsl");
 
 constexpr uint32_t kSmallM = GEMM_SMALL_M_MAX_M;  // MAX_M of gemm_small_m.comp
 static_assert(Ops::kMaxFoldedNormRows == kSmallM, "the decode-step kernel's rows");
@@ -90,6 +91,7 @@ std::string Ops::gemm_variant(const Gemm& g0) const {
     // Both operands assumed to start aligned (the views are not known here).
     const ops::SmallMOperand a{.bytes = (uint64_t(g.M - 1) * g.lda + g.K) * dtype_bytes(dtype_)};
     const ops::SmallMOperand b{.bytes = (uint64_t(g.N - 1) * g.ldb + g.K) * dtype_bytes(dtype_)};
+    if (ops::small_m_addresses(ctx_.capabilities(), g, dtype_, a, b)) return "small_m addresses";
     return ops::small_m_texels(ctx_.capabilities(), g, dtype_, a, b) ? "small_m texels" : "small_m";
   }
   return gemm_tiles(g0).name();
@@ -304,17 +306,34 @@ std::optional<RowStats> Ops::gemm_impl(CommandList& cl, const Gemm& g0, const Bu
       if (vec4) d.emplace_back("VEC4_K", "1");
       if (g.norm_of != NormOf::None) d.emplace_back("NORM_FOLDED", "1");
       if (out_norm) d.emplace_back("NORM_OUT", "1"), bindings = 10;  // + the tickets
-      const bool texels = vec4 && ops::small_m_texels(caps, g, dtype_, {pa.view.offset, pa.base, pa.view.size},
-                                                 {pb.view.offset, pb.base, pb.view.size});
+      const ops::SmallMOperand oa{pa.view.offset, pa.base, pa.view.size}, ob{pb.view.offset, pb.base, pb.view.size};
+      bool addresses = vec4 && ops::small_m_addresses(caps, g, dtype_, oa, ob);
+      if (g.address_weights == true && !addresses) throw Error("gemm: A and B cannot be read through buffer addresses");
+      if (addresses) {
+        const uint64_t at_a = ctx_.device_address(pa.view), at_b = ctx_.device_address(pb.view);
+        if ((at_a | at_b) % 16) {  // blocks' buffers start aligned on every driver seen; never assumed
+          if (g.address_weights == true)
+            throw Error("gemm: A or B lies at a buffer address that is not 16-byte aligned on device '" + caps.name + "'");
+          addresses = false;
+        }
+        push.address_a[0] = uint32_t(at_a), push.address_a[1] = uint32_t(at_a >> 32);
+        push.address_b[0] = uint32_t(at_b), push.address_b[1] = uint32_t(at_b >> 32);
+      }
+      const bool texels = vec4 && !addresses && ops::small_m_texels(caps, g, dtype_, oa, ob);
       if (g.texel_weights == true && !texels) throw Error("gemm: A and B cannot be read as texels");
-      if (texels) d.emplace_back("TEXEL_B", "1");
+      if (texels || addresses) d.emplace_back("TEXEL_B", "1");  // the loop over 16-byte units
+      if (addresses) d.emplace_back("ADDRESS_AB", "1");       // ... read through addresses
       const TexelFormat f = dtype_ == DType::F16 ? TexelFormat::Rgba32Ui : TexelFormat::Rgba32F;
       k = kernel("gemm_small_m.comp", d, bindings, sizeof push, {},
                  texels ? std::vector<TexelFormat>{f, f} : std::vector<TexelFormat>{});
-      label = std::string(texels ? "gemm_small_m texels" : "gemm_small_m") + (out_norm ? " normed" : "");
+      label = std::string(addresses ? "gemm_small_m addresses" : texels ? "gemm_small_m texels" : "gemm_small_m") +
+              (out_norm ? " normed" : "");
       const uint32_t per_group = wg / caps.subgroup_size * (g.glu ? cols / 2 : cols);  // outputs
       groups = {(g.N + per_group - 1) / per_group, 1, batches};
     } else {
+      if (g.address_weights == true)
+        throw Error("gemm: A and B cannot be read through buffer addresses on device '" + caps.name +
+                    "' (the small-M kernel's address path needs subgroup arithmetic)");
       if (g.texel_weights == true) throw Error("gemm: B cannot be read as texels on device '" + caps.name +
                                                "' (the small-M kernel's texel path needs subgroup arithmetic)");
       label = "gemm_small_m";
@@ -394,6 +413,9 @@ std::optional<RowStats> Ops::gemm_impl(CommandList& cl, const Gemm& g0, const Bu
         slices = 1;
       if (slices > 1) d.emplace_back("SPLIT_K", std::to_string(slices));
     }
+    if (g.address_weights == true)
+      throw Error("gemm: A and B are read through buffer addresses only by the decode-step kernel (at most " +
+                  std::to_string(kSmallM) + " rows), not by " + t.name());
     if (g.texel_weights == true && t.strategy != GemmStrategy::Direct)
       throw Error("gemm: A and B cannot be read as texels by " + t.name() + " (only the direct and decode-step kernels can)");
     // Prefetch where the tiles ask for it and A's and B's rows are vec4s (else the same

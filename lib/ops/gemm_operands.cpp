@@ -19,17 +19,44 @@ static Error texels_refused(const Capabilities& caps) {
                "': a driver quirk disables its storage texel buffer reads (`vkformer info` lists it)");
 }
 
+// Whether an operand of the small-M kernel has every row, batch and its own start on a
+// whole 16-byte unit of `dt` values (4 fp32, 8 fp16), as its 16-byte loads read them.
+static bool rows_on_units(const SmallMOperand& o, uint32_t ld, const Strides& stride, DType dt) {
+  const uint32_t per_unit = 16 / dtype_bytes(dt);
+  return ld % per_unit == 0 && o.base % per_unit == 0 && stride.outer % per_unit == 0 && stride.inner % per_unit == 0;
+}
+
+// Whether the small-M kernel reads A and B through their buffer addresses (ADDRESS_AB):
+// where asked, else on CPU drivers whose host gathers in hardware (Xeon with AVX-512,
+// Mesa 25.0.7: llvmpipe's loads through addresses are vpgathers, against an indirect
+// call per texel; 1xNxK fp32 products of a Transformer-base 1.2-2.2x faster). Both views
+// must start on 16 bytes and hold whole units.
+bool small_m_addresses(const Capabilities& caps, const Gemm& g, DType dt, const SmallMOperand& a,
+                       const SmallMOperand& b) {
+  const uint32_t per_unit = 16 / dtype_bytes(dt);
+  const bool fit = caps.buffer_device_address && small_m_subgroups(caps, g) && g.K % per_unit == 0 &&
+                   a.start % 16 == 0 && b.start % 16 == 0 && rows_on_units(a, g.lda, g.stride_a, dt) &&
+                   rows_on_units(b, g.ldb, g.stride_b, dt);
+  if (g.address_weights == true && g.texel_weights == true)
+    throw Error("gemm: A and B are read as texels or through addresses, not both (address_weights and texel_weights)");
+  if (g.address_weights == true && !fit)
+    throw Error("gemm: A and B cannot be read through buffer addresses on device '" + caps.name + "' (it needs " +
+                (caps.buffer_device_address ? std::string() : "bufferDeviceAddress, which it lacks, ") +
+                "the small-M kernel's subgroups, B a Linear weight, and A and B with K, rows, batches and offsets on " +
+                "whole 16-byte units)");
+  return fit && g.address_weights.value_or(caps.hardware_gathers && g.texel_weights != true);
+}
+
 // Whether the small-M kernel reads A and B as storage texel buffers (TEXEL_B): where
 // asked, else on CPU drivers (lavapipe, Mesa 25.0.7 on 2 AMD EPYC cores, 1xNxK products
 // of a Transformer-base: 2-2.5x a storage buffer's speed; GPUs keep storage buffers, on
 // which texels were never measured). Each operand must start at a texel-aligned byte
 // offset and every row and batch on a whole texel.
 bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, const SmallMOperand& a,
-                           const SmallMOperand& b) {
+                    const SmallMOperand& b) {
   const uint32_t per_texel = 16 / dtype_bytes(dt);
   auto fits = [&](const SmallMOperand& o, uint32_t ld, const Strides& stride) {
-    return ld % per_texel == 0 && o.base % per_texel == 0 && stride.outer % per_texel == 0 &&
-           stride.inner % per_texel == 0 && ops::texel_view_fits(caps, o.start, o.bytes);
+    return rows_on_units(o, ld, stride, dt) && ops::texel_view_fits(caps, o.start, o.bytes);
   };
   const bool fit = small_m_subgroups(caps, g) && g.K % per_texel == 0 && fits(a, g.lda, g.stride_a) &&
                    fits(b, g.ldb, g.stride_b);

@@ -23,6 +23,11 @@ struct SmallMOperand {
   uint64_t bytes = 0;
 };
 
+// Whether the small-M kernel reads A and B through buffer addresses (ADDRESS_AB, before
+// texels); throws where Gemm::address_weights asks for what cannot be.
+bool small_m_addresses(const Capabilities& caps, const Gemm& g, DType dt, const SmallMOperand& a,
+                       const SmallMOperand& b);
+
 // Whether the small-M kernel reads A and B as texels (TEXEL_B); throws where
 // Gemm::texel_weights asks for texels that cannot be read.
 bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, const SmallMOperand& a, const SmallMOperand& b);

@@ -16,4 +16,15 @@ inline ::testing::AssertionResult gemm_close(const std::vector<double>& got, con
   return close(got, want.c, scale, rtol, dt == DType::F16 ? 6e-8 : 1e-30);
 }
 
+// How the decode-step kernel reads A and B: as it chooses, or one way forced
+// (Gemm::texel_weights, Gemm::address_weights), and the variant name it then reports.
+enum class SmallMReads { Default, Buffers, Texels, Addresses };
+inline const char* variant_of(SmallMReads r) {
+  return r == SmallMReads::Texels ? "small_m texels" : r == SmallMReads::Addresses ? "small_m addresses" : "small_m";
+}
+inline void force(Gemm& g, SmallMReads r) {
+  g.texel_weights = r == SmallMReads::Default ? std::nullopt : std::optional(r == SmallMReads::Texels);
+  g.address_weights = r == SmallMReads::Default ? std::nullopt : std::optional(r == SmallMReads::Addresses);
+}
+
 }  // namespace vkf::test

@@ -22,7 +22,8 @@ class GemmGluTest : public OpsTest {
   // One gated product of M rows, N outputs (B [2N, K]), `batch` items sharing B, with a
   // bias and a residual, an RMSNorm of A folded in when `rms`.
   void check(uint32_t M, uint32_t N, uint32_t K, std::mt19937_64& rng, std::optional<GemmTiles> tiles = {},
-             std::optional<bool> texels = {}, bool rms = false, Activation act = Activation::Silu, uint32_t batch = 1) {
+             std::optional<bool> texels = {}, bool rms = false, Activation act = Activation::Silu, uint32_t batch = 1,
+             SmallMReads reads = SmallMReads::Default) {
     const DType dt = dtype();
     SCOPED_TRACE("M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
                  (tiles ? " " + tiles->name() : "") + (texels ? (*texels ? " texels" : " buffers") : "") +
@@ -30,6 +31,7 @@ class GemmGluTest : public OpsTest {
     Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .alpha = 0.75f, .act = act, .batch = batch, .glu = true,
            .tiles = tiles};
     g.texel_weights = texels;
+    if (reads != SmallMReads::Default) force(g, reads);
     g.stride_a = {uint64_t(M) * K, 0};
     g.stride_c = g.stride_r = {uint64_t(M) * N, 0};
     auto A = random_values(size_t(batch) * M * K, rng, rms ? 1 : -1, rms ? 3 : 1);
@@ -80,18 +82,24 @@ TEST_P(GemmGluTest, AwkwardShapesWithBiasResidualAndFoldedRmsNorm) {
   check(40, 100, 64, rng, {}, {}, true, Activation::Silu, 2);
 }
 
-// The decode-step kernel's two ways of reading, forced.
-TEST_P(GemmGluTest, DecodeStepKernelFromBuffersAndTexels) {
+// The decode-step kernel's three ways of reading, each forced where it runs.
+TEST_P(GemmGluTest, DecodeStepKernelFromBuffersTexelsAndAddresses) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
-  const bool texels_run = ops().gemm_variant({.M = 1, .N = 8, .K = 64, .trans_b = true}) == "small_m texels";
-  for (bool texels : {false, true}) {
-    if (texels && !texels_run) continue;
+  for (SmallMReads reads : {SmallMReads::Buffers, SmallMReads::Texels, SmallMReads::Addresses}) {
+    Gemm probe{.M = 1, .N = 8, .K = 64, .trans_b = true};
+    force(probe, reads);
+    try {
+      if (ops().gemm_variant(probe) != variant_of(reads)) continue;
+    } catch (const Error&) {
+      continue;  // (gemm_test.cpp checks the refusals)
+    }
+    SCOPED_TRACE(variant_of(reads));
     for (uint32_t M : {1u, 2u, 4u}) {
-      check(M, 1029, 64, rng, {}, texels);
-      check(M, 5, 512, rng, {}, texels, true);
-      check(M, 37, 2048, rng, {}, texels);  // 8 columns a subgroup on CPU drivers: 4 gates, 4 ups
+      check(M, 1029, 64, rng, {}, {}, false, Activation::Silu, 1, reads);
+      check(M, 5, 512, rng, {}, {}, true, Activation::Silu, 1, reads);
+      check(M, 37, 2048, rng, {}, {}, false, Activation::Silu, 1, reads);  // 8 columns a subgroup on CPU drivers: 4 gates, 4 ups
     }
   }
 }

@@ -48,7 +48,8 @@ class GemmTest : public OpsTest {
 
   // One folded-norm product against LN then GEMM in double, on fresh random rows.
   void check_folded_norm(uint32_t M, uint32_t N, uint32_t K, NormOf where, std::optional<GemmTiles> tiles,
-                         std::mt19937_64& rng, std::optional<bool> texels = std::nullopt, bool rms = false) {
+                         std::mt19937_64& rng, std::optional<bool> texels = std::nullopt, bool rms = false,
+                         std::optional<SmallMReads> reads = std::nullopt) {
     const DType dt = dtype();
     const uint32_t batch = 2;
     SCOPED_TRACE("M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
@@ -56,6 +57,7 @@ class GemmTest : public OpsTest {
                  (rms ? " RMSNorm" : ""));
     Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .act = Activation::Relu, .batch = batch, .tiles = tiles};
     g.texel_weights = texels;
+    if (reads) force(g, *reads);
     g.stride_a = {uint64_t(M) * K, 0};
     g.stride_c = g.stride_r = {uint64_t(M) * N, 0};
     g.norm_of = where;
@@ -118,6 +120,10 @@ TEST_P(GemmTest, NormedOutputInTheProductsDispatchOrAfterIt) {
                    (rms ? " RMSNorm" : " LayerNorm"));
       Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .act = N % 2 ? Activation::Gelu : Activation::None,
              .norm_eps = 1e-5f, .norm_rms = rms};
+      // LayerNorms read A and B as the kernel chooses (through addresses on CPU drivers
+      // with hardware gathers), RMSNorms as texels where they can be: each way ends in the norm.
+      if (rms && M <= 4 && fused_here && caps.storage_texel_reads && K % (16 / dtype_bytes(dt)) == 0)
+        force(g, SmallMReads::Texels);
       auto A = random_values(size_t(M) * K, rng), W = random_values(size_t(N) * K, rng);
       auto bias = random_values(N, rng), R = random_values(size_t(M) * N, rng, 2, 4);  // a mean far from 0
       auto gamma = random_values(N, rng, 0.5, 1.5), beta = random_values(N, rng);
@@ -254,56 +260,86 @@ TEST_P(GemmTest, LargeProductAndLongK) {
   check({.M = 130, .N = 200, .K = 512, .trans_b = true, .act = Activation::Gelu}, true, true, rng);  // vec4 loads
 }
 
-// The decode-step kernel's two ways of reading A and B, storage buffers and storage
+// The decode-step kernel's three ways of reading A and B: storage buffers, storage
 // texel buffers (the default on CPU drivers where both start and end on whole 16-byte
-// texels), each forced where it can run: M = 1 to 4, awkward N, K on whole texels in
-// both precisions (multiples of 8) or in fp32 only (of 4), every epilogue, batched items
-// sharing one weight, the folded norms, and a texel read refused by name where B is not
-// on whole texels or the device lacks the kernel's subgroups (the portable profile).
-TEST_P(GemmTest, SmallMReadsAAndBFromBuffersOrTexels) {
+// texels) and buffer addresses (the default before texels on CPU drivers with hardware
+// gathers), each forced where it can run: M = 1 to 4, awkward N, K on whole 16-byte
+// units in both precisions (multiples of 8) or in fp32 only (of 4), every epilogue,
+// batched items sharing one weight, the folded norms; a forced way refused by name
+// where B is not on whole units, the device lacks the kernel's subgroups (the portable
+// profile) or its buffer addresses, or a quirk disables its texel reads.
+TEST_P(GemmTest, SmallMReadsAAndBFromBuffersTexelsOrAddresses) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   Ops o = ops();
-  const uint32_t per_texel = 16 / dtype_bytes(dtype());
+  const auto& caps = ctx().capabilities();
+  const uint32_t per_unit = 16 / dtype_bytes(dtype());
+  const bool subgroups = !GetParam().portable && caps.subgroup_arithmetic;
+  const bool trusted = caps.storage_texel_reads;  // false: a driver quirk (quirks.cpp)
   Gemm probe{.M = 1, .N = 8, .K = 64, .trans_b = true};
-  const bool texels_default = o.gemm_variant(probe) == "small_m texels";
-  const bool trusted = ctx().capabilities().storage_texel_reads;  // false: a driver quirk (quirks.cpp)
-  if (ctx().capabilities().type == DeviceType::Cpu && !GetParam().portable)
-    EXPECT_EQ(texels_default, trusted) << "CPU drivers read the decode step's weights as texels by default, "
-                                          "unless a quirk says their texel reads are wrong";
-  // Forced, texels run wherever the kernel has its subgroups (GPUs too, where buffers are
-  // the default), and are refused by name elsewhere.
-  probe.texel_weights = true;
-  bool texels_run = false;
-  try {
-    texels_run = o.gemm_variant(probe) == "small_m texels";
-  } catch (const Error&) {
-  }
-  EXPECT_TRUE(texels_run || !texels_default);
+  if (caps.type == DeviceType::Cpu && subgroups)
+    EXPECT_EQ(o.gemm_variant(probe), caps.buffer_device_address && caps.hardware_gathers ? "small_m addresses"
+                                     : trusted                                            ? "small_m texels"
+                                                                                          : "small_m")
+        << "CPU drivers read the decode step's weights through addresses where their host gathers in hardware, "
+           "else as texels unless a quirk says their texel reads are wrong";
+  // Forced, each way runs wherever the kernel has its subgroups and the device what it
+  // reads with (GPUs too, where buffers are the default), and is refused by name elsewhere.
+  auto runs = [&](SmallMReads r) {
+    Gemm g = probe;
+    force(g, r);
+    try {
+      return o.gemm_variant(g) == variant_of(r);
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  EXPECT_EQ(runs(SmallMReads::Texels), subgroups && trusted);
+  EXPECT_EQ(runs(SmallMReads::Addresses), subgroups && caps.buffer_device_address);
   // K >= 2048: 8 columns a subgroup on CPU drivers (lib/ops/gemm.cpp), 4 elsewhere.
   const uint32_t shapes[][3] = {{1, 1, 8},     {1, 3, 16}, {2, 17, 24},   {3, 255, 64},  {4, 1000, 40},
                                 {1, 1029, 512}, {1, 9, 12}, {1, 67, 2048}, {3, 37, 2056}};
-  for (bool texels : {false, true}) {
-    if (texels && !texels_run) continue;  // (refused below)
+  for (SmallMReads reads : {SmallMReads::Buffers, SmallMReads::Texels, SmallMReads::Addresses}) {
+    SCOPED_TRACE(variant_of(reads));
+    const bool forced = reads != SmallMReads::Buffers;
+    if (!runs(reads)) {  // refused by name
+      Buffer any = ctx().buffer(1 << 16, "any");
+      auto cl = ctx().command_list();
+      Gemm g = probe;
+      force(g, reads);
+      try {
+        o.gemm(cl, g, any.view(), any.view(), any.view());
+        ADD_FAILURE() << "read as " << variant_of(reads) << " where it cannot run";
+      } catch (const Error& e) {
+        const std::string why = e.what();
+        if (reads == SmallMReads::Texels && !trusted && subgroups) EXPECT_NE(why.find("driver quirk"), std::string::npos) << why;
+        if (reads == SmallMReads::Addresses && !caps.buffer_device_address && subgroups)
+          EXPECT_NE(why.find("bufferDeviceAddress"), std::string::npos) << why;
+        EXPECT_NE(why.find(reads == SmallMReads::Texels ? "as texels" : "through buffer addresses"), std::string::npos) << why;
+      }
+      continue;
+    }
     for (auto& sh : shapes) {
       Gemm g{.M = sh[0], .N = sh[1], .K = sh[2], .trans_b = true, .act = sh[1] % 2 ? Activation::Gelu : Activation::None};
-      g.texel_weights = texels;
-      if (texels && sh[2] % per_texel) {  // K not on whole texels: refused when forced, buffers by default
+      force(g, reads);
+      if (forced && sh[2] % per_unit) {  // K not on whole units: refused when forced, buffers by default
         Buffer any = ctx().buffer(1 << 16, "any");
         auto cl = ctx().command_list();
         try {
           o.gemm(cl, g, any.view(), any.view(), any.view());
-          ADD_FAILURE() << "K = " << sh[2] << " read as texels";
+          ADD_FAILURE() << "K = " << sh[2] << " read in 16-byte units";
         } catch (const Error& e) {
-          EXPECT_NE(std::string(e.what()).find("cannot be read as texels"), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find(reads == SmallMReads::Texels ? "cannot be read as texels"
+                                                                            : "cannot be read through buffer addresses"),
+                    std::string::npos)
+              << e.what();
         }
-        g.texel_weights.reset();
+        force(g, SmallMReads::Default);
         EXPECT_EQ(o.gemm_variant(g), "small_m");
         check(g, true, true, rng);
         continue;
       }
-      SCOPED_TRACE(texels ? "texels" : "buffers");
       check(g, true, sh[0] % 2 == 1, rng);
       check(g, false, false, rng);
       Gemm batched = g;  // two items, one weight
@@ -312,21 +348,23 @@ TEST_P(GemmTest, SmallMReadsAAndBFromBuffersOrTexels) {
       batched.stride_c = batched.stride_r = {uint64_t(g.M) * g.N, 0};
       check(batched, true, true, rng);
       if (sh[0] <= 4) {
-        check_folded_norm(sh[0], sh[1], sh[2], NormOf::A, std::nullopt, rng, texels);
-        check_folded_norm(sh[0], sh[1], sh[2], NormOf::Residual, std::nullopt, rng, texels);
+        check_folded_norm(sh[0], sh[1], sh[2], NormOf::A, std::nullopt, rng, std::nullopt, false, reads);
+        check_folded_norm(sh[0], sh[1], sh[2], NormOf::Residual, std::nullopt, rng, std::nullopt, false, reads);
       }
     }
   }
-  if (!texels_run) {
-    Buffer any = ctx().buffer(1 << 16, "any");
-    auto cl = ctx().command_list();
-    Gemm g{.M = 1, .N = 8, .K = 64, .trans_b = true};
-    g.texel_weights = true;
+  // Both forced at once, and addresses for a product the decode-step kernel does not run.
+  Buffer any = ctx().buffer(1 << 16, "any");
+  auto cl = ctx().command_list();
+  Gemm both = probe;
+  both.texel_weights = both.address_weights = true;
+  Gemm tall{.M = 9, .N = 8, .K = 64, .trans_b = true, .address_weights = true};
+  for (const Gemm& g : {both, tall}) {
     try {
       o.gemm(cl, g, any.view(), any.view(), any.view());
-      ADD_FAILURE() << "texels forced where they cannot be read";
+      ADD_FAILURE() << "M = " << g.M << " read through addresses" << (g.texel_weights ? " and as texels" : "");
     } catch (const Error& e) {
-      if (!trusted && !GetParam().portable) EXPECT_NE(std::string(e.what()).find("driver quirk"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("addresses"), std::string::npos) << e.what();
     }
   }
 }
