@@ -148,8 +148,8 @@ struct Gemm {
   // cannot be read so (and by the tiled and cooperative-matrix kernels).
   std::optional<bool> texel_weights;
   // The small-M kernel reads A and B through their buffer addresses, 16 bytes a load,
-  // by default on CPU drivers with Capabilities::hardware_gathers (Xeon, lavapipe:
-  // 1.2-2x its texel loads), before texels; true or false forces the choice (tests),
+  // by default in fp32 on CPU drivers with Capabilities::hardware_gathers (Xeon,
+  // lavapipe: 1.1-1.8x its texel loads), before texels; true or false forces the choice (tests),
   // true refused where the device has no buffer addresses or the operands do not start
   // and run on whole 16-byte units, and together with texel_weights = true.
   std::optional<bool> address_weights;

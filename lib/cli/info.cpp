@@ -36,7 +36,7 @@ std::vector<std::string> features_used(const Capabilities& c) {
   if (c.memory_budget) f.push_back("heap budgets (memory budget)");
   // The decode-step GEMM's loads through addresses: the default where the CPU driver's host gathers in hardware.
   if (c.buffer_device_address && c.hardware_gathers)
-    f.push_back("buffer device addresses (the decode-step GEMM's loads: this CPU gathers in hardware)");
+    f.push_back("buffer device addresses (the decode-step GEMM's fp32 loads: this CPU gathers in hardware)");
   // The cooperative-matrix GEMM (fp16 inputs): where a tuning file or the tuned-card table names it.
   if (c.cooperative_matrix_nv) f.push_back("NV cooperative matrix and fp16 arithmetic (the coopmat_nv GEMM, where tuned)");
   return f;

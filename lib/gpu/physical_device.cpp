@@ -63,9 +63,10 @@ namespace {
 
 // Whether this host's CPU, the device of a CPU driver, gathers a vector's lanes in one
 // instruction where llvmpipe loads through buffer addresses: Intel with AVX-512, where
-// it was measured (Xeon, Mesa 25.0.7, LLVM 15: vpgatherqd; the decode-step GEMM 1.2-2x
-// its texel loads). Elsewhere unmeasured: AMD's AVX2 cores without fast gathers get a
-// branch and a load per lane from LLVM, slower than texels.
+// it was measured (Xeon, Mesa 25.0.7, LLVM 15: vpgatherqd; the decode-step GEMM 1.1-1.8x
+// its texel loads in fp32). Elsewhere unmeasured: where LLVM does not judge a core's
+// gathers fast (AVX2 without AVX-512 on AMD Zen 1 to 3, say) it lowers them to a branch
+// and a load per lane, which is how storage-buffer loads ran slower than texels there.
 bool host_has_hardware_gathers() {
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();

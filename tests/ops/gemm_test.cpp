@@ -279,10 +279,11 @@ TEST_P(GemmTest, SmallMReadsAAndBFromBuffersTexelsOrAddresses) {
   const bool trusted = caps.storage_texel_reads;  // false: a driver quirk (quirks.cpp)
   Gemm probe{.M = 1, .N = 8, .K = 64, .trans_b = true};
   if (caps.type == DeviceType::Cpu && subgroups)
-    EXPECT_EQ(o.gemm_variant(probe), caps.buffer_device_address && caps.hardware_gathers ? "small_m addresses"
-                                     : trusted                                            ? "small_m texels"
-                                                                                          : "small_m")
-        << "CPU drivers read the decode step's weights through addresses where their host gathers in hardware, "
+    EXPECT_EQ(o.gemm_variant(probe),
+              caps.buffer_device_address && caps.hardware_gathers && dtype() == DType::F32 ? "small_m addresses"
+              : trusted                                                                    ? "small_m texels"
+                                                                                           : "small_m")
+        << "CPU drivers read the decode step's fp32 weights through addresses where their host gathers in hardware, "
            "else as texels unless a quirk says their texel reads are wrong";
   // Forced, each way runs wherever the kernel has its subgroups and the device what it
   // reads with (GPUs too, where buffers are the default), and is refused by name elsewhere.
