@@ -3,6 +3,7 @@
 // validation layer and its own messenger), device and queue through the Vulkan loader
 // directly, lends them, and destroys them itself afterwards: any validation message, an
 // object vkformer left behind on the device included, fails the test.
+#include <cmath>
 #include <filesystem>
 #include <mutex>
 
@@ -83,6 +84,50 @@ TEST(Borrowed, AMemoryModelWithoutDeviceScopeIsRefusedByName) {
   }
   app.destroy();
   EXPECT_EQ(app.messages.load(), 0) << "validation: " << app.last_message;
+}
+
+// Buffer addresses (the decode-step GEMM's fp32 loads on CPU drivers that gather in
+// hardware) only where the app enabled bufferDeviceAddress on its Vulkan 1.2 device: then
+// a product forced through them is exact on the app's device, validation clean; else the
+// capability is off and forcing them is refused by name.
+TEST(Borrowed, BufferAddressesOnlyWhereTheAppEnabledThem) {
+  for (bool enabled : {true, false}) {
+    SCOPED_TRACE(enabled ? "bufferDeviceAddress enabled" : "not enabled");
+    AppVulkan app(true, false, VK_API_VERSION_1_2, enabled);
+    if (!app.device) GTEST_SKIP() << "this device offers no Vulkan 1.2 with bufferDeviceAddress";
+    {
+      Context ctx(borrowing(app.lend()));
+      EXPECT_EQ(ctx.capabilities().buffer_device_address, enabled);
+      const uint32_t N = 5, K = 64;
+      std::vector<float> a(K), b(N * K), nan(N, std::nanf(""));
+      for (uint32_t i = 0; i < K; ++i) a[i] = float(int(i % 7) - 3);
+      for (uint32_t i = 0; i < N * K; ++i) b[i] = float(int(i % 5) - 2);
+      Buffer A = upload_floats(ctx, a, DType::F32, "A"), B = upload_floats(ctx, b, DType::F32, "B");
+      Buffer C = upload_floats(ctx, nan, DType::F32, "C");
+      Ops ops(ctx, DType::F32);
+      Gemm g{.M = 1, .N = N, .K = K, .trans_b = true, .address_weights = true};
+      auto cl = ctx.command_list();
+      if (!enabled) {
+        try {
+          ops.gemm(cl, g, A.view(), B.view(), C.view());
+          ADD_FAILURE() << "read through addresses on a device lent without them";
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("bufferDeviceAddress"), std::string::npos) << e.what();
+        }
+      } else if (ctx.capabilities().subgroup_arithmetic) {  // (the address path is the subgroup kernel's)
+        ops.gemm(cl, g, A.view(), B.view(), C.view());
+        cl.submit();
+        const auto c = download_floats(ctx, C, N, DType::F32);
+        for (uint32_t n = 0; n < N; ++n) {  // small integers: every sum exact in fp32
+          double want = 0;
+          for (uint32_t k = 0; k < K; ++k) want += double(a[k]) * b[n * K + k];
+          EXPECT_EQ(c[n], want) << "column " << n;
+        }
+      }
+    }
+    app.destroy();
+    EXPECT_EQ(app.messages.load(), 0) << "validation: " << app.last_message;
+  }
 }
 
 TEST(Borrowed, BadLoansAreClearErrors) {

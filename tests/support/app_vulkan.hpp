@@ -24,7 +24,9 @@ struct AppVulkan {
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  VkPhysicalDeviceBufferDeviceAddressFeatures addresses{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES};
   std::vector<const char*> device_extensions;
+  uint32_t api = VK_API_VERSION_1_1;
 
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT,
                                                    VkDebugUtilsMessageTypeFlagsEXT,
@@ -37,9 +39,13 @@ struct AppVulkan {
 
   // memory_model_without_device_scope: the device is created with the Vulkan memory
   // model (VK_KHR_vulkan_memory_model) but not its Device scope, as an app may.
-  explicit AppVulkan(bool enable_16bit_storage, bool memory_model_without_device_scope = false) {
+  // api_version: the app's Vulkan version (1.1 unless given); buffer_addresses: it
+  // enables bufferDeviceAddress (Vulkan 1.2).
+  explicit AppVulkan(bool enable_16bit_storage, bool memory_model_without_device_scope = false,
+                     uint32_t api_version = VK_API_VERSION_1_1, bool buffer_addresses = false)
+      : api(api_version) {
     VkApplicationInfo info{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-    info.apiVersion = VK_API_VERSION_1_1;
+    info.apiVersion = api;
     const char* layer = "VK_LAYER_KHRONOS_validation";
     const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
     VkDebugUtilsMessengerCreateInfoEXT m{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
@@ -75,6 +81,11 @@ struct AppVulkan {
       storage16.pNext = &memory_model;
       device_extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
     }
+    if (buffer_addresses) {
+      addresses.bufferDeviceAddress = VK_TRUE;
+      addresses.pNext = features.pNext;
+      features.pNext = &addresses;
+    }
     VkDeviceCreateInfo d{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &features};
     d.queueCreateInfoCount = 1;
     d.pQueueCreateInfos = &q;
@@ -100,7 +111,7 @@ struct AppVulkan {
   BorrowedVulkan lend() {
     BorrowedVulkan b;
     b.instance = instance;
-    b.api_version = VK_API_VERSION_1_1;
+    b.api_version = api;
     b.physical_device = physical;
     b.device = device;
     b.queue_family = family;
