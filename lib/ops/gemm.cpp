@@ -299,7 +299,8 @@ std::optional<RowStats> Ops::gemm_impl(CommandList& cl, const Gemm& g0, const Bu
       // against 249-252 with 4 in `bench ops`, 291-305 against 299-352 in a decode step).
       // With K = 512 they were 15-30% slower there in a decode step.
       const uint32_t wg = std::max<uint32_t>(64, caps.subgroup_size);
-      const uint32_t cols = caps.type == DeviceType::Cpu && g.K >= 2048 ? 8 : 4;
+      // (at most the subgroup's lanes: each column's sum is stored by the lane of its index)
+      const uint32_t cols = std::min<uint32_t>(caps.type == DeviceType::Cpu && g.K >= 2048 ? 8 : 4, caps.subgroup_size);
       const bool vec4 = rows_on_vectors(4);
       Defines d = {{"SUBGROUP_REDUCE", "1"}, {"WG_SIZE", std::to_string(wg)}, {"COLS", std::to_string(cols)}};
       if (g.M == 1) d.emplace_back("ROWS", "1");
