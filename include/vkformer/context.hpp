@@ -33,7 +33,8 @@ struct BorrowedVulkan {
   uint32_t queue_family = 0;        // a queue family with compute
   void* queue = nullptr;            // VkQueue of that family
   // The VkPhysicalDeviceFeatures2 the device was created with (its pNext chain says
-  // which optional features are on: 16-bit storage, ...); null: none beyond Vulkan 1.1.
+  // which optional features are on: 16-bit storage, bufferDeviceAddress on Vulkan 1.2
+  // (the decode step's fast loads on CPU drivers), ...); null: none beyond Vulkan 1.1.
   const void* enabled_features = nullptr;
   std::vector<std::string> enabled_extensions;  // the device extensions it was created with
   // The app's vkGetInstanceProcAddr (PFN_vkGetInstanceProcAddr); null: the system loader's.
