@@ -42,9 +42,19 @@ vec4 texel_vec4(vec4 t, uint p) { return t; }
 #ifdef ADDRESS_AB
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Units { texel_t units[]; };
-#define A_UNIT(i) Units(pc.address_a).units[i]
-#define B_UNIT(i) Units(pc.address_b).units[i]
+// Each unit loaded as two 64-bit words: llvmpipe gathers a vector load per component, so
+// 64-bit components take half the gather instructions of 32-bit ones for the same bytes
+// (the host asks for shaderInt64 with the address path).
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Units { u64vec2 units[]; };
+uvec4 words(u64vec2 w) { return uvec4(unpackUint2x32(w.x), unpackUint2x32(w.y)); }
+#ifdef VKF_FP16_STORAGE
+#define A_UNIT(i) words(Units(pc.address_a).units[i])
+#define B_UNIT(i) words(Units(pc.address_b).units[i])
+#else
+#define A_UNIT(i) uintBitsToFloat(words(Units(pc.address_a).units[i]))
+#define B_UNIT(i) uintBitsToFloat(words(Units(pc.address_b).units[i]))
+#endif
 #elif defined(VKF_FP16_STORAGE)
 layout(set = 0, binding = 0, rgba32ui) uniform restrict readonly uimageBuffer A_texels;
 layout(set = 0, binding = 1, rgba32ui) uniform restrict readonly uimageBuffer B_texels;

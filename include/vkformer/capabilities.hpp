@@ -78,6 +78,9 @@ struct Capabilities {
   // (Context::device_address), which the decode-step GEMM does on CPU drivers with
   // hardware_gathers.
   bool buffer_device_address = false;
+  // shaderInt64 (Vulkan 1.0 core feature): 64-bit integers in kernels, which the
+  // decode-step GEMM's loads through addresses take (two 64-bit words a 16-byte unit).
+  bool shader_int64 = false;
   // A CPU driver whose host CPU gathers a vector's lanes in one instruction (x86 with
   // AVX-512, where LLVM lowers llvmpipe's loads through addresses to vpgather; without it
   // they become a branch and a load per lane). False on every GPU.

@@ -35,8 +35,8 @@ std::vector<std::string> features_used(const Capabilities& c) {
   if (c.portability_subset) f.push_back("portability subset");
   if (c.memory_budget) f.push_back("heap budgets (memory budget)");
   // The decode-step GEMM's loads through addresses: the default where the CPU driver's host gathers in hardware.
-  if (c.buffer_device_address && c.hardware_gathers)
-    f.push_back("buffer device addresses (the decode-step GEMM's fp32 loads: this CPU gathers in hardware)");
+  if (c.buffer_device_address && c.shader_int64 && c.hardware_gathers)
+    f.push_back("buffer device addresses and 64-bit integers (the decode-step GEMM's fp32 loads: this CPU gathers in hardware)");
   // The cooperative-matrix GEMM (fp16 inputs): where a tuning file or the tuned-card table names it.
   if (c.cooperative_matrix_nv) f.push_back("NV cooperative matrix and fp16 arithmetic (the coopmat_nv GEMM, where tuned)");
   return f;
@@ -47,7 +47,8 @@ std::vector<std::string> features_recorded(const Capabilities& c) {
   std::vector<std::string> f;
   if (c.float16_arithmetic && !c.cooperative_matrix_nv) f.push_back("fp16 arithmetic");
   if (c.storage_8bit) f.push_back("8-bit storage");
-  if (c.buffer_device_address && !c.hardware_gathers) f.push_back("buffer device addresses");
+  if (c.buffer_device_address && !(c.shader_int64 && c.hardware_gathers)) f.push_back("buffer device addresses");
+  if (c.shader_int64 && !(c.buffer_device_address && c.hardware_gathers)) f.push_back("64-bit integers");
   return f;
 }
 

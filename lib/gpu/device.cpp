@@ -80,6 +80,8 @@ Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(p
     chain(coop);
     chain(vmm);
   }
+  // 64-bit integers: the decode-step GEMM's loads through addresses (gemm_small_m.comp).
+  feats.features.shaderInt64 = c.shader_int64;
   // Buffer addresses: every block's memory is then allocated with them (memory.cpp).
   VkPhysicalDeviceBufferDeviceAddressFeatures bda{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES};
   if (c.buffer_device_address) {
@@ -209,6 +211,7 @@ Device::Device(PhysicalDevice physical, const BorrowedVulkan& b) : physical_(std
   const auto* bda = reinterpret_cast<const VkPhysicalDeviceBufferDeviceAddressFeatures*>(
       feature(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES));
   c.buffer_device_address &= (v12 && v12->bufferDeviceAddress) || (bda && bda->bufferDeviceAddress);
+  c.shader_int64 &= chain && static_cast<const VkPhysicalDeviceFeatures2*>(chain)->features.shaderInt64;
   c.quirks.emplace_back("borrowed device: optional features as the application enabled them");
 
   vkGetPhysicalDeviceMemoryProperties(physical_.handle, &memory_);
@@ -238,11 +241,12 @@ void Device::clamp_to_portable_profile() {
   c.float16_arithmetic = false;                                                    // fp16 storage at most
   c.cooperative_matrix_nv = false;                                                 // needs fp16 arithmetic
   c.buffer_device_address = false;  // not in Vulkan 1.1
+  c.shader_int64 = false;           // not on every mobile GPU
   c.max_storage_buffer_range = std::min<uint64_t>(c.max_storage_buffer_range, 128ull << 20);
   c.max_texel_buffer_elements = std::min<uint32_t>(c.max_texel_buffer_elements, 65536);  // the Vulkan minimum
   c.quirks.emplace_back(
       "portable profile: kernels chosen for 16 KiB shared memory, 128 invocations, 128 push-constant bytes, "
-      "128 MiB bindings, no subgroup arithmetic, no fp16 arithmetic, no buffer addresses");
+      "128 MiB bindings, no subgroup arithmetic, no fp16 arithmetic, no buffer addresses, no 64-bit integers");
 }
 
 bool Device::fire(std::atomic<uint64_t>& countdown) {

@@ -221,6 +221,7 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
                             c.float16_arithmetic && c.storage_16bit && has_coopmat_16x16x16_fp16(handle);
   c.memory_budget = pd.has_extension(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   c.buffer_device_address = has_bda && bda_f.bufferDeviceAddress;
+  c.shader_int64 = feats.features.shaderInt64;
   c.hardware_gathers = c.cpu_driver && host_has_hardware_gathers();
   c.rounding_rte_fp16 = c.storage_16bit && has_float_controls && float_controls.shaderRoundingModeRTEFloat16;
 

@@ -32,11 +32,13 @@ static bool rows_on_units(const SmallMOperand& o, uint32_t ld, const Strides& st
 // indirect call per texel; 1xNxK fp32 products of a Transformer-base 1.1-1.8x faster).
 // fp16 keeps texels there: a texel carries 8 halves to a gather's 4 fp32 values' bytes
 // and measured faster (1x2048x512 in 298 us against 399, 1x32000x512 2.8 ms against 3.4).
+// Each unit is loaded as two 64-bit words (shaderInt64): llvmpipe gathers per component,
+// so half the gather instructions (Xeon: a decode step's GEMVs 15.0 ms against 16.4).
 // Both views must start on 16 bytes and hold whole units.
 bool small_m_addresses(const Capabilities& caps, const Gemm& g, DType dt, const SmallMOperand& a,
                        const SmallMOperand& b) {
   const uint32_t per_unit = 16 / dtype_bytes(dt);
-  const bool fit = caps.buffer_device_address && small_m_subgroups(caps, g) && g.K % per_unit == 0 &&
+  const bool fit = caps.buffer_device_address && caps.shader_int64 && small_m_subgroups(caps, g) && g.K % per_unit == 0 &&
                    a.start % 16 == 0 && b.start % 16 == 0 && rows_on_units(a, g.lda, g.stride_a, dt) &&
                    rows_on_units(b, g.ldb, g.stride_b, dt);
   if (g.address_weights == true && g.texel_weights == true)
@@ -44,6 +46,7 @@ bool small_m_addresses(const Capabilities& caps, const Gemm& g, DType dt, const 
   if (g.address_weights == true && !fit)
     throw Error("gemm: A and B cannot be read through buffer addresses on device '" + caps.name + "' (it needs " +
                 (caps.buffer_device_address ? std::string() : "bufferDeviceAddress, which it lacks, ") +
+                (caps.shader_int64 ? std::string() : "shaderInt64, which it lacks, ") +
                 "the small-M kernel's subgroups, B a Linear weight, and A and B with K, rows, batches and offsets on " +
                 "whole 16-byte units)");
   return fit && g.address_weights.value_or(caps.hardware_gathers && dt == DType::F32 && g.texel_weights != true);

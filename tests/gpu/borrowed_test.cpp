@@ -87,9 +87,10 @@ TEST(Borrowed, AMemoryModelWithoutDeviceScopeIsRefusedByName) {
 }
 
 // Buffer addresses (the decode-step GEMM's fp32 loads on CPU drivers that gather in
-// hardware) only where the app enabled bufferDeviceAddress on its Vulkan 1.2 device: then
-// a product forced through them is exact on the app's device, validation clean; else the
-// capability is off and forcing them is refused by name.
+// hardware) only where the app enabled bufferDeviceAddress on its Vulkan 1.2 device, with
+// shaderInt64 (the loads' 64-bit words): then a product forced through them is exact on
+// the app's device, validation clean; else the capabilities are off and forcing them is
+// refused by name.
 TEST(Borrowed, BufferAddressesOnlyWhereTheAppEnabledThem) {
   for (bool enabled : {true, false}) {
     SCOPED_TRACE(enabled ? "bufferDeviceAddress enabled" : "not enabled");
@@ -98,6 +99,9 @@ TEST(Borrowed, BufferAddressesOnlyWhereTheAppEnabledThem) {
     {
       Context ctx(borrowing(app.lend()));
       EXPECT_EQ(ctx.capabilities().buffer_device_address, enabled);
+      VkPhysicalDeviceFeatures offered{};
+      vkGetPhysicalDeviceFeatures(app.physical, &offered);
+      EXPECT_EQ(ctx.capabilities().shader_int64, enabled && offered.shaderInt64);
       const uint32_t N = 5, K = 64;
       std::vector<float> a(K), b(N * K), nan(N, std::nanf(""));
       for (uint32_t i = 0; i < K; ++i) a[i] = float(int(i % 7) - 3);

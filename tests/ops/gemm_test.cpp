@@ -280,7 +280,8 @@ TEST_P(GemmTest, SmallMReadsAAndBFromBuffersTexelsOrAddresses) {
   Gemm probe{.M = 1, .N = 8, .K = 64, .trans_b = true};
   if (caps.type == DeviceType::Cpu && subgroups)
     EXPECT_EQ(o.gemm_variant(probe),
-              caps.buffer_device_address && caps.hardware_gathers && dtype() == DType::F32 ? "small_m addresses"
+              caps.buffer_device_address && caps.shader_int64 && caps.hardware_gathers && dtype() == DType::F32
+                  ? "small_m addresses"
               : trusted                                                                    ? "small_m texels"
                                                                                            : "small_m")
         << "CPU drivers read the decode step's fp32 weights through addresses where their host gathers in hardware, "
@@ -297,7 +298,7 @@ TEST_P(GemmTest, SmallMReadsAAndBFromBuffersTexelsOrAddresses) {
     }
   };
   EXPECT_EQ(runs(SmallMReads::Texels), subgroups && trusted);
-  EXPECT_EQ(runs(SmallMReads::Addresses), subgroups && caps.buffer_device_address);
+  EXPECT_EQ(runs(SmallMReads::Addresses), subgroups && caps.buffer_device_address && caps.shader_int64);
   // K >= 2048: 8 columns a subgroup on CPU drivers (lib/ops/gemm.cpp), 4 elsewhere.
   const uint32_t shapes[][3] = {{1, 1, 8},     {1, 3, 16}, {2, 17, 24},   {3, 255, 64},  {4, 1000, 40},
                                 {1, 1029, 512}, {1, 9, 12}, {1, 67, 2048}, {3, 37, 2056}};
@@ -317,6 +318,8 @@ TEST_P(GemmTest, SmallMReadsAAndBFromBuffersTexelsOrAddresses) {
         if (reads == SmallMReads::Texels && !trusted && subgroups) EXPECT_NE(why.find("driver quirk"), std::string::npos) << why;
         if (reads == SmallMReads::Addresses && !caps.buffer_device_address && subgroups)
           EXPECT_NE(why.find("bufferDeviceAddress"), std::string::npos) << why;
+        if (reads == SmallMReads::Addresses && !caps.shader_int64 && subgroups)
+          EXPECT_NE(why.find("shaderInt64"), std::string::npos) << why;
         EXPECT_NE(why.find(reads == SmallMReads::Texels ? "as texels" : "through buffer addresses"), std::string::npos) << why;
       }
       continue;

@@ -40,7 +40,8 @@ struct AppVulkan {
   // memory_model_without_device_scope: the device is created with the Vulkan memory
   // model (VK_KHR_vulkan_memory_model) but not its Device scope, as an app may.
   // api_version: the app's Vulkan version (1.1 unless given); buffer_addresses: it
-  // enables bufferDeviceAddress (Vulkan 1.2).
+  // enables bufferDeviceAddress (Vulkan 1.2) and shaderInt64, as the decode-step GEMM's
+  // loads through addresses need.
   explicit AppVulkan(bool enable_16bit_storage, bool memory_model_without_device_scope = false,
                      uint32_t api_version = VK_API_VERSION_1_1, bool buffer_addresses = false)
       : api(api_version) {
@@ -83,6 +84,7 @@ struct AppVulkan {
     }
     if (buffer_addresses) {
       addresses.bufferDeviceAddress = VK_TRUE;
+      features.features.shaderInt64 = VK_TRUE;
       addresses.pNext = features.pNext;
       features.pNext = &addresses;
     }
