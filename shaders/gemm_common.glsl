@@ -80,8 +80,8 @@ layout(push_constant) uniform Push {
   uint split_n, ldc2, stride_c2, base_c2;
   float norm_eps;  // FLAG_NORM_A / FLAG_NORM_R
   uint stats_parts;  // FLAG_STATS_IN: partials per row in the statistics read
-  // gemm_small_m.comp's ADDRESS_AB: where A's and B's bound views start (their buffer
-  // device addresses, as uvec2s: no 64-bit integers needed).
+  // ADDRESS_AB (gemm_small_m.comp): where A's and B's bound views start, their buffer
+  // device addresses as uvec2s (GL_EXT_buffer_reference_uvec2).
   uvec2 address_a, address_b;
 } pc;
 
