@@ -23,6 +23,13 @@ std::string uuid_hex(const std::array<uint8_t, 16>& u) {
   return s;
 }
 
+// The decode-step GEMM's fp32 loads through addresses (64-bit words): the default where
+// the CPU driver's host gathers in hardware, and what buffer addresses and 64-bit
+// integers are used for.
+bool decode_gemm_reads_addresses(const Capabilities& c) {
+  return c.buffer_device_address && c.shader_int64 && c.hardware_gathers;
+}
+
 std::vector<std::string> features_used(const Capabilities& c) {
   std::vector<std::string> f;
   if (c.storage_16bit) f.push_back("fp16 storage");
@@ -34,8 +41,7 @@ std::vector<std::string> features_used(const Capabilities& c) {
   if (c.unified_memory) f.push_back("direct host access (unified memory)");
   if (c.portability_subset) f.push_back("portability subset");
   if (c.memory_budget) f.push_back("heap budgets (memory budget)");
-  // The decode-step GEMM's loads through addresses: the default where the CPU driver's host gathers in hardware.
-  if (c.buffer_device_address && c.shader_int64 && c.hardware_gathers)
+  if (decode_gemm_reads_addresses(c))
     f.push_back("buffer device addresses and 64-bit integers (the decode-step GEMM's fp32 loads: this CPU gathers in hardware)");
   // The cooperative-matrix GEMM (fp16 inputs): where a tuning file or the tuned-card table names it.
   if (c.cooperative_matrix_nv) f.push_back("NV cooperative matrix and fp16 arithmetic (the coopmat_nv GEMM, where tuned)");
@@ -47,8 +53,8 @@ std::vector<std::string> features_recorded(const Capabilities& c) {
   std::vector<std::string> f;
   if (c.float16_arithmetic && !c.cooperative_matrix_nv) f.push_back("fp16 arithmetic");
   if (c.storage_8bit) f.push_back("8-bit storage");
-  if (c.buffer_device_address && !(c.shader_int64 && c.hardware_gathers)) f.push_back("buffer device addresses");
-  if (c.shader_int64 && !(c.buffer_device_address && c.hardware_gathers)) f.push_back("64-bit integers");
+  if (c.buffer_device_address && !decode_gemm_reads_addresses(c)) f.push_back("buffer device addresses");
+  if (c.shader_int64 && !decode_gemm_reads_addresses(c)) f.push_back("64-bit integers");
   return f;
 }
 

@@ -60,29 +60,42 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
   return std::sqrt(num / den);
 }
 
+// The cases tools/make_goldens.py wrote under `dir`: each directory with a golden.json,
+// and that file parsed.
+struct GoldenCase {
+  fs::path dir;
+  nlohmann::json g;
+};
+std::vector<GoldenCase> golden_cases(const std::string& dir) {
+  std::vector<GoldenCase> cases;
+  for (auto& entry : fs::directory_iterator(dir)) {
+    if (!fs::exists(entry.path() / "golden.json")) continue;
+    std::ifstream f(entry.path() / "golden.json");
+    cases.push_back({entry.path(), nlohmann::json::parse(f)});
+  }
+  return cases;
+}
+
 class Golden : public GpuTest, public ::testing::WithParamInterface<DType> {};
 
 TEST_P(Golden, MatchesPyTorchTransformer) {
   const std::string dir = golden_dir();
   if (dir.empty() || !fs::exists(dir)) GTEST_SKIP() << "no goldens (VKF_GOLDEN_DIR); python3-torch missing?";
   const bool f16 = GetParam() == DType::F16;
-  int cases = 0;
-  for (auto& entry : fs::directory_iterator(dir)) {
-    if (!fs::exists(entry.path() / "golden.json")) continue;
-    ++cases;
-    SCOPED_TRACE(entry.path().string());
-    std::ifstream f(entry.path() / "golden.json");
-    auto g = nlohmann::json::parse(f);
-    auto model = Model::load(ctx(), entry.path().string(), GetParam());
+  const auto cases = golden_cases(dir);
+  EXPECT_FALSE(cases.empty());
+  for (const auto& [path, g] : cases) {
+    SCOPED_TRACE(path.string());
+    auto model = Model::load(ctx(), path.string(), GetParam());
     Session session(model);
 
     std::vector<size_t> shape;
-    auto want = read_npy((entry.path() / "logits.npy").string(), shape);
+    auto want = read_npy((path / "logits.npy").string(), shape);
     auto got = session.score(g["score"]["src"].get<std::vector<uint32_t>>(), g["score"]["tgt"].get<std::vector<uint32_t>>());
     ASSERT_EQ(got.size(), want.size());
     const double err = relative_error(got, want);
     EXPECT_LT(err, f16 ? 1e-2 : 1e-4) << "teacher-forced logits, relative to their norm";
-    RecordProperty(entry.path().filename().string() + (f16 ? "_fp16" : "_fp32"), std::to_string(err));
+    RecordProperty(path.filename().string() + (f16 ? "_fp16" : "_fp32"), std::to_string(err));
     if (f16) continue;
 
     GenerateOptions o{.max_new_tokens = g["max_new_tokens"]};
@@ -97,7 +110,6 @@ TEST_P(Golden, MatchesPyTorchTransformer) {
               g["beam"]["ids"].get<std::vector<uint32_t>>())
         << "beam search";
   }
-  EXPECT_GT(cases, 0);
 }
 
 // The same greedy tokens however many GPU-driven steps run per submit (sequences finish
@@ -107,14 +119,11 @@ TEST_P(Golden, MatchesPyTorchTransformer) {
 TEST_F(GpuTest, GoldenTokensHoweverManyStepsPerSubmit) {
   const std::string dir = golden_dir();
   if (dir.empty() || !fs::exists(dir)) GTEST_SKIP() << "no goldens (VKF_GOLDEN_DIR); python3-torch missing?";
-  int cases = 0;
-  for (auto& entry : fs::directory_iterator(dir)) {
-    if (!fs::exists(entry.path() / "golden.json")) continue;
-    ++cases;
-    SCOPED_TRACE(entry.path().string());
-    std::ifstream f(entry.path() / "golden.json");
-    auto g = nlohmann::json::parse(f);
-    auto model = Model::load(ctx(), entry.path().string());
+  const auto cases = golden_cases(dir);
+  EXPECT_FALSE(cases.empty());
+  for (const auto& [path, g] : cases) {
+    SCOPED_TRACE(path.string());
+    auto model = Model::load(ctx(), path.string());
     Session session(model);
     const auto sources = g["sources"].get<std::vector<std::vector<uint32_t>>>();
     const auto want = g["greedy"].get<std::vector<std::vector<uint32_t>>>();
@@ -125,7 +134,6 @@ TEST_F(GpuTest, GoldenTokensHoweverManyStepsPerSubmit) {
       EXPECT_EQ(session.generate(sources, many), want) << "padded batch, up to " << per_submit << " steps per submit";
     }
   }
-  EXPECT_GT(cases, 0);
 }
 
 // Sampling: top-k 1 is greedy; the same seed gives the same tokens; every sampled token
