@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,12 +76,31 @@ struct ModelConfig {
   uint32_t kv_heads = 0;  // 0: nhead
   std::vector<float> rope_inv_freq;
   float rope_position_scale = 1.0f;
+  // What config.json said of the rotary positions, for vkformer info (the tables above
+  // are what runs): rope_theta, and rope_scaling's type ("" none, "linear", "llama3").
+  double rope_theta = 0;
+  std::string rope_scaling;
 
   uint32_t kv_head_count() const { return kv_heads ? kv_heads : nhead; }
 
   uint32_t head_dim() const { return d_model / nhead; }
+  // "decoder-only" or "encoder-decoder".
+  const char* kind() const { return decoder_only ? "decoder-only" : "encoder-decoder"; }
   // Parses and checks config.json; errors name the file and the field.
   static ModelConfig from_file(const std::string& path);
+};
+
+// Names as vkformer info prints them. Each is a switch over every enumerator, and the
+// library builds with -Werror=switch: a new enumerator does not build without its name.
+const char* activation_name(Activation a);              // "relu", "silu"...
+const char* positions_name(ModelConfig::Positions p);  // "learned", "rotary"...
+
+// What a model's checkpoint holds, as its file says (vkformer info --model): its tensors'
+// elements (tied weights stored once count once), their storage types and their bytes.
+struct CheckpointSummary {
+  std::string file;                         // "model.safetensors", or a sharded checkpoint's index
+  uint64_t tensors = 0, parameters = 0, bytes = 0;
+  std::map<std::string, uint64_t> dtypes;  // "F32", "F16", "BF16" -> parameters stored so
 };
 
 struct GenerateOptions {
@@ -140,8 +160,12 @@ struct GenerateOptions {
 
   // The options a model's own generation settings ask for: a Hugging Face model's
   // generation_config.json (num_beams, max_length - 1 new tokens, the processors);
-  // the defaults above for torch-seq2seq.
+  // otherwise the defaults above, at most 64 new tokens, within max_position.
   static GenerateOptions defaults(const ModelConfig& config);
+  // The same for these prompts (or sources): a decoder-only model's max_new_tokens cut
+  // to the positions the longest prompt leaves (a prompt that fills them all is left for
+  // generate() to refuse by name).
+  static GenerateOptions defaults(const ModelConfig& config, size_t longest_prompt);
 };
 
 // Thrown by Session::generate when GenerateOptions::cancel was set.
@@ -151,16 +175,23 @@ class Cancelled : public Error {
 };
 
 // What the last generate() did, counted by the context (vkf::Counters) over the call.
+// An encoder-decoder's time is its encode, then its decode of every token. A decoder-
+// only model's is its prompt (prompt_ms: until each prompt's first new token is known,
+// as llama.cpp's "prompt eval" counts it), then its decode of the other tokens.
 struct GenerateStats {
   double encode_ms = 0, decode_ms = 0;
-  uint64_t tokens = 0;  // generated, every sequence together
+  uint64_t tokens = 0;         // generated, every sequence together
+  uint64_t decode_tokens = 0;  // of those, the ones decode_ms produced (a decoder-only model's: all but each first)
+  uint64_t prompt_tokens = 0;  // a decoder-only model's prompts' tokens, every prompt together
+  double prompt_ms = 0;
   uint64_t submits = 0, recordings = 0, dispatches = 0;
   double dispatches_per_decoder_layer = 0;  // in one recorded decode step
   double dispatches_per_encoder_layer = 0;  // in the last encode (5 with each LayerNorm folded in, 7 without);
                                             // a decoder-only model's: in its last prompt pass
   uint64_t encode_submits = 0;              // of the encodes (each source's, for beam search)
   double encode_gpu_ms = 0;                 // their GPU time, with profiling on (Session::set_profile); else 0
-  double decode_tokens_per_second() const { return decode_ms > 0 ? tokens / (decode_ms / 1e3) : 0; }
+  double decode_tokens_per_second() const { return decode_ms > 0 ? decode_tokens / (decode_ms / 1e3) : 0; }
+  double prompt_tokens_per_second() const { return prompt_ms > 0 ? prompt_tokens / (prompt_ms / 1e3) : 0; }
   double submits_per_token() const { return tokens ? double(submits) / tokens : 0; }
   double recordings_per_token() const { return tokens ? double(recordings) / tokens : 0; }
 };
@@ -171,6 +202,7 @@ class Model {
   ~Model();
   const ModelConfig& config() const;
   DType precision() const;
+  const CheckpointSummary& checkpoint() const;
 
   struct Impl;
   const Impl& impl() const { return *impl_; }
@@ -178,6 +210,7 @@ class Model {
  private:
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  CheckpointSummary checkpoint_;
 };
 
 // Activation memory, caches and recorded command lists for one thread's work.

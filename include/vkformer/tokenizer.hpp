@@ -3,6 +3,7 @@
 // defines them. Tokenizer::for_model picks the one the directory carries.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -45,6 +46,13 @@ class Tokenizer {
 // one), and nothing from the last space on, which the tokenizer's clean-up of spaces
 // before punctuation (" ." -> ".") may still change. Concatenated, the pieces of push()
 // and finish() are decode() of every id.
+//
+// push() decodes a short window, not every id so far (which made a long output O(n^2)):
+// once every id but the newest is given, the window restarts at the newest, with the one
+// before it decoded beside it as context (a SentencePiece token's leading space, a
+// clean-up that looks one token back) and its text taken off again. Where the window's
+// text does not begin with its context's (a character split across the two), the window
+// goes back to the first id, as a whole decode would, and restarts when it can.
 class TextStream {
  public:
   explicit TextStream(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
@@ -53,9 +61,17 @@ class TextStream {
   const std::vector<uint32_t>& ids() const { return ids_; }
 
  private:
+  // The text of ids_[start_, ...) as decoded after ids_[context_, start_); nullopt when
+  // that decode does not begin with the context's own text.
+  std::optional<std::string> window_text() const;
+
   const Tokenizer& tokenizer_;
   std::vector<uint32_t> ids_;
-  std::string given_;  // the text given so far
+  std::string given_;         // the text given so far
+  size_t context_ = 0, start_ = 0;
+  std::string context_text_;  // decode(ids_[context_, start_))
+  size_t window_given_ = 0;   // how much of the window's text is given (the end of given_)
+  std::string last_text_;     // the window's text before the newest id
 };
 
 // vocab.json lists one token per UTF-8 character, after the special tokens.

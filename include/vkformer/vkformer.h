@@ -15,11 +15,16 @@
  *    (writing nothing) when it does not fit.
  *  - Threads: a context and a model may be used from any number of threads at once; a
  *    session from one thread at a time (give each thread its own session). A call on a
- *    session that another thread's call or a job is using fails with
- *    ::VKF_ERROR_INVALID_ARGUMENT ("the session is busy"); it never races.
- *  - Lengths and counts are checked before anything is allocated or multiplied: a
- *    source or target longer than the model's max_position, or a count whose product
- *    overflows, is ::VKF_ERROR_INVALID_ARGUMENT.
+ *    session that another thread's call or a job is using fails with ::VKF_ERROR_BUSY
+ *    ("the session is busy"); it never races.
+ *  - Lengths and counts are checked before anything is read, allocated or multiplied: a
+ *    source or target length above the model's max_position, or a count whose product
+ *    overflows, is ::VKF_ERROR_INVALID_ARGUMENT; a prompt that fits but leaves no room
+ *    for the new tokens asked for is ::VKF_ERROR_INVALID_INPUT.
+ *  - Structs with a struct_size grow at their end, never otherwise: a caller compiled
+ *    against an older vkformer.h passes the size it knew, which any later library
+ *    accepts (from the struct's first published size on), the fields past it taking
+ *    their defaults; an output struct is written only up to it.
  *  - Handles are not checked: passing a handle after its vkf_*_free (use after free),
  *    freeing it twice, or passing a pointer that no vkf_* call returned is undefined
  *    behaviour, as with free() and every C library's handles.
@@ -35,13 +40,22 @@ extern "C" {
 #endif
 
 /** Raised whenever a struct, a function signature or a status's meaning changes
- *  incompatibly. 2: ::VKF_ERROR_FAILED no longer covers a missing file, bad input, an
- *  unsupported model or feature, memory, a lost device or a busy session, which have
- *  statuses of their own (README, "Migrating to ABI 2"). 3: vkf_generate_options grew the
- *  CLI's repetition penalty, end tokens, stop string and steps per submit, and generation
- *  applies a Hugging Face model's generation_config.json processors as the CLI does
- *  (README, "Migrating to ABI 3"). */
-#define VKF_ABI_VERSION 3
+ *  (docs/c-api.md, "Migrating"). 2: ::VKF_ERROR_FAILED no longer covers a missing file,
+ *  bad input, an unsupported model or feature, memory, a lost device or a busy session,
+ *  which have statuses of their own. 3: vkf_generate_options grew the CLI's repetition
+ *  penalty, end tokens, stop string and steps per submit, and generation applies a
+ *  Hugging Face model's generation_config.json processors as the CLI does. 4: a struct's
+ *  struct_size may be any published size (older callers keep working as structs grow);
+ *  max_new_tokens 0 means the model's default length (64 new tokens for a decoder-only
+ *  model, cut to fit after the prompt), not every position; on_token ends each output
+ *  with a call carrying ::VKF_TOKEN_END and the rest of its text; vkf_generate_stats grew
+ *  prompt_tokens, prompt_ms and decode_tokens; vkf_session_last_tokens and
+ *  vkf_session_last_text fetch a result whose buffer was too small. */
+#define VKF_ABI_VERSION 4
+
+/** The token of on_token's last call for each output: no new token, only the rest of
+ *  the output's text (see vkf_generate_options::on_token). */
+#define VKF_TOKEN_END 0xFFFFFFFFu
 
 /** Marks the functions the library exports. */
 #if defined(_WIN32) && defined(VKF_BUILDING_SHARED)
@@ -55,15 +69,15 @@ extern "C" {
 /** What a call did. */
 typedef enum vkf_status {
   VKF_OK = 0,                     /**< it worked */
-  VKF_ERROR_INVALID_ARGUMENT = 1, /**< a NULL handle or pointer, a zero size, a value out of range */
+  VKF_ERROR_INVALID_ARGUMENT = 1, /**< a NULL handle or pointer, a zero size, a struct_size or option out of range */
   VKF_ERROR_BUFFER_TOO_SMALL = 2, /**< the caller's buffer cannot hold the result; nothing was written */
   VKF_ERROR_FAILED = 3,           /**< the operation failed otherwise: a malformed model file, a Vulkan
                                        error, a shader that does not compile... (vkf_last_error) */
   VKF_PENDING = 4,                /**< a job has not finished yet (vkf_job_poll, vkf_job_wait) */
   VKF_ERROR_CANCELLED = 5,        /**< a job was cancelled (vkf_job_cancel) */
   VKF_ERROR_NOT_FOUND = 6,        /**< a model directory or file that does not exist */
-  VKF_ERROR_INVALID_INPUT = 7,    /**< the caller's data: ids outside the vocabulary, input longer than the
-                                       model allows, text that is not UTF-8, a generation option out of range */
+  VKF_ERROR_INVALID_INPUT = 7,    /**< the caller's data: ids outside the vocabulary, a prompt and its new
+                                       tokens longer than the model allows, text that is not UTF-8 */
   VKF_ERROR_UNSUPPORTED = 8,      /**< a model family or setting vkformer does not run, or a device feature
                                        it needs (fp16 storage...) */
   VKF_ERROR_OUT_OF_MEMORY = 9,    /**< device or host memory, the context's memory_limit or the driver's heap
@@ -179,7 +193,12 @@ VKF_API vkf_status vkf_context_heap_budget(const vkf_context* context, uint64_t*
 VKF_API vkf_status vkf_context_device_name(const vkf_context* context, char* name, size_t capacity,
                                            size_t* needed);
 
-/** Loads a model directory (config.json, model.safetensors, and vocab.json for text). */
+/** Loads a model directory: config.json and model.safetensors (or a sharded checkpoint's
+ *  index and shards), with its tokenizer when it has one (vocab.json and merges.txt,
+ *  Marian's source.spm, a decoder-only model's tokenizer.json or tokenizer.model).
+ *  ::VKF_ERROR_NOT_FOUND: no such directory, or no config.json or weights in it;
+ *  ::VKF_ERROR_UNSUPPORTED: a family or setting vkformer does not run; ::VKF_ERROR_FAILED:
+ *  a malformed file (vkf_last_error names it and what is wrong). */
 VKF_API vkf_status vkf_model_load(vkf_context* context, const char* directory, vkf_precision precision,
                                   vkf_model** model);
 /** One file of a model that an app holds in memory (vkf_model_load_from_memory): a
@@ -240,7 +259,7 @@ VKF_API vkf_status vkf_model_info_get(const vkf_model* model, vkf_model_info* in
  *  (a BART source with its <s> and </s>; a decoder-only prompt as transformers encodes
  *  it), written to `ids` when `capacity` holds them all; `*count` is how many there are,
  *  also on ::VKF_ERROR_BUFFER_TOO_SMALL (call with ids NULL to size the buffer).
- *  ::VKF_ERROR_INVALID_ARGUMENT for text that is not UTF-8; ::VKF_ERROR_FAILED for a
+ *  ::VKF_ERROR_INVALID_INPUT for text that is not UTF-8; ::VKF_ERROR_FAILED for a
  *  model without a tokenizer (vkf_model_info's has_tokenizer is 0). Thread-safe. */
 VKF_API vkf_status vkf_tokenize(const vkf_model* model, const char* text, uint32_t* ids, size_t capacity,
                                 size_t* count);
@@ -281,7 +300,10 @@ VKF_API vkf_status vkf_session_warmup_with(vkf_session* session, const vkf_warmu
 /** How to decode. */
 typedef struct vkf_generate_options {
   uint32_t struct_size;    /**< sizeof(vkf_generate_options) */
-  uint32_t max_new_tokens; /**< 0: as many as the model's positions allow */
+  uint32_t max_new_tokens; /**< the most tokens each output gets; 0: the model's default, as `vkformer generate`
+                                takes it: a Hugging Face encoder-decoder's generation_config.json max_length - 1,
+                                otherwise 64; a decoder-only model's cut to the positions its longest prompt leaves
+                                (a larger value that does not fit is ::VKF_ERROR_INVALID_INPUT) */
   uint32_t beam;           /**< > 1: beam search of this width (0 or 1: greedy) */
   float length_penalty;    /**< beam: hypotheses rank by score / length^length_penalty */
   float temperature;       /**< > 0: sampling at this temperature; 0: greedy */
@@ -300,10 +322,13 @@ typedef struct vkf_generate_options {
    *  vkf_generate_start, never the frame's), with `user`, the output's index, the token,
    *  and the text it makes certain: whole UTF-8 characters only (a token ending inside a
    *  character gives "" and a later one the rest), NUL-terminated, `piece` NULL when the
-   *  model has no tokenizer. The pieces add up to the output's text but for what its last
-   *  token leaves pending (vkf_detokenize gives the whole). Return nonzero to end that
-   *  output there (greedy and sampling; beam search calls it once the search is done, in
-   *  order, and cannot be ended early). */
+   *  model has no tokenizer. Once an output has ended, one more call gives the rest of its
+   *  text (a clean-up of spaces or the last word held back until the output's end), with
+   *  token ::VKF_TOKEN_END: every output gets it, after all its tokens, when the
+   *  generation succeeds (not when it fails or is cancelled), and its return value is
+   *  ignored. All the pieces together are vkf_detokenize of the output's tokens. Return
+   *  nonzero to end that output there (greedy and sampling; beam search calls it once the
+   *  search is done, in order, and cannot be ended early). */
   int (*on_token)(void* user, size_t output, uint32_t token, const char* piece, size_t piece_length);
   void* on_token_user; /**< passed to on_token */
   /* ABI 3: the rest of `vkformer generate`'s options. */
@@ -327,7 +352,8 @@ VKF_API vkf_generate_options vkf_generate_options_default(void);
 
 /** Token ids in, token ids out: the ids generated after BOS (EOS included when
  *  produced) into tokens[capacity]; *count receives how many there are. @p options may
- *  be NULL. */
+ *  be NULL (the defaults: greedy, the model's default length). ::VKF_ERROR_BUFFER_TOO_SMALL
+ *  keeps the result: vkf_session_last_tokens fetches it without running again. */
 VKF_API vkf_status vkf_generate(vkf_session* session, const uint32_t* source, size_t source_length,
                                 const vkf_generate_options* options, uint32_t* tokens, size_t capacity,
                                 size_t* count);
@@ -359,17 +385,36 @@ VKF_API vkf_status vkf_score(vkf_session* session, const uint32_t* source, size_
 /** What the session's last vkf_generate or vkf_translate did (its last job's too). */
 typedef struct vkf_generate_stats {
   uint32_t struct_size;                /**< sizeof(vkf_generate_stats): set it before the call */
-  double encode_ms;                    /**< encoding the source */
-  double decode_ms;                    /**< generating the tokens */
+  double encode_ms;                    /**< an encoder-decoder's encoding of the source (0 for decoder-only) */
+  double decode_ms;                    /**< generating decode_tokens */
   uint64_t tokens;                     /**< tokens generated */
   uint64_t submits;                    /**< queue submissions, encode and decode */
   uint64_t recordings;                 /**< command buffers recorded */
   uint64_t dispatches;                 /**< compute dispatches submitted */
   double dispatches_per_decoder_layer; /**< in one recorded decode step */
+  /* ABI 4 */
+  uint64_t prompt_tokens;              /**< a decoder-only model's prompt tokens, every prompt together */
+  double prompt_ms;                    /**< a decoder-only model's: from the call until each prompt's first new
+                                            token was known (the prompt read, as llama.cpp's prompt eval) */
+  uint64_t decode_tokens;              /**< the tokens decode_ms produced: every generated token for an
+                                            encoder-decoder, all but each output's first for a decoder-only model */
 } vkf_generate_stats;
 
 /** The counters of the session's last generation. */
 VKF_API vkf_status vkf_session_stats(const vkf_session* session, vkf_generate_stats* stats);
+
+/** The session's last result (vkf_generate, vkf_generate_batch, vkf_translate or a job on
+ *  it), kept until its next generation starts, so a call that answered
+ *  ::VKF_ERROR_BUFFER_TOO_SMALL need not run again: output @p output's tokens (0 for a
+ *  single source) into tokens[capacity], *count receiving how many. ::VKF_ERROR_INVALID_ARGUMENT:
+ *  no result yet (or the last generation failed), or @p output past the last result's outputs. */
+VKF_API vkf_status vkf_session_last_tokens(const vkf_session* session, size_t output, uint32_t* tokens, size_t capacity,
+                                           size_t* count);
+/** The same result's text, as vkf_translate gives it (output @p output's tokens through the
+ *  model's tokenizer), NUL-terminated in out[capacity]; *needed (may be NULL) receives its
+ *  size with the NUL. ::VKF_ERROR_FAILED for a model without a tokenizer. */
+VKF_API vkf_status vkf_session_last_text(const vkf_session* session, size_t output, char* out, size_t capacity,
+                                         size_t* needed);
 
 /** A time-series forecaster ("torch-patch-forecaster" model directory). Usable from
  *  any number of threads at once. */
@@ -401,10 +446,12 @@ VKF_API vkf_status vkf_translate_start(vkf_session* session, const char* text, c
 VKF_API vkf_status vkf_generate_start(vkf_session* session, const uint32_t* source, size_t source_length,
                                       const vkf_generate_options* options, vkf_job** job);
 /** ::VKF_PENDING while the job runs; once it has finished, its outcome: ::VKF_OK,
- *  ::VKF_ERROR_CANCELLED or ::VKF_ERROR_FAILED (the message: vkf_last_error after this
- *  call). Never waits. */
+ *  ::VKF_ERROR_CANCELLED, or the status the same call would have returned synchronously
+ *  (::VKF_ERROR_INVALID_INPUT, ::VKF_ERROR_OUT_OF_MEMORY, ::VKF_ERROR_DEVICE_LOST,
+ *  ::VKF_ERROR_FAILED...; the message: vkf_last_error after this call). Never waits. */
 VKF_API vkf_status vkf_job_poll(vkf_job* job);
-/** As vkf_job_poll, after waiting at most @p timeout_ms for the job to finish. */
+/** As vkf_job_poll, after waiting at most @p timeout_ms for the job to finish:
+ *  ::VKF_PENDING when it has not finished by then. */
 VKF_API vkf_status vkf_job_wait(vkf_job* job, uint32_t timeout_ms);
 /** Asks the job to stop, from any thread. It ends with ::VKF_ERROR_CANCELLED at its
  *  next step (a step already on the GPU finishes first). */

@@ -8,33 +8,43 @@
 
 namespace capi {
 
-std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options* o, const vkf::ModelConfig& c,
-                                                const char* function,
-                                                const std::shared_ptr<const vkf::Tokenizer>& tokenizer) {
+bool generate_options_size_ok(const char* function, uint32_t size) {
+  using O = vkf_generate_options;
+  return struct_size_ok(function, "vkf_generate_options", size, kFirstGenerateOptionsSize, sizeof(O),
+                        {VKF_FIELD(O, struct_size), VKF_FIELD(O, max_new_tokens), VKF_FIELD(O, beam),
+                         VKF_FIELD(O, length_penalty), VKF_FIELD(O, temperature), VKF_FIELD(O, top_k),
+                         VKF_FIELD(O, top_p), VKF_FIELD(O, seed), VKF_FIELD(O, submit_budget_ms), VKF_FIELD(O, on_token),
+                         VKF_FIELD(O, on_token_user), VKF_FIELD(O, repetition_penalty), VKF_FIELD(O, eos_ids),
+                         VKF_FIELD(O, eos_id_count), VKF_FIELD(O, stop), VKF_FIELD(O, max_steps_per_submit)});
+}
+
+std::optional<Generation> generate_options(const vkf_generate_options* caller, const vkf::ModelConfig& c,
+                                           const char* function,
+                                           const std::shared_ptr<const vkf::Tokenizer>& tokenizer,
+                                           size_t longest_source) {
   // The model's own processors (a Hugging Face generation_config.json's min_length,
   // no_repeat_ngram_size, bad words, forced tokens, repetition penalty), as the CLI takes
   // them: without them an app's output would differ from transformers' and the CLI's.
-  // Beam width, length penalty and length stay the caller's (vkf_model_info has the
-  // model's, for an app that wants them).
-  vkf::GenerateOptions g = vkf::GenerateOptions::defaults(c);
+  // Beam width and length penalty stay the caller's (vkf_model_info has the model's, for
+  // an app that wants them); the length is the model's default unless the caller sets one.
+  Generation out;
+  vkf::GenerateOptions& g = out.options;
+  g = vkf::GenerateOptions::defaults(c, longest_source);
   g.beam = 1;
   g.length_penalty = 1.0f;
-  g.max_new_tokens = c.max_position;
-  if (!o) return g;
-  if (o->struct_size != sizeof(vkf_generate_options)) {
-    invalid(function, "vkf_generate_options.struct_size is " + std::to_string(o->struct_size) + ", expected " +
-                          std::to_string(sizeof(vkf_generate_options)) + " (use vkf_generate_options_default())");
-    return std::nullopt;
-  }
-  // Zero-initialised fields work: where 0 is no valid value (beam, top_p) it means the
-  // default; where it means something (temperature 0: greedy, top_k 0: all tokens,
-  // max_new_tokens 0: as many as positions allow, submit_budget_ms 0: no bound,
-  // length_penalty 0: no length normalisation) it keeps that meaning. Errors name the C field.
-  auto bad = [&](const std::string& why) -> std::optional<vkf::GenerateOptions> {
+  if (!caller) return out;
+  if (!generate_options_size_ok(function, caller->struct_size)) return std::nullopt;
+  const vkf_generate_options options = widened(*caller, caller->struct_size, vkf_generate_options_default());
+  const vkf_generate_options* o = &options;
+  // Zero-initialised fields work: where 0 is no valid value (beam, top_p, max_new_tokens)
+  // it means the default; where it means something (temperature 0: greedy, top_k 0: all
+  // tokens, submit_budget_ms 0: no bound, length_penalty 0: no length normalisation) it
+  // keeps that meaning. Errors name the C field.
+  auto bad = [&](const std::string& why) -> std::optional<Generation> {
     invalid(function, "vkf_generate_options." + why);
     return std::nullopt;
   };
-  if (o->max_new_tokens) g.max_new_tokens = o->max_new_tokens;
+  if (o->max_new_tokens) g.max_new_tokens = o->max_new_tokens;  // else the model's default, fitted above
   g.beam = o->beam ? o->beam : 1;
   if (g.beam > vkf::GenerateOptions::kMaxBeam)
     return bad("beam must be from 1 to " + std::to_string(vkf::GenerateOptions::kMaxBeam) + " (0: 1, greedy), got " +
@@ -84,17 +94,24 @@ std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options*
     struct Stream {
       std::vector<std::unique_ptr<vkf::TextStream>> text;
       std::vector<bool> ended;
+      vkf::TextStream& of(size_t output, const vkf::Tokenizer& tokenizer) {
+        while (text.size() <= output) text.push_back(std::make_unique<vkf::TextStream>(tokenizer));
+        return *text[output];
+      }
     };
     auto st = std::make_shared<Stream>();
     g.on_token = [st, tokenizer, cb = o->on_token, user = o->on_token_user](size_t output, uint32_t token) {
       std::string piece;
-      if (tokenizer) {
-        while (st->text.size() <= output) st->text.push_back(std::make_unique<vkf::TextStream>(*tokenizer));
-        piece = st->text[output]->push(token);
-      }
+      if (tokenizer) piece = st->of(output, *tokenizer).push(token);
       if (cb(user, output, token, tokenizer ? piece.c_str() : nullptr, piece.size()) != 0) {
         if (st->ended.size() <= output) st->ended.resize(output + 1, false);
         st->ended[output] = true;
+      }
+    };
+    out.finish = [st, tokenizer, cb = o->on_token, user = o->on_token_user](size_t outputs) {
+      for (size_t i = 0; i < outputs; ++i) {
+        const std::string rest = tokenizer ? st->of(i, *tokenizer).finish() : std::string();
+        cb(user, i, VKF_TOKEN_END, tokenizer ? rest.c_str() : nullptr, rest.size());
       }
     };
     if (g.beam <= 1)
@@ -102,7 +119,7 @@ std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options*
         return (output < st->ended.size() && st->ended[output]) || (stop_string && stop_string(output, tokens));
       };
   }
-  return g;
+  return out;
 }
 
 }  // namespace capi

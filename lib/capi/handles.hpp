@@ -3,7 +3,11 @@
 // What the C API's files share: the handles behind the opaque C types, and the rules
 // every entry point follows (no exception crosses into C; failures are a status and a
 // message in the calling thread's last error).
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <functional>
+#include <initializer_list>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -33,6 +37,9 @@ struct vkf_session {
   vkf::Session session;
   mutable std::atomic<bool> busy{false};  // a job or a call runs on it (stats claim it too)
   vkf_job* job = nullptr;         // that job (vkf_session_free ends it)
+  // The last generation's outputs (vkf_session_last_tokens), cleared when one starts:
+  // written only by the call or job that holds the session.
+  std::optional<std::vector<std::vector<uint32_t>>> last;
 };
 
 struct vkf_forecaster {
@@ -142,11 +149,63 @@ std::optional<size_t> product(size_t n, size_t m);
 vkf_status too_small(const char* function, const std::string& needs, size_t capacity, bool has_buffer);
 // Copies s with its NUL into out[capacity] when it fits; reports the size needed.
 vkf_status copy_string(const char* function, const std::string& s, char* out, size_t capacity, size_t* needed);
-// The C options as the C++ ones; struct_size guards against a caller built with another layout.
-// With o->on_token, the C callback wrapped: each output's pieces through `tokenizer` (none:
-// NULL pieces), a nonzero return ending that output (GenerateOptions::stop).
-std::optional<vkf::GenerateOptions> generate_options(const vkf_generate_options* o, const vkf::ModelConfig& c,
-                                                const char* function,
-                                                const std::shared_ptr<const vkf::Tokenizer>& tokenizer);
+// A field of a C struct, for checking a caller's struct_size against the layout.
+struct Field {
+  size_t offset, size;
+};
+#define VKF_FIELD(type, field) (capi::Field{offsetof(type, field), sizeof(((type*)nullptr)->field)})
+
+// A caller's struct_size: from the struct's first published size (its fields as the
+// oldest vkformer.h declared them) to the current one, ending between two fields, never
+// inside one. The message names the struct and the sizes it takes.
+bool struct_size_ok(const char* function, const char* type, uint32_t size, size_t first, size_t current,
+                    std::initializer_list<Field> fields);
+// An input struct as the library reads it: the caller's `size` bytes over the defaults
+// (fields past them keep their defaults), struct_size set to the current size.
+template <class T>
+T widened(const T& caller, uint32_t size, T defaults) {
+  std::memcpy(&defaults, &caller, std::min<size_t>(size, sizeof(T)));
+  defaults.struct_size = sizeof(T);
+  return defaults;
+}
+// An output struct written for the caller: its struct_size and the fields within it.
+template <class T>
+void narrowed(const T& full, T* caller) {
+  const uint32_t size = caller->struct_size;
+  std::memcpy(reinterpret_cast<char*>(caller) + sizeof(uint32_t), reinterpret_cast<const char*>(&full) + sizeof(uint32_t),
+              std::min<size_t>(size, sizeof(T)) - sizeof(uint32_t));
+}
+// The first published sizes: each struct as the oldest vkformer.h that had it laid it out
+// (ABI 1's vkf_generate_options ended at seed, its vkf_context_options at validation).
+constexpr size_t kFirstGenerateOptionsSize = offsetof(vkf_generate_options, submit_budget_ms);
+constexpr size_t kFirstContextOptionsSize = offsetof(vkf_context_options, memory_limit);
+constexpr size_t kFirstGenerateStatsSize = offsetof(vkf_generate_stats, prompt_tokens);
+bool generate_options_size_ok(const char* function, uint32_t size);
+
+// Session::generate on the session (which the caller holds), keeping the outputs as its
+// last result (vkf_session_last_tokens) and ending each output's stream (g.finish).
+struct Generation;
+const std::vector<std::vector<uint32_t>>& run(vkf_session* session, const std::vector<std::vector<uint32_t>>& sources,
+                                              const Generation& g);
+// Output `output` of the session's last result, or an error naming why there is none.
+vkf_status last_output(const char* function, const vkf_session* session, size_t output,
+                       const std::vector<uint32_t>** out);
+
+// A generation from C: the C options as the C++ ones, and what ends each output's stream.
+struct Generation {
+  vkf::GenerateOptions options;
+  // After a generation that returned: each output's last on_token call (VKF_TOKEN_END
+  // and the rest of its text). Empty without on_token.
+  std::function<void(size_t outputs)> finish;
+};
+// The C options as the C++ ones (NULL: the defaults); struct_size is any published size.
+// max_new_tokens 0: the model's default for a longest source or prompt of
+// `longest_source` tokens (GenerateOptions::defaults). With o->on_token, the C callback
+// wrapped: each output's pieces through `tokenizer` (none: NULL pieces), a nonzero return
+// ending that output (GenerateOptions::stop).
+std::optional<Generation> generate_options(const vkf_generate_options* o, const vkf::ModelConfig& c,
+                                           const char* function,
+                                           const std::shared_ptr<const vkf::Tokenizer>& tokenizer,
+                                           size_t longest_source);
 
 }  // namespace capi

@@ -81,14 +81,14 @@ vkf_status vkf_translate_start(vkf_session* session, const char* text, const vkf
   if (!session->tokenizer) return invalid(fn, "the model has no tokenizer (vocab.json): use vkf_generate_start");
   // Everything before the job's thread can throw too (the tokenizer refuses bad text).
   return guarded(fn, [&] {
-    auto o = generate_options(options, session->session.model().config(), fn, session->tokenizer);
-    if (!o) return VKF_ERROR_INVALID_ARGUMENT;
+    if (options && !capi::generate_options_size_ok(fn, options->struct_size)) return VKF_ERROR_INVALID_ARGUMENT;
     auto ids = session->tokenizer->encode(text);
     if (ids.empty()) return invalid(fn, "the text is empty");
-    return start_job(fn, session, true, job, [session, ids = std::move(ids), o = *o](vkf_job& j) mutable {
-      o.cancel = &j.cancel;
-      const auto out = session->session.generate({ids}, o)[0];
-      j.result_text = session->tokenizer->decode(out);
+    auto g = generate_options(options, session->session.model().config(), fn, session->tokenizer, ids.size());
+    if (!g) return VKF_ERROR_INVALID_ARGUMENT;
+    return start_job(fn, session, true, job, [session, ids = std::move(ids), g = std::move(*g)](vkf_job& j) mutable {
+      g.options.cancel = &j.cancel;
+      j.result_text = session->tokenizer->decode(capi::run(session, {ids}, g)[0]);
     });
   });
 }
@@ -101,13 +101,13 @@ vkf_status vkf_generate_start(vkf_session* session, const uint32_t* source, size
   if (!session) return invalid(fn, "session is NULL");
   if (!source || source_length == 0) return invalid(fn, "the source is empty (or NULL)");
   return guarded(fn, [&] {
-    auto o = generate_options(options, session->session.model().config(), fn, session->tokenizer);
-    if (!o) return VKF_ERROR_INVALID_ARGUMENT;
     if (const vkf_status s = capi::check_length(fn, "source_length", source_length, session); s != VKF_OK) return s;
+    auto g = generate_options(options, session->session.model().config(), fn, session->tokenizer, source_length);
+    if (!g) return VKF_ERROR_INVALID_ARGUMENT;
     std::vector<uint32_t> ids(source, source + source_length);
-    return start_job(fn, session, false, job, [session, ids = std::move(ids), o = *o](vkf_job& j) mutable {
-      o.cancel = &j.cancel;
-      j.result_tokens = session->session.generate({ids}, o)[0];
+    return start_job(fn, session, false, job, [session, ids = std::move(ids), g = std::move(*g)](vkf_job& j) mutable {
+      g.options.cancel = &j.cancel;
+      j.result_tokens = capi::run(session, {ids}, g)[0];
     });
   });
 }

@@ -15,9 +15,10 @@ vkf_status vkf_model_info_get(const vkf_model* model, vkf_model_info* info) {
   const char* fn = "vkf_model_info_get";
   if (!model) return invalid(fn, "model is NULL");
   if (!info) return invalid(fn, "info is NULL");
-  if (info->struct_size != sizeof(vkf_model_info))
-    return invalid(fn, "vkf_model_info.struct_size is " + std::to_string(info->struct_size) + ", expected " +
-                           std::to_string(sizeof(vkf_model_info)));
+  // Its first published layout is this one; fields added later are written only to a
+  // caller whose struct_size holds them.
+  if (!capi::struct_size_ok(fn, "vkf_model_info", info->struct_size, sizeof(vkf_model_info), sizeof(vkf_model_info), {}))
+    return VKF_ERROR_INVALID_ARGUMENT;
   return guarded(fn, [&] {
     const vkf::ModelConfig& c = model->model->config();
     vkf_model_info out{};
@@ -38,7 +39,7 @@ vkf_status vkf_model_info_get(const vkf_model* model, vkf_model_info* info) {
     out.default_num_beams = c.generation.num_beams;
     out.default_length_penalty = c.generation.length_penalty;
     out.default_repetition_penalty = c.generation.repetition_penalty;
-    *info = out;
+    capi::narrowed(out, info);
     return VKF_OK;
   });
 }

@@ -48,6 +48,38 @@ vkf_status check_length(const char* function, const char* what, size_t length, c
   return VKF_OK;
 }
 
+const std::vector<std::vector<uint32_t>>& run(vkf_session* session, const std::vector<std::vector<uint32_t>>& sources,
+                                              const Generation& g) {
+  session->last.reset();
+  auto out = session->session.generate(sources, g.options);
+  session->last = std::move(out);
+  if (g.finish) g.finish(session->last->size());
+  return *session->last;
+}
+
+vkf_status last_output(const char* function, const vkf_session* session, size_t output,
+                       const std::vector<uint32_t>** out) {
+  if (!session->last)
+    return invalid(function, "the session has no result: no generation has run on it, or the last one failed");
+  if (output >= session->last->size())
+    return invalid(function, "output " + std::to_string(output) + " is past the last generation's " +
+                                 std::to_string(session->last->size()) + " output(s)");
+  *out = &(*session->last)[output];
+  return VKF_OK;
+}
+
+bool struct_size_ok(const char* function, const char* type, uint32_t size, size_t first, size_t current,
+                    std::initializer_list<Field> fields) {
+  bool between_fields = size >= first && size <= current;
+  for (const Field& f : fields)
+    if (f.offset < size && f.offset + f.size > size) between_fields = false;
+  if (!between_fields)
+    invalid(function, std::string(type) + ".struct_size is " + std::to_string(size) + ": it takes sizes from " +
+                          std::to_string(first) + " (its first published layout) to " + std::to_string(current) +
+                          " (this library's), ending between two fields (set it to sizeof(" + type + "))");
+  return between_fields;
+}
+
 }  // namespace capi
 
 namespace {
@@ -104,10 +136,15 @@ vkf_context_options vkf_context_options_default(void) {
 vkf_status vkf_context_create(const vkf_context_options* options, vkf_context** context) {
   if (!context) return invalid("vkf_context_create", "context is NULL");
   *context = nullptr;
-  if (options && options->struct_size != sizeof(vkf_context_options))
-    return invalid("vkf_context_create", "vkf_context_options.struct_size is " + std::to_string(options->struct_size) +
-                                             ", expected " + std::to_string(sizeof(vkf_context_options)) +
-                                             " (use vkf_context_options_default())");
+  using O = vkf_context_options;
+  if (options && !capi::struct_size_ok("vkf_context_create", "vkf_context_options", options->struct_size,
+                                       capi::kFirstContextOptionsSize, sizeof(O),
+                                       {VKF_FIELD(O, struct_size), VKF_FIELD(O, device), VKF_FIELD(O, validation),
+                                        VKF_FIELD(O, memory_limit), VKF_FIELD(O, within_heap_budget),
+                                        VKF_FIELD(O, cache_dir), VKF_FIELD(O, log), VKF_FIELD(O, log_user)}))
+    return VKF_ERROR_INVALID_ARGUMENT;
+  const O widened = options ? capi::widened(*options, options->struct_size, vkf_context_options_default()) : O{};
+  if (options) options = &widened;
   return guarded("vkf_context_create", [&] {
     vkf::ContextOptions o;
     if (options && options->device) o.device = options->device;
@@ -133,9 +170,10 @@ vkf_status vkf_context_create_borrowed(const vkf_borrowed_vulkan* b, vkf_context
   if (!context) return invalid(fn, "context is NULL");
   *context = nullptr;
   if (!b) return invalid(fn, "borrowed is NULL");
-  if (b->struct_size != sizeof(vkf_borrowed_vulkan))
-    return invalid(fn, "vkf_borrowed_vulkan.struct_size is " + std::to_string(b->struct_size) + ", expected " +
-                           std::to_string(sizeof(vkf_borrowed_vulkan)));
+  // Its first published layout is this one: a later field past a caller's size is zero.
+  if (!capi::struct_size_ok(fn, "vkf_borrowed_vulkan", b->struct_size, sizeof(vkf_borrowed_vulkan),
+                            sizeof(vkf_borrowed_vulkan), {}))
+    return VKF_ERROR_INVALID_ARGUMENT;
   if (b->enabled_extension_count && !b->enabled_extensions)
     return invalid(fn, "enabled_extensions is NULL but enabled_extension_count is not 0");
   if (bool(b->lock_queue) != bool(b->unlock_queue)) return invalid(fn, "give both lock_queue and unlock_queue, or neither");
@@ -298,10 +336,10 @@ vkf_warmup_options vkf_warmup_options_default(void) {
 vkf_status vkf_session_warmup_with(vkf_session* session, const vkf_warmup_options* options) {
   const char* fn = "vkf_session_warmup_with";
   if (!session) return invalid(fn, "session is NULL");
+  if (options && !capi::struct_size_ok(fn, "vkf_warmup_options", options->struct_size, sizeof(vkf_warmup_options),
+                                       sizeof(vkf_warmup_options), {}))
+    return VKF_ERROR_INVALID_ARGUMENT;
   const vkf_warmup_options o = options ? *options : vkf_warmup_options_default();
-  if (o.struct_size != sizeof(vkf_warmup_options))
-    return invalid(fn, "vkf_warmup_options.struct_size is " + std::to_string(o.struct_size) + ", expected " +
-                           std::to_string(sizeof(vkf_warmup_options)) + " (use vkf_warmup_options_default())");
   if (!(o.tune_budget_s >= 0) || !std::isfinite(o.tune_budget_s) || o.tune_budget_s > 3600)
     return invalid(fn, "vkf_warmup_options.tune_budget_s must be between 0 and 3600 seconds");
   return guarded(fn, [&] {
@@ -331,10 +369,10 @@ vkf_status vkf_generate(vkf_session* session, const uint32_t* source, size_t sou
   return guarded(fn, [&] {
     const capi::SessionClaim claim(session);
     if (!claim.held()) return claim.refuse(fn);
-    const auto o = generate_options(options, session->session.model().config(), fn, session->tokenizer);
-    if (!o) return VKF_ERROR_INVALID_ARGUMENT;
     if (const vkf_status s = capi::check_length(fn, "source_length", source_length, session); s != VKF_OK) return s;
-    const auto out = session->session.generate({std::vector<uint32_t>(source, source + source_length)}, *o)[0];
+    const auto g = generate_options(options, session->session.model().config(), fn, session->tokenizer, source_length);
+    if (!g) return VKF_ERROR_INVALID_ARGUMENT;
+    const auto& out = capi::run(session, {std::vector<uint32_t>(source, source + source_length)}, *g)[0];
     *count = out.size();
     if (!tokens || capacity < out.size())
       return too_small(fn, std::to_string(out.size()) + " tokens were generated", capacity, tokens);
@@ -359,14 +397,16 @@ vkf_status vkf_generate_batch(vkf_session* session, const uint32_t* const* sourc
   return guarded(fn, [&] {
     const capi::SessionClaim claim(session);
     if (!claim.held()) return claim.refuse(fn);
-    const auto o = generate_options(options, session->session.model().config(), fn, session->tokenizer);
-    if (!o) return VKF_ERROR_INVALID_ARGUMENT;
     std::vector<std::vector<uint32_t>> in;
+    size_t longest = 0;
     for (size_t i = 0; i < batch; ++i) {
       if (const vkf_status s = capi::check_length(fn, "a source's length", lengths[i], session); s != VKF_OK) return s;
       in.emplace_back(sources[i], sources[i] + lengths[i]);
+      longest = std::max(longest, lengths[i]);
     }
-    const auto out = session->session.generate(in, *o);
+    const auto g = generate_options(options, session->session.model().config(), fn, session->tokenizer, longest);
+    if (!g) return VKF_ERROR_INVALID_ARGUMENT;
+    const auto& out = capi::run(session, in, *g);
     size_t sum = 0;
     for (size_t i = 0; i < batch; ++i) sum += out[i].size();
     *total = sum;
@@ -386,11 +426,12 @@ vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_gener
   return guarded(fn, [&] {
     const capi::SessionClaim claim(session);
     if (!claim.held()) return claim.refuse(fn);
-    const auto o = generate_options(options, session->session.model().config(), fn, session->tokenizer);
-    if (!o) return VKF_ERROR_INVALID_ARGUMENT;
+    if (options && !capi::generate_options_size_ok(fn, options->struct_size)) return VKF_ERROR_INVALID_ARGUMENT;
     const auto ids = session->tokenizer->encode(text);
     if (ids.empty()) return invalid(fn, "the text is empty");
-    const auto result = session->session.generate({ids}, *o)[0];
+    const auto g = generate_options(options, session->session.model().config(), fn, session->tokenizer, ids.size());
+    if (!g) return VKF_ERROR_INVALID_ARGUMENT;
+    const auto& result = capi::run(session, {ids}, *g)[0];
     return copy_string(fn, session->tokenizer->decode(result), out, capacity, needed);
   });
 }
@@ -428,20 +469,61 @@ vkf_status vkf_session_stats(const vkf_session* session, vkf_generate_stats* sta
   const char* fn = "vkf_session_stats";
   if (!session) return invalid(fn, "session is NULL");
   if (!stats) return invalid(fn, "stats is NULL");
-  if (stats->struct_size != sizeof(vkf_generate_stats))
-    return invalid(fn, "vkf_generate_stats.struct_size is " + std::to_string(stats->struct_size) + ", expected " +
-                           std::to_string(sizeof(vkf_generate_stats)));
+  using S = vkf_generate_stats;
+  if (!capi::struct_size_ok(fn, "vkf_generate_stats", stats->struct_size, capi::kFirstGenerateStatsSize, sizeof(S),
+                            {VKF_FIELD(S, struct_size), VKF_FIELD(S, encode_ms), VKF_FIELD(S, decode_ms),
+                             VKF_FIELD(S, tokens), VKF_FIELD(S, submits), VKF_FIELD(S, recordings),
+                             VKF_FIELD(S, dispatches), VKF_FIELD(S, dispatches_per_decoder_layer),
+                             VKF_FIELD(S, prompt_tokens), VKF_FIELD(S, prompt_ms), VKF_FIELD(S, decode_tokens)}))
+    return VKF_ERROR_INVALID_ARGUMENT;
   const capi::SessionClaim claim(session);
   if (!claim.held()) return claim.refuse(fn);
   const vkf::GenerateStats& g = session->session.last_stats();
-  stats->encode_ms = g.encode_ms;
-  stats->decode_ms = g.decode_ms;
-  stats->tokens = g.tokens;
-  stats->submits = g.submits;
-  stats->recordings = g.recordings;
-  stats->dispatches = g.dispatches;
-  stats->dispatches_per_decoder_layer = g.dispatches_per_decoder_layer;
+  S out{};
+  out.encode_ms = g.encode_ms;
+  out.decode_ms = g.decode_ms;
+  out.tokens = g.tokens;
+  out.submits = g.submits;
+  out.recordings = g.recordings;
+  out.dispatches = g.dispatches;
+  out.dispatches_per_decoder_layer = g.dispatches_per_decoder_layer;
+  out.prompt_tokens = g.prompt_tokens;
+  out.prompt_ms = g.prompt_ms;
+  out.decode_tokens = g.decode_tokens;
+  capi::narrowed(out, stats);
   return VKF_OK;
+}
+
+vkf_status vkf_session_last_tokens(const vkf_session* session, size_t output, uint32_t* tokens, size_t capacity,
+                                   size_t* count) {
+  const char* fn = "vkf_session_last_tokens";
+  if (count) *count = 0;
+  if (!session) return invalid(fn, "session is NULL");
+  if (!count) return invalid(fn, "count is NULL");
+  const capi::SessionClaim claim(session);
+  if (!claim.held()) return claim.refuse(fn);
+  const std::vector<uint32_t>* out = nullptr;
+  if (const vkf_status s = capi::last_output(fn, session, output, &out); s != VKF_OK) return s;
+  *count = out->size();
+  if (!tokens || capacity < out->size())
+    return too_small(fn, std::to_string(out->size()) + " tokens were generated", capacity, tokens);
+  std::copy(out->begin(), out->end(), tokens);
+  return VKF_OK;
+}
+
+vkf_status vkf_session_last_text(const vkf_session* session, size_t output, char* text, size_t capacity,
+                                 size_t* needed) {
+  const char* fn = "vkf_session_last_text";
+  if (needed) *needed = 0;
+  if (!session) return invalid(fn, "session is NULL");
+  if (!session->tokenizer) return capi::failed(fn, "the model has no tokenizer: fetch the ids (vkf_session_last_tokens)");
+  return guarded(fn, [&] {
+    const capi::SessionClaim claim(session);
+    if (!claim.held()) return claim.refuse(fn);
+    const std::vector<uint32_t>* out = nullptr;
+    if (const vkf_status s = capi::last_output(fn, session, output, &out); s != VKF_OK) return s;
+    return copy_string(fn, session->tokenizer->decode(*out), text, capacity, needed);
+  });
 }
 
 

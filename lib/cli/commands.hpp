@@ -3,10 +3,11 @@
 
 #include "args.hpp"
 #include "vkformer/context.hpp"
+#include "vkformer/ops.hpp"
 
 namespace vkf::cli {
 
-int model_info(const std::string& dir, bool json, const ContextOptions& options);  // info --model
+int model_info(const std::string& dir, bool json, const ContextOptions& options, DType precision);  // info --model
 int info(const Args& args);
 int selftest(const Args& args);
 int bench(const Args& args);

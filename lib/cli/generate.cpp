@@ -134,13 +134,10 @@ int generate(const Args& args) {
   }
   // The model's own defaults (a Hugging Face generation_config.json), as translate takes
   // them; vkformer's own models: greedy, 64 tokens at most. Options override them.
-  GenerateOptions o = GenerateOptions::defaults(config);
-  if (!config.hugging_face) o.max_new_tokens = std::min<uint32_t>(64, config.max_position);
-  if (config.decoder_only && !args.given("--max-new-tokens")) {  // the default, within the positions the prompts leave
-    size_t longest = 0;
-    for (const auto& p : sources) longest = std::max(longest, p.size());
-    if (longest <= config.max_position) o.max_new_tokens = std::min<uint32_t>(o.max_new_tokens, uint32_t(config.max_position - longest + 1));
-  }
+  // A decoder-only model's default: within the positions the longest prompt leaves.
+  size_t longest = 0;
+  for (const auto& p : sources) longest = std::max(longest, p.size());
+  GenerateOptions o = GenerateOptions::defaults(config, longest);
   o.max_new_tokens = args.count("--max-new-tokens", o.max_new_tokens);
   o.beam = args.count("--beam", o.beam);
   o.length_penalty = args.number("--length-penalty", o.length_penalty);
@@ -217,8 +214,14 @@ int generate(const Args& args) {
     j["load_seconds"] = std::chrono::duration<double>(t1_load - t0).count();  // the model and its tokenizer
     j["tokens_per_second"] = tokens / secs;  // encode and decode together
     const GenerateStats& st = session.last_stats();
-    j["encode_ms"] = st.encode_ms;
+    j["encode_ms"] = st.encode_ms;  // an encoder-decoder's; 0 for a decoder-only model
+    if (config.decoder_only) {
+      j["prompt_tokens"] = st.prompt_tokens;
+      j["prompt_ms"] = st.prompt_ms;
+      j["prompt_tokens_per_second"] = st.prompt_tokens_per_second();
+    }
     j["decode_ms"] = st.decode_ms;
+    j["decode_tokens"] = st.decode_tokens;
     j["decode_tokens_per_second"] = st.decode_tokens_per_second();
     j["counters"] = {{"submits_per_token", st.submits_per_token()},
                      {"recordings_per_token", st.recordings_per_token()},
@@ -236,19 +239,33 @@ int generate(const Args& args) {
     }
     std::fprintf(stderr, "vkformer: %zu tokens in %.3f s (%.1f tokens/s) on %s; model loaded in %.3f s\n", tokens, secs,
                  tokens / secs, ctx.capabilities().name.c_str(), std::chrono::duration<double>(t1 - t0).count());
+    const GenerateStats& st = session.last_stats();
+    if (config.decoder_only)
+      std::fprintf(stderr, "vkformer: prompt %llu tokens in %.1f ms (%.1f tokens/s); decode %llu tokens in %.1f ms (%.1f tokens/s)\n",
+                   static_cast<unsigned long long>(st.prompt_tokens), st.prompt_ms, st.prompt_tokens_per_second(),
+                   static_cast<unsigned long long>(st.decode_tokens), st.decode_ms, st.decode_tokens_per_second());
+
     if (o.temperature > 0 && !seeded)
       std::fprintf(stderr, "vkformer: sampled with --seed %llu (give it to repeat this run)\n",
                    static_cast<unsigned long long>(o.seed));
   }
   if (ma.profile) {
     const GenerateStats& st = session.last_stats();
-    std::fprintf(stderr,
-                 "encode %.3f ms, decode %.3f ms (%.1f tokens/s); per token: %.3f submits, %.3f recordings; "
-                 "%.1f dispatches per decoder layer, %.1f per encoder layer; encode: %llu submits, %.3f ms on the GPU\n%s",
-                 st.encode_ms, st.decode_ms, st.decode_tokens_per_second(), st.submits_per_token(),
-                 st.recordings_per_token(), st.dispatches_per_decoder_layer, st.dispatches_per_encoder_layer,
-                 static_cast<unsigned long long>(st.encode_submits), st.encode_gpu_ms,
-                 session.profile_report().c_str());
+    if (config.decoder_only)
+      std::fprintf(stderr,
+                   "prompt %llu tokens in %.3f ms (%.1f tokens/s), decode %.3f ms (%.1f tokens/s); per token: %.3f "
+                   "submits, %.3f recordings; %.1f dispatches per decoder layer in a step, %.1f in the prompt pass\n%s",
+                   static_cast<unsigned long long>(st.prompt_tokens), st.prompt_ms, st.prompt_tokens_per_second(),
+                   st.decode_ms, st.decode_tokens_per_second(), st.submits_per_token(), st.recordings_per_token(),
+                   st.dispatches_per_decoder_layer, st.dispatches_per_encoder_layer, session.profile_report().c_str());
+    else
+      std::fprintf(stderr,
+                   "encode %.3f ms, decode %.3f ms (%.1f tokens/s); per token: %.3f submits, %.3f recordings; "
+                   "%.1f dispatches per decoder layer, %.1f per encoder layer; encode: %llu submits, %.3f ms on the GPU\n%s",
+                   st.encode_ms, st.decode_ms, st.decode_tokens_per_second(), st.submits_per_token(),
+                   st.recordings_per_token(), st.dispatches_per_decoder_layer, st.dispatches_per_encoder_layer,
+                   static_cast<unsigned long long>(st.encode_submits), st.encode_gpu_ms,
+                   session.profile_report().c_str());
   }
   return 0;
 }

@@ -40,8 +40,10 @@ const std::vector<CommandSpec>& commands() {
        "Lists every Vulkan device with its limits, memory, the optional features vkformer\n"
        "uses there and any driver quirk; the default device is marked with '*'.",
        {{"--model", "DIR", K::Text,
-         "instead: what vkformer reads from a model directory (architecture,\n"
-         "sizes, tokenizer, generation defaults)"},
+         "instead: what vkformer reads from a model directory (architecture, sizes,\n"
+         "heads, positions, parameters, the checkpoint's storage, tokenizer,\n"
+         "generation defaults), loaded on the chosen device"},
+        {"--precision", "fp32|fp16", K::Text, "with --model: the precision to load it in (default fp32)"},
         kJson}},
       {"selftest", "compile a shader, run it on the chosen device, check the answer", "usage: vkformer selftest [--json]",
        "Compiles a small kernel, runs it on the chosen device and checks every element\n"

@@ -105,9 +105,10 @@ int info(const Args& args) {
   const bool json = args.flag("--json");
   ContextOptions options = context_options(args);
   const auto model = args.value("--model");
+  if (args.given("--precision") && !model) throw Error("--precision is for --model DIR (the precision to load it in)");
   if (model) {
     model_architecture(*model);  // a clear error for a missing directory, a file, no config.json
-    return model_info(*model, json, options);
+    return model_info(*model, json, options, precision(args));
   }
   auto devices = list_devices(options);
   std::string choice = options.device;

@@ -19,13 +19,24 @@ static LogLevel level_from_env() {
   throw Error("VKF_LOG must be debug, info, warning or error, not '" + s + "'");
 }
 
+namespace {
+const char* level_name(LogLevel level) {
+  switch (level) {
+    case LogLevel::Debug: return "debug";
+    case LogLevel::Info: return "info";
+    case LogLevel::Warning: return "warning";
+    case LogLevel::Error: return "error";
+  }
+  return "?";
+}
+}  // namespace
+
 Log::Log(LogSink sink) : sink_(std::move(sink)), threshold_(level_from_env()) {}
 
 void Log::operator()(LogLevel level, std::string_view msg) const {
   if (sink_) return sink_(level, msg);
   if (level < threshold_) return;
-  static const char* names[] = {"debug", "info", "warning", "error"};
-  std::fprintf(stderr, "vkformer %s: %.*s\n", names[int(level)], int(msg.size()), msg.data());
+  std::fprintf(stderr, "vkformer %s: %.*s\n", level_name(level), int(msg.size()), msg.data());
 }
 
 }  // namespace vkf::gpu

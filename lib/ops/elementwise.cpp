@@ -1,12 +1,15 @@
 // y = a + b, relu(x), gelu(x): one shader, the operation a push constant.
+#include <iterator>
+
 #include "grid.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf {
 
 namespace {
-enum : uint32_t { kAdd = 0, kRelu = 1, kGelu = 2, kGeluTanh = 3, kSwiglu = 4 };
+enum : uint32_t { kAdd = 0, kRelu = 1, kGelu = 2, kGeluTanh = 3, kSwiglu = 4, kOpCount };
 const char* const kNames[] = {"add", "relu", "gelu", "gelu_tanh", "swiglu"};
+static_assert(std::size(kNames) == kOpCount, "one name per operation");
 
 struct ElementwisePush {
   uint32_t count, op, cols;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -325,59 +326,122 @@ TEST(CApi, GenerateABatchOfSources) {
 // Words as they come: the per-token callback sees every token of every output in order,
 // with pieces of whole characters that add up to (a prefix of) the decoded text; a
 // nonzero return ends that output; from a job, it runs on the job's thread.
+// What on_token saw: each call's output and token, the pieces of text per output, and
+// whether an output's VKF_TOKEN_END call came last.
 struct Streamed {
-  std::vector<std::pair<size_t, uint32_t>> tokens;
-  std::string text;
+  std::vector<std::pair<size_t, uint32_t>> tokens;  // VKF_TOKEN_END calls left out
+  std::map<size_t, std::string> text;
+  std::map<size_t, int> ends;                       // VKF_TOKEN_END calls per output
+  bool token_after_end = false;
   size_t stop_after = 0;  // 0: never
   std::thread::id thread;
   static int on_token(void* user, size_t output, uint32_t token, const char* piece, size_t length) {
     auto* s = static_cast<Streamed*>(user);
-    s->tokens.push_back({output, token});
     s->thread = std::this_thread::get_id();
     if (piece) {
       EXPECT_EQ(std::strlen(piece), length);
-      s->text += piece;
+      s->text[output] += piece;
     }
+    if (token == VKF_TOKEN_END) {
+      ++s->ends[output];
+      return 0;
+    }
+    if (s->ends.count(output)) s->token_after_end = true;
+    s->tokens.push_back({output, token});
     return s->stop_after && s->tokens.size() >= s->stop_after ? 1 : 0;
+  }
+  // Output 0 streamed whole: its tokens in order, one end call after them, and its
+  // pieces adding up to vkf_detokenize of the tokens.
+  void expect_whole(vkf_model* model, const uint32_t* tokens, size_t count) const {
+    ASSERT_EQ(this->tokens.size(), count);
+    for (size_t i = 0; i < count; ++i) EXPECT_EQ(this->tokens[i], std::make_pair(size_t(0), tokens[i])) << i;
+    EXPECT_EQ(ends.count(0) ? ends.at(0) : 0, 1) << "one VKF_TOKEN_END call per output";
+    EXPECT_FALSE(token_after_end) << "a token came after the output's end";
+    char want[1024];
+    size_t needed = 0;
+    ASSERT_EQ(vkf_detokenize(model, tokens, count, want, sizeof want, &needed), VKF_OK) << vkf_last_error();
+    EXPECT_EQ(text.count(0) ? text.at(0) : "", std::string(want)) << "the pieces are not the whole text";
   }
 };
 
-TEST(CApi, PerTokenCallbackStreamsWholeCharactersAndCanEndAnOutput) {
+// on_token streams every token, then ends each output with VKF_TOKEN_END and the rest of
+// its text: the pieces add up to vkf_detokenize of the output (the last word included),
+// greedy, sampled and from a job's thread; a nonzero return ends the output.
+TEST(CApi, PerTokenCallbackStreamsWholeCharactersToTheLastWordAndCanEndAnOutput) {
   Handles h;
   h.open(std::string(VKF_SOURCE_DIR) + "/tests/hf/gpt2/lm");
   const uint32_t prompt[] = {5, 17, 9};
-  Streamed st;
-  vkf_generate_options o = vkf_generate_options_default();
-  o.max_new_tokens = 10;
-  o.on_token = &Streamed::on_token;
-  o.on_token_user = &st;
-  uint32_t tokens[64];
+  uint32_t tokens[128];
   size_t count = 0;
-  ASSERT_EQ(vkf_generate(h.session, prompt, 3, &o, tokens, 64, &count), VKF_OK) << vkf_last_error();
-  ASSERT_EQ(st.tokens.size(), count);
-  for (size_t i = 0; i < count; ++i) EXPECT_EQ(st.tokens[i], std::make_pair(size_t(0), tokens[i])) << i;
-  char text[512];
-  size_t needed = 0;
-  ASSERT_EQ(vkf_detokenize(h.model, tokens, count, text, sizeof text, &needed), VKF_OK) << vkf_last_error();
-  EXPECT_EQ(std::string(text).rfind(st.text, 0), 0u) << "pieces '" << st.text << "' are not a prefix of '" << text << "'";
-  EXPECT_FALSE(st.text.empty());
+  for (float temperature : {0.0f, 0.8f}) {
+    SCOPED_TRACE(temperature);
+    Streamed st;
+    vkf_generate_options o = vkf_generate_options_default();
+    o.temperature = temperature;
+    o.seed = 7;
+    o.on_token = &Streamed::on_token;
+    o.on_token_user = &st;
+    ASSERT_EQ(vkf_generate(h.session, prompt, 3, &o, tokens, 128, &count), VKF_OK) << vkf_last_error();
+    ASSERT_GT(count, 0u);
+    st.expect_whole(h.model, tokens, count);
+
+    Streamed from_job;
+    o.on_token_user = &from_job;
+    vkf_job* job = nullptr;
+    ASSERT_EQ(vkf_generate_start(h.session, prompt, 3, &o, &job), VKF_OK) << vkf_last_error();
+    ASSERT_EQ(vkf_job_wait(job, 60000), VKF_OK) << vkf_last_error();
+    size_t n = 0;
+    ASSERT_EQ(vkf_job_tokens(job, tokens, 128, &n), VKF_OK);
+    from_job.expect_whole(h.model, tokens, n);
+    EXPECT_NE(from_job.thread, std::this_thread::get_id());
+    vkf_job_free(job);
+  }
 
   Streamed ended;
   ended.stop_after = 3;
+  vkf_generate_options o = vkf_generate_options_default();
+  o.on_token = &Streamed::on_token;
   o.on_token_user = &ended;
-  ASSERT_EQ(vkf_generate(h.session, prompt, 3, &o, tokens, 64, &count), VKF_OK) << vkf_last_error();
+  ASSERT_EQ(vkf_generate(h.session, prompt, 3, &o, tokens, 128, &count), VKF_OK) << vkf_last_error();
   EXPECT_EQ(count, 3u);
+  ended.expect_whole(h.model, tokens, count);
 
-  Streamed from_job;
-  o.on_token_user = &from_job;
-  vkf_job* job = nullptr;
-  ASSERT_EQ(vkf_generate_start(h.session, prompt, 3, &o, &job), VKF_OK) << vkf_last_error();
-  ASSERT_EQ(vkf_job_wait(job, 60000), VKF_OK) << vkf_last_error();
-  size_t n = 0;
-  ASSERT_EQ(vkf_job_tokens(job, tokens, 64, &n), VKF_OK);
-  EXPECT_EQ(from_job.tokens.size(), n);
-  EXPECT_NE(from_job.thread, std::this_thread::get_id());
-  vkf_job_free(job);
+  // Text in, text out: the streamed pieces are the translation's text.
+  Streamed text;
+  o = vkf_generate_options_default();
+  o.on_token = &Streamed::on_token;
+  o.on_token_user = &text;
+  char out[1024];
+  ASSERT_EQ(vkf_translate(h.session, "The date is", &o, out, sizeof out, nullptr), VKF_OK) << vkf_last_error();
+  EXPECT_EQ(text.text[0], std::string(out));
+  EXPECT_EQ(text.ends[0], 1);
+}
+
+// A batch: each output gets its own end call, after its own tokens.
+TEST(CApi, EveryOutputOfABatchEndsWithItsRest) {
+  Handles h;
+  h.open(std::string(VKF_SOURCE_DIR) + "/tests/hf/gpt2/lm");
+  const uint32_t a[] = {5, 17, 9}, b[] = {42};
+  const uint32_t* sources[] = {a, b};
+  const size_t lengths[] = {3, 1};
+  Streamed st;
+  vkf_generate_options o = vkf_generate_options_default();
+  o.on_token = &Streamed::on_token;
+  o.on_token_user = &st;
+  uint32_t tokens[256];
+  size_t counts[2], total = 0;
+  ASSERT_EQ(vkf_generate_batch(h.session, sources, lengths, 2, &o, tokens, 256, counts, &total), VKF_OK)
+      << vkf_last_error();
+  EXPECT_EQ(st.ends[0], 1);
+  EXPECT_EQ(st.ends[1], 1);
+  EXPECT_FALSE(st.token_after_end);
+  const uint32_t* out = tokens;
+  for (size_t i = 0; i < 2; ++i) {
+    char want[1024];
+    ASSERT_EQ(vkf_detokenize(h.model, out, counts[i], want, sizeof want, nullptr), VKF_OK);
+    EXPECT_EQ(st.text[i], std::string(want)) << "output " << i;
+    out += counts[i];
+  }
 }
 
 // A model keeps its context alive and a session its model: any free order works.

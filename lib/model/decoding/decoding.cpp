@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 namespace vkf::model {
 
@@ -99,9 +100,11 @@ namespace {
 // Greedy or sampled steps from position t0, where `feed` holds each sequence's input
 // token; the cache holds positions [0, t0) already. Per sequence: the tokens chosen,
 // EOS included when produced.
+// `first_step` (when given) is called once the first step's tokens are known.
 std::vector<std::vector<uint32_t>> continue_greedy_or_sampled(Seq2SeqGraph& s, uint32_t t0, std::vector<uint32_t> feed,
                                                               const GenerateOptions& o, size_t first_output = 0,
-                                                              const std::vector<std::vector<uint32_t>>& seen = {}) {
+                                                              const std::vector<std::vector<uint32_t>>& seen = {},
+                                                              const std::function<void()>& first_step = {}) {
   const ModelConfig& c = s.config();
   const uint32_t B = uint32_t(feed.size());
   s.set_repetition_penalty(o.repetition_penalty, seen);
@@ -134,6 +137,7 @@ std::vector<std::vector<uint32_t>> continue_greedy_or_sampled(Seq2SeqGraph& s, u
       n = std::min(n, o.max_new_tokens - t);
       const auto started = std::chrono::steady_clock::now();
       const auto rows = s.run_steps(n);
+      if (t == 0 && first_step) first_step();
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
       t += n;
       bool finished = false;
@@ -150,6 +154,7 @@ std::vector<std::vector<uint32_t>> continue_greedy_or_sampled(Seq2SeqGraph& s, u
   for (uint32_t t = 0; t < o.max_new_tokens; ++t) {
     check_cancel(o);
     const std::vector<uint32_t> next = s.step(t0 + t, feed, nullptr, sampling);
+    if (t == 0 && first_step) first_step();
     if (take(next)) break;
     for (uint32_t b = 0; b < B; ++b) feed[b] = done[b] ? c.eos_id : next[b];
   }
@@ -166,7 +171,8 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
 }
 
 std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& s, const std::vector<std::vector<uint32_t>>& prompts,
-                                                    const GenerateOptions& o) {
+                                                    const GenerateOptions& o, double* prompt_ms) {
+  const auto started = std::chrono::steady_clock::now();
   const ModelConfig& c = s.config();
   for (size_t i = 0; i < prompts.size(); ++i) check_prompt(c, prompts[i], i, o.max_new_tokens);
   const uint32_t B = uint32_t(prompts.size());
@@ -188,7 +194,10 @@ std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& s, const std::
   }
   s.set_left_padding(pads, P - 1);
   if (P > 1) s.prefill(0, P - 1, ids);
-  return continue_greedy_or_sampled(s, P - 1, feed, o, 0, prompts);  // the prompts count as seen
+  auto first_step = [&] {
+    if (prompt_ms) *prompt_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  };
+  return continue_greedy_or_sampled(s, P - 1, feed, o, 0, prompts, first_step);  // the prompts count as seen
 }
 
 void check_prompt(const ModelConfig& c, const std::vector<uint32_t>& prompt, size_t index, uint32_t new_tokens) {

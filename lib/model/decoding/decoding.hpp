@@ -19,9 +19,11 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& g,
                                                             const GenerateOptions& o);
 // A decoder-only model: the prompts continued together by greedy or sampled steps, left-
 // padded to the longest (each computes what it would alone); the new tokens only, EOS
-// included when produced.
+// included when produced. *prompt_ms (when given): the time from the call until every
+// prompt's first new token was known (the prompt pass over all but each prompt's last
+// token, then the first step, which reads that token and chooses the first new one).
 std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& g, const std::vector<std::vector<uint32_t>>& prompts,
-                                                    const GenerateOptions& o);
+                                                    const GenerateOptions& o, double* prompt_ms = nullptr);
 // A prompt the model can continue by new_tokens: not empty, ids in the vocabulary, and
 // within n_positions; else an error naming the prompt.
 // Decoding's guard against overflow: logits that are NaN or infinite (activations past

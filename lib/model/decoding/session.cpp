@@ -23,7 +23,10 @@ GenerateOptions GenerateOptions::defaults(const ModelConfig& c) {
     o.repetition_penalty = c.generation.repetition_penalty;
     return o;
   }
-  if (!c.hugging_face) return o;
+  if (!c.hugging_face) {
+    o.max_new_tokens = std::min<uint32_t>(o.max_new_tokens, c.max_position);
+    return o;
+  }
   const GenerationDefaults& g = c.generation;
   o.beam = g.num_beams;
   o.length_penalty = g.length_penalty;
@@ -35,6 +38,14 @@ GenerateOptions GenerateOptions::defaults(const ModelConfig& c) {
   o.forced_bos_id = g.forced_bos_id;
   o.forced_eos_id = g.forced_eos_id;
   o.repetition_penalty = g.repetition_penalty;
+  return o;
+}
+
+GenerateOptions GenerateOptions::defaults(const ModelConfig& c, size_t longest_prompt) {
+  GenerateOptions o = defaults(c);
+  // P prompt tokens and N new ones use P + N - 1 positions (the last is never fed back).
+  if (c.decoder_only && longest_prompt >= 1 && longest_prompt <= c.max_position)
+    o.max_new_tokens = std::min<uint32_t>(o.max_new_tokens, uint32_t(c.max_position - longest_prompt + 1));
   return o;
 }
 
@@ -86,7 +97,12 @@ void Session::warmup(const WarmupOptions& options) {
 void Session::set_profile(bool on) { impl_->graph.profile = on; }
 
 std::string Session::profile_report() const {
-  return "encoder:\n" + impl_->graph.encoder_report + "\nlast decoder step:\n" + impl_->graph.decoder_report;
+  const model::Seq2SeqGraph& g = impl_->graph;
+  if (impl_->model->config().decoder_only)  // no encoder: the prompt pass instead
+    return "prompt pass (every prompt token but each last):\n" +
+           (g.prompt_report.empty() ? std::string("  none: one-token prompts, read by the first step\n") : g.prompt_report) +
+           "\nlast decoder step:\n" + g.decoder_report;
+  return "encoder:\n" + g.encoder_report + "\nlast decoder step:\n" + g.decoder_report;
 }
 
 std::vector<float> Session::score(const std::vector<uint32_t>& ids) {
@@ -199,10 +215,10 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   const Counters before = ctx.counters();
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::vector<uint32_t>> results;
-  double encode_ms = 0, encode_gpu_ms = 0;
+  double encode_ms = 0, encode_gpu_ms = 0, prompt_ms = 0;
   uint64_t encode_submits = 0;  // the encodes', counted where they are recorded (Seq2SeqGraph::encode)
   if (c.decoder_only) {
-    results = model::continue_prompts(impl_->graph, sources, o);  // no encoder: nothing to count there
+    results = model::continue_prompts(impl_->graph, sources, o, &prompt_ms);  // no encoder: nothing to count there
   } else if (c.hugging_face && o.beam > 1) {
     for (const auto& src : sources) {
       results.push_back(model::hf_beam(impl_->graph, src, o));
@@ -236,8 +252,15 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   GenerateStats& st = impl_->stats;
   st = {};
   st.encode_ms = encode_ms;
-  st.decode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count() - encode_ms;
+  st.prompt_ms = prompt_ms;
+  st.decode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count() -
+                 encode_ms - prompt_ms;
   for (const auto& r : results) st.tokens += r.size();
+  st.decode_tokens = st.tokens;
+  if (c.decoder_only) {
+    for (const auto& p : sources) st.prompt_tokens += p.size();
+    for (const auto& r : results) st.decode_tokens -= r.empty() ? 0 : 1;  // each first token: the prompt's
+  }
   st.submits = after.submits - before.submits;
   st.recordings = after.recordings - before.recordings;
   st.dispatches = after.dispatches - before.dispatches;

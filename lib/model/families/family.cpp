@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "config_reader.hpp"
+#include "safetensors.hpp"
 #include "vkformer/model.hpp"
 
 namespace vkf {
@@ -30,12 +31,57 @@ const model::Family& family_of(const ModelFiles& files) {
               ErrorKind::Unsupported);
 }
 
+const char* type_name(model::TensorType t) {
+  switch (t) {
+    case model::TensorType::F32: return "F32";
+    case model::TensorType::F16: return "F16";
+    case model::TensorType::BF16: return "BF16";
+  }
+  return "?";
+}
+
+// The checkpoint Model::load read (it loaded, so one is there), summed from its header.
+CheckpointSummary summarize_checkpoint(const ModelFiles& files) {
+  CheckpointSummary s;
+  s.file = files.has("model.safetensors") ? "model.safetensors" : "model.safetensors.index.json";
+  const model::SafeTensors file(files, s.file);
+  for (const auto& [name, t] : file.tensors()) {
+    ++s.tensors;
+    s.parameters += t.elements();
+    s.bytes += t.bytes;
+    s.dtypes[type_name(t.type)] += t.elements();
+  }
+  return s;
+}
+
 }  // namespace
+
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::None: return "none";
+    case Activation::Relu: return "relu";
+    case Activation::Gelu: return "gelu";
+    case Activation::GeluTanh: return "gelu_tanh";
+    case Activation::Silu: return "silu";
+  }
+  return "?";  // not an enumerator: a cast from a bad integer
+}
+
+const char* positions_name(ModelConfig::Positions p) {
+  switch (p) {
+    case ModelConfig::Positions::Interleaved: return "sinusoidal, interleaved";
+    case ModelConfig::Positions::Halves: return "sinusoidal, sin half then cos half";
+    case ModelConfig::Positions::Learned: return "learned";
+    case ModelConfig::Positions::Rotary: return "rotary";
+  }
+  return "?";
+}
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
 const ModelConfig& Model::config() const { return impl_->config; }
 DType Model::precision() const { return impl_->dtype; }
+const CheckpointSummary& Model::checkpoint() const { return checkpoint_; }
 
 std::shared_ptr<const Model> Model::load(Context& ctx, const ModelFiles& files, DType precision) {
   const model::Family& family = family_of(files);
@@ -47,7 +93,9 @@ std::shared_ptr<const Model> Model::load(Context& ctx, const ModelFiles& files, 
     throw Error("model " + files.label() + ": head_dim " + std::to_string(c.head_dim()) +
                 " does not fit vkformer's attention kernel on device '" + ctx.capabilities().name + "'",
                 ErrorKind::Unsupported);
-  return std::shared_ptr<const Model>(new Model(family.load_weights(ctx, files, c, precision)));
+  std::shared_ptr<Model> model(new Model(family.load_weights(ctx, files, c, precision)));
+  model->checkpoint_ = summarize_checkpoint(files);
+  return model;
 }
 
 }  // namespace vkf

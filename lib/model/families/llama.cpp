@@ -27,6 +27,7 @@ void read_rope(const ConfigReader& r, ModelConfig& c) {
   const uint32_t d = c.head_dim();
   if (d % 2) r.fail("head_dim " + std::to_string(d) + " is odd: rotary positions rotate pairs");
   const double theta = r.has("rope_theta") ? r.number("rope_theta", 1, 1e12) : 10000.0;
+  c.rope_theta = theta;
   c.rope_inv_freq.resize(d / 2);
   for (uint32_t j = 0; j < d / 2; ++j) {
     const float exponent = float(2 * j) / float(d);
@@ -41,6 +42,7 @@ void read_rope(const ConfigReader& r, ModelConfig& c) {
       r.fail(std::string("rope_scaling needs a positive '") + key + "'");
     return s[key].get<double>();
   };
+  c.rope_scaling = type == "default" ? "" : type;
   if (type == "linear") {
     c.rope_position_scale = float(number("factor"));
   } else if (type == "llama3") {

@@ -226,15 +226,21 @@ void Seq2SeqGraph::begin_decoder_only(uint32_t batch, uint32_t target_capacity) 
   if (target_capacity > c.max_position)
     fail_invalid_input(std::to_string(target_capacity) + " positions exceed the model's " + std::to_string(c.max_position) +
                 " (n_positions)");
-  const uint64_t widest = std::max<uint64_t>({3ull * c.d_model, c.dim_feedforward, c.tgt_vocab_size});
-  const uint64_t largest = uint64_t(batch) * target_capacity * widest * dtype_bytes(m_.dtype);
+  // The largest buffer one binding holds: a pass's widest activation over every
+  // position ([rows, 3D] projections, [rows, FFN] or a gated [rows, 3 FFN]), or the
+  // logits of each sequence's last position [B, V] (score()'s of every position: decode()).
+  const uint64_t widest = std::max<uint64_t>(3ull * c.d_model, uint64_t(c.dim_feedforward) * (c.gated_ffn ? 3 : 1));
+  const uint64_t largest = std::max(uint64_t(batch) * target_capacity * widest, uint64_t(batch) * c.tgt_vocab_size) *
+                           dtype_bytes(m_.dtype);
   const uint64_t limit = ctx_.capabilities().max_storage_buffer_range;
   if (batch > (1u << 20) || largest > limit)
     throw Error(std::to_string(batch) + " sequence(s) x " + std::to_string(target_capacity) + " positions need " +
                 std::to_string(largest >> 20) + " MiB in one buffer, more than device '" + ctx_.capabilities().name +
-                "' binds (" + std::to_string(limit >> 20) + " MiB): use fewer or shorter prompts or fewer new tokens");
+                "' binds (" + std::to_string(limit >> 20) + " MiB): use fewer or shorter prompts or fewer new tokens",
+                ErrorKind::InvalidInput);
   step_list_.reset();  // they refer to buffers that may be reallocated below
   steps_list_.reset();
+  prompt_report.clear();
   batch_ = batch;
   src_len_ = 0;
   left_pad_.clear();
@@ -406,11 +412,17 @@ void Seq2SeqGraph::prefill(uint32_t t0, uint32_t n, const std::vector<uint32_t>&
   ensure(ctx_, logits_, uint64_t(batch_) * m_.config.tgt_vocab_size, dtype_bytes(m_.dtype), "logits");
   CommandList cl = begin();
   record_decoder(cl, {.t0 = t0, .n = n});  // the cache filled; logits of each sequence's last token only
-  finish(cl, decoder_report);
+  finish(cl, prompt_report);
 }
 
 std::vector<float> Seq2SeqGraph::decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
   const uint32_t rows = batch_ * n, V = m_.config.tgt_vocab_size;
+  const uint64_t logits_bytes = uint64_t(rows) * V * dtype_bytes(m_.dtype), limit = ctx_.capabilities().max_storage_buffer_range;
+  if (logits_bytes > limit)
+    throw Error("the logits of " + std::to_string(rows) + " positions x " + std::to_string(V) + " tokens need " +
+                std::to_string(logits_bytes >> 20) + " MiB in one buffer, more than device '" + ctx_.capabilities().name +
+                "' binds (" + std::to_string(limit >> 20) + " MiB): score fewer positions at once",
+                ErrorKind::InvalidInput);
   upload_tokens(t0, n, ids);
   ensure(ctx_, logits_, uint64_t(rows) * V, dtype_bytes(m_.dtype), "logits");
   CommandList cl = begin();

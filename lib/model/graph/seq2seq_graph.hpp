@@ -69,6 +69,7 @@ class Seq2SeqGraph {
   // it (decoding.cpp); encode() splits the encoder into pieces of whole layers that fit it.
   double submit_budget_ms = 2.0;
   std::string encoder_report, decoder_report;  // per-dispatch GPU times (profile)
+  std::string prompt_report;                   // a decoder-only model's last prompt pass (prefill)
   double encode_ms = 0;                        // wall time of the last encode
   uint32_t encode_submits = 0;                 // submits of the last encode (pieces under a budget)
   double encode_gpu_ms = 0;                    // its GPU time, first dispatch to last of each piece (profile; else 0)

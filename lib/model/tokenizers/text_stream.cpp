@@ -1,7 +1,7 @@
 // TextStream (include/vkformer/tokenizer.hpp): streamed text that never takes back what
-// it gave. Each push decodes every id so far (byte-level tokens only become text in
-// whole characters, and spaces are cleaned up around what follows them) and gives the
-// part of it that later ids can no longer change.
+// it gave. Each push decodes a short window of the latest ids (byte-level tokens only
+// become text in whole characters, and spaces are cleaned up around what follows them)
+// and gives the part of it that later ids can no longer change.
 #include "vkformer/tokenizer.hpp"
 
 namespace vkf {
@@ -23,16 +23,49 @@ size_t certain_end(const std::string& text, size_t from) {
 
 }  // namespace
 
+std::optional<std::string> TextStream::window_text() const {
+  std::string text = tokenizer_.decode(std::vector<uint32_t>(ids_.begin() + long(context_), ids_.end()));
+  if (text.compare(0, context_text_.size(), context_text_) != 0) return std::nullopt;
+  return text.substr(context_text_.size());
+}
+
 std::string TextStream::push(uint32_t id) {
   ids_.push_back(id);
-  const std::string text = tokenizer_.decode(ids_);
   // What was given is a prefix of the text (the certain part never changes); past it,
   // what is certain now.
-  if (text.compare(0, given_.size(), given_) != 0) return "";  // not certain after all: wait for finish()
-  const size_t end = certain_end(text, given_.size());
-  if (end <= given_.size()) return "";
-  std::string piece = text.substr(given_.size(), end - given_.size());
-  given_ += piece;
+  auto consistent = [&](const std::string& text) {
+    return text.compare(0, window_given_, given_, given_.size() - window_given_, window_given_) == 0;
+  };
+  std::optional<std::string> text = window_text();
+  bool last_known = true;  // last_text_ is the window's text before this id
+  if (!text || !consistent(*text)) {
+    if (start_ == 0) return "";  // not certain after all: wait for finish()
+    context_ = start_ = 0;       // the window disagrees with itself: decode every id, as finish() will
+    context_text_.clear();
+    window_given_ = given_.size();
+    last_known = false;
+    text = window_text();
+    if (!consistent(*text)) return "";
+  }
+  std::string piece;
+  const size_t end = certain_end(*text, window_given_);
+  if (end > window_given_) {
+    piece = text->substr(window_given_, end - window_given_);
+    given_ += piece;
+    window_given_ += piece.size();
+  }
+  // Every id before the newest is given: the window restarts at the newest.
+  if (last_known && ids_.size() - start_ >= 2 && window_given_ >= last_text_.size() &&
+      text->compare(0, last_text_.size(), last_text_) == 0) {
+    const size_t n = ids_.size();
+    window_given_ -= last_text_.size();
+    last_text_ = text->substr(last_text_.size());
+    context_ = n - 2;
+    start_ = n - 1;
+    context_text_ = tokenizer_.decode({ids_[n - 2]});
+  } else {
+    last_text_ = *text;
+  }
   return piece;
 }
 
