@@ -10,6 +10,55 @@ import sys
 import jsonschema
 
 
+def validate(doc, schema, name):
+    jsonschema.validate(doc, {**schema["$defs"][name], "$defs": schema["$defs"]})
+
+
+def run(vkformer, args):
+    out = subprocess.run([vkformer] + args, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, f"{args}: exit {out.returncode}: {out.stderr}"
+    assert "validation" not in out.stderr.lower(), out.stderr
+    return out
+
+
+def check_decoder_only(vkformer, source, schema):
+    """A decoder-only model's generate --json: prompt figures beside the decode's."""
+    llama = os.path.join(source, "tests", "hf", "llama", "with_tokenizer")
+    doc = json.loads(run(vkformer, ["generate", "--model", llama, "--prompt", "The date is", "--json"]).stdout)
+    validate(doc, schema, "generate")
+    prompt = json.loads(run(vkformer, ["tokenize", "--model", llama, "--json", "The date is"]).stdout)
+    assert doc["prompt_tokens"] == len(prompt["texts"][0]["ids"]), (doc["prompt_tokens"], prompt)
+    assert doc["prompt_ms"] > 0 and doc["prompt_tokens_per_second"] > 0, doc
+    assert doc["decode_tokens"] == len(doc["ids"][0]) - 1, doc
+    assert doc["encode_ms"] == 0, doc
+    err = run(vkformer, ["generate", "--model", llama, "--ids", "5,17,9", "--max-new-tokens", "4"]).stderr
+    assert "prompt 3 tokens in" in err, err
+    gpt2 = os.path.join(source, "tests", "hf", "gpt2", "lm")
+    doc = json.loads(run(vkformer, ["score", "--model", gpt2, "--ids", "5,17,9,4", "--json"]).stdout)  # no file
+    validate(doc, schema, "score")
+    assert doc["scored_tokens"] == 3 and "logits_file" not in doc, doc
+    print("generate (decoder-only): prompt figures present and consistent")
+
+
+def check_info_on_every_model(vkformer, source, seq2seq, schema):
+    """info --model, text and --json, on every reference model of every family."""
+    dirs = [seq2seq, os.path.join(source, "samples", "dates")]
+    for root, _, files in sorted(os.walk(os.path.join(source, "tests", "hf"))):
+        if "config.json" in files and any(f.startswith("model") and f.endswith((".safetensors", ".index.json")) for f in files):
+            dirs.append(root)
+    families = set()
+    for d in dirs:
+        doc = json.loads(run(vkformer, ["info", "--model", d, "--json"]).stdout)
+        validate(doc, schema, "info_model")
+        families.add(doc["architecture"])
+        text = run(vkformer, ["info", "--model", d]).stdout
+        for key in ("kv_heads", "head_dim", "positions", "parameters", "checkpoint"):
+            assert f"  {key} " in text, f"info --model {d}: no {key} in\n{text}"
+    want = {"torch-seq2seq", "marian", "bart", "gpt2", "llama", "mistral", "qwen2"}
+    assert families >= want, f"info --model ran on {sorted(families)}, not every family {sorted(want)}"
+    print(f"info --model: {len(dirs)} models of {len(families)} families valid")
+
+
 def main():
     vkformer, source, seq2seq, work = sys.argv[1:5]
     with open(os.path.join(source, "docs", "cli.schema.json")) as f:
@@ -26,7 +75,12 @@ def main():
         # a tuning file in a cache directory of the test's own, so no other run reads it
         "tune": ["tune", "--budget-s", "3", "--json"],
     }
+    gpt2 = os.path.join(source, "tests", "hf", "gpt2", "lm")
+    commands["version"] = ["version", "--json"]
+    commands["tokenize"] = ["tokenize", "--model", gpt2, "--json", "The date is", "日本"]
     os.environ["VKF_CACHE_DIR"] = os.path.join(work, "cli_json_cache")
+    check_decoder_only(vkformer, source, schema)
+    check_info_on_every_model(vkformer, source, seq2seq, schema)
     for name, args in commands.items():
         run = subprocess.run([vkformer] + args, capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, f"{name}: exit {run.returncode}: {run.stderr}"
@@ -41,6 +95,7 @@ def main():
             assert docs[1]["output"] == "" and docs[1]["ids"] == [], "translate: an empty input gives an empty output"
         if name == "score":
             assert os.path.getsize(logits) == 128 + 4 * docs[0]["shape"][0] * docs[0]["shape"][1], "score: .npy size"
+            assert docs[0]["scored_tokens"] == 2 and docs[0]["perplexity"] >= 1, docs[0]
         print(f"{name}: {len(docs)} document(s) valid")
 
 

@@ -78,7 +78,7 @@ vkf_status vkf_translate_start(vkf_session* session, const char* text, const vkf
   *job = nullptr;
   if (!session) return invalid(fn, "session is NULL");
   if (!text) return invalid(fn, "text is NULL");
-  if (!session->tokenizer) return invalid(fn, "the model has no tokenizer (vocab.json): use vkf_generate_start");
+  if (!session->tokenizer) return invalid(fn, "the model has no tokenizer (vkf_model_info.has_tokenizer is 0): use vkf_generate_start with token ids");
   // Everything before the job's thread can throw too (the tokenizer refuses bad text).
   return guarded(fn, [&] {
     if (options && !capi::generate_options_size_ok(fn, options->struct_size)) return VKF_ERROR_INVALID_ARGUMENT;

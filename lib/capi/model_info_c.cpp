@@ -51,8 +51,8 @@ vkf_status vkf_tokenize(const vkf_model* model, const char* text, uint32_t* ids,
   if (!text) return invalid(fn, "text is NULL");
   if (!count) return invalid(fn, "count is NULL");
   if (!model->tokenizer)
-    return capi::failed(fn, model->where + " has no tokenizer (vocab.json, or a decoder-only "
-                            "model's tokenizer.json): give ids to vkf_generate");
+    return capi::failed(fn, model->where + " has no tokenizer (vocab.json, Marian's source.spm, or a "
+                            "decoder-only model's tokenizer.json or tokenizer.model): give ids to vkf_generate");
   return guarded(fn, [&] {
     const std::vector<uint32_t> out = model->tokenizer->encode(text);  // not UTF-8: VKF_ERROR_INVALID_INPUT
     *count = out.size();
@@ -70,8 +70,8 @@ vkf_status vkf_detokenize(const vkf_model* model, const uint32_t* ids, size_t co
   if (!model) return invalid(fn, "model is NULL");
   if (!ids && count) return invalid(fn, "ids is NULL");
   if (!model->tokenizer)
-    return capi::failed(fn, model->where + " has no tokenizer (vocab.json, or a decoder-only "
-                            "model's tokenizer.json)");
+    return capi::failed(fn, model->where + " has no tokenizer (vocab.json, Marian's source.spm, or a "
+                            "decoder-only model's tokenizer.json or tokenizer.model)");
   const size_t size = model->tokenizer->size();
   for (size_t i = 0; i < count; ++i)
     if (ids[i] >= size)

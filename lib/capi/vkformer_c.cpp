@@ -422,7 +422,7 @@ vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_gener
   const char* fn = "vkf_translate";
   if (!session) return invalid(fn, "session is NULL");
   if (!text) return invalid(fn, "text is NULL");
-  if (!session->tokenizer) return invalid(fn, "the model has no tokenizer (vocab.json): use vkf_generate with token ids");
+  if (!session->tokenizer) return invalid(fn, "the model has no tokenizer (vkf_model_info.has_tokenizer is 0): use vkf_generate with token ids");
   return guarded(fn, [&] {
     const capi::SessionClaim claim(session);
     if (!claim.held()) return claim.refuse(fn);

@@ -1,5 +1,7 @@
 #pragma once
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "args.hpp"
 #include "vkformer/context.hpp"
@@ -16,5 +18,11 @@ int score(const Args& args);
 int translate(const Args& args);
 int forecast(const Args& args);
 int tune(const Args& args);
+int tokenize(const Args& args);
+int help_command(const Args& args);
+int version_command(const Args& args);
+
+// Comma-separated token ids ("5,17,9"): each a whole number; `what` names the option.
+std::vector<uint32_t> parse_ids(const std::string& text, const char* what);
 
 }  // namespace vkf::cli

@@ -1,6 +1,7 @@
 // `vkformer generate` and `vkformer score`.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -15,8 +16,6 @@
 
 namespace vkf::cli {
 
-namespace {
-
 std::vector<uint32_t> parse_ids(const std::string& text, const char* what) {
   std::vector<uint32_t> ids;
   std::stringstream ss(text);
@@ -25,6 +24,8 @@ std::vector<uint32_t> parse_ids(const std::string& text, const char* what) {
   if (ids.empty()) throw Error(std::string(what) + " is empty");
   return ids;
 }
+
+namespace {
 
 struct ModelArgs {
   std::string dir;
@@ -148,7 +149,9 @@ int generate(const Args& args) {
   if (const auto ids = args.value("--eos-ids")) o.eos_ids = parse_ids(*ids, "--eos-ids");
   if (const auto stop = args.value("--stop")) {
     if (stop->empty()) throw Error("--stop is empty: it would end every output at once");
-    if (!tokenizer) throw Error("--stop needs a decoder-only model with a tokenizer (vocab.json and merges.txt)");
+    if (!tokenizer)
+      throw Error("--stop needs a decoder-only model with a tokenizer (GPT-2's vocab.json and merges.txt, or tokenizer.json "
+                  "or tokenizer.model)");
     o.stop = [&tok = *tokenizer, text = *stop](size_t, const std::vector<uint32_t>& tokens) {
       return tok.decode(tokens).find(text) != std::string::npos;  // the token that completes it is kept
     };
@@ -275,9 +278,8 @@ int score(const Args& args) {
   const bool json = args.flag("--json");
   auto src = args.value("--src-ids"), tgt = args.value("--tgt-ids"), ids = args.value("--ids"),
        out = args.value("--logits-out");
-  if (!out || (!ids && (!src || !tgt)))
-    throw Error("score needs --logits-out FILE.npy with --src-ids and --tgt-ids (an encoder-decoder) or --ids (a "
-                "decoder-only model)");
+  if (!ids && (!src || !tgt))
+    throw Error("score needs --src-ids and --tgt-ids (an encoder-decoder) or --ids (a decoder-only model)");
   ContextOptions co = context_options(args);
   const auto t = ids ? parse_ids(*ids, "--ids") : parse_ids(*tgt, "--tgt-ids");
   const auto s = src ? parse_ids(*src, "--src-ids") : std::vector<uint32_t>{};
@@ -287,13 +289,32 @@ int score(const Args& args) {
   Session session(model);
   session.set_profile(ma.profile);
   auto logits = model->config().decoder_only ? session.score(t) : session.score(s, t);
-  write_npy(*out, logits, t.size(), model->config().tgt_vocab_size);
+  const uint32_t V = model->config().tgt_vocab_size;
+  if (out) write_npy(*out, logits, t.size(), V);
+  // Row i predicts token i + 1: the log-probability of each token after the first.
+  double log_probability = 0;
+  for (size_t i = 0; i + 1 < t.size(); ++i) {
+    const float* row = logits.data() + i * V;
+    double m = row[0];
+    for (uint32_t v = 1; v < V; ++v) m = std::max(m, double(row[v]));
+    double sum = 0;
+    for (uint32_t v = 0; v < V; ++v) sum += std::exp(double(row[v]) - m);
+    log_probability += double(row[t[i + 1]]) - m - std::log(sum);
+  }
+  const size_t scored = t.size() - 1;
+  const double perplexity = scored ? std::exp(-log_probability / double(scored)) : 1.0;
   if (json) {
-    nlohmann::json j = {{"logits_file", *out},
-                        {"shape", {t.size(), model->config().tgt_vocab_size}},
+    nlohmann::json j = {{"shape", {t.size(), V}},
                         {"dtype", "float32"},
+                        {"scored_tokens", scored},
+                        {"log_probability", log_probability},
+                        {"perplexity", perplexity},
                         {"device", ctx.capabilities().name}};
+    if (out) j["logits_file"] = *out;
     std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("log-probability %.6f over %zu tokens (each after the first), perplexity %.4f%s%s\n", log_probability,
+                scored, perplexity, out ? "; logits written to " : "", out ? out->c_str() : "");
   }
   if (ma.profile) std::fprintf(stderr, "%s", session.profile_report().c_str());
   return 0;

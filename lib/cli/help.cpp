@@ -5,6 +5,7 @@
 #include "args.hpp"
 #include "vkformer/context.hpp"
 #include "vkformer/model.hpp"
+#include "vkformer/vkformer.h"
 
 namespace vkf::cli {
 
@@ -18,9 +19,10 @@ const OptionSpec kPrecision{"--precision", "fp32|fp16", K::Text, "storage precis
 const OptionSpec kProfile{"--profile", nullptr, K::Switch, "per-dispatch GPU times and counters on stderr"};
 const OptionSpec kMaxNewTokens{"--max-new-tokens", "N", K::Integer, "at most N tokens per output", 1, 1 << 16};
 const OptionSpec kBeam{"--beam", "K", K::Integer, "beam search of width K (1: greedy)", 1, GenerateOptions::kMaxBeam};
-const OptionSpec kSeq2SeqModel{"--model", "DIR", K::Text,
-                               "an encoder-decoder model directory: torch-seq2seq, or Hugging Face\n"
-                               "marian or bart as save_pretrained writes it"};
+const OptionSpec kModel{"--model", "DIR", K::Text,
+                        "a model directory: vkformer's torch-seq2seq, or a Hugging Face directory\n"
+                        "as save_pretrained writes it: marian or bart (encoder-decoders); gpt2,\n"
+                        "llama, mistral or qwen2 (decoder-only)"};
 
 }  // namespace
 
@@ -45,6 +47,25 @@ const std::vector<CommandSpec>& commands() {
          "generation defaults), loaded on the chosen device"},
         {"--precision", "fp32|fp16", K::Text, "with --model: the precision to load it in (default fp32)"},
         kJson}},
+      {"help", "this overview, or one command's options", "usage: vkformer help [COMMAND]",
+       "Prints the list of commands, or with COMMAND its usage and options (as\n"
+       "`vkformer COMMAND --help`).",
+       {}, "COMMAND"},
+      {"version", "vkformer's version and its C ABI version", "usage: vkformer version [--json]",
+       "Prints vkformer's version and the C API's ABI version (VKF_ABI_VERSION in\n"
+       "vkformer.h; docs/c-api.md says what each changed).",
+       {kJson}},
+      {"tokenize", "text to token ids, or ids to text, with a model's tokenizer",
+       "usage: vkformer tokenize --model DIR [--json] [--] \"text\" ...\n"
+       "       vkformer tokenize --model DIR --ids 5,17,9 [--json]",
+       "Prints each text's ids as `generate` takes them (a BART source with <s> and </s>, a\n"
+       "Llama prompt with its BOS: as transformers encodes it), one comma-separated line per\n"
+       "text; or with --ids, their text (special tokens left out, as transformers' decode\n"
+       "with skip_special_tokens). Reads the tokenizer's files only: no device is opened.",
+       {kModel,
+        {"--ids", "IDS", K::Text, "comma-separated ids to turn into text instead"},
+        {"--json", nullptr, K::Switch, "one JSON object: the tokenizer, and each text with its ids (schema: docs/cli.md)"}},
+       "TEXT"},
       {"selftest", "compile a shader, run it on the chosen device, check the answer", "usage: vkformer selftest [--json]",
        "Compiles a small kernel, runs it on the chosen device and checks every element\n"
        "against the CPU. Exit status 0 only when it matches and the validation layer (when\n"
@@ -52,14 +73,15 @@ const std::vector<CommandSpec>& commands() {
        {kJson}},
       {"generate", "target token ids from source token ids, or a prompt's continuation (greedy, beam or sampling)",
        "usage: vkformer generate --model DIR --src-ids 5,17,9[;4,2...] [options]   (encoder-decoders)\n"
-       "       vkformer generate --model DIR --ids 5,17,9[;4,2...] [options]       (decoder-only: GPT-2)",
+       "       vkformer generate --model DIR --ids 5,17,9[;4,2...] [options]       (decoder-only)\n"
+       "       vkformer generate --model DIR --prompt \"text\" [options]             (decoder-only, with a tokenizer)",
        "Prints the generated target ids after BOS, one line per source (EOS included when\n"
        "produced); a decoder-only model's new ids after each prompt, the prompt's ids used\n"
        "exactly as given (no BOS added). A warning on stderr names any output cut at\n"
        "--max-new-tokens. A Hugging Face model's generation_config.json gives the defaults, as\n"
        "`translate` takes them; options override them. Sampling options need --temperature,\n"
        "which does not combine with --beam above 1.",
-       {kSeq2SeqModel,
+       {kModel,
         {"--src-ids", "IDS", K::Text, "an encoder-decoder's comma-separated source ids; several separated by ';'"},
         {"--ids", "IDS", K::Text, "a decoder-only model's comma-separated prompt ids; several separated by ';'"},
         {"--prompt", "TEXT", K::Text, "a decoder-only model's prompt as text (its tokenizer): the continuation\n"
@@ -87,17 +109,20 @@ const std::vector<CommandSpec>& commands() {
         {"--warmup", nullptr, K::Switch, "generate once untimed first (pipelines compiled, caches warm)"},
         kProfile,
         {"--json", nullptr, K::Switch, "one JSON object: ids, times, counters (schema: docs/cli.md)"}}},
-      {"score", "teacher-forced logits of a target given a source, or of a token sequence, as .npy",
-       "usage: vkformer score --model DIR --src-ids 5,17,9 --tgt-ids 1,7,8 --logits-out FILE.npy [options]\n"
-       "       vkformer score --model DIR --ids 5,17,9 --logits-out FILE.npy [options]   (decoder-only)",
-       "Writes the logits [len(tgt), tgt_vocab] (decoder-only: [len(ids), vocab], row i\n"
-       "predicting token i+1) as a float32 .npy file (written whole or not at all: a temporary\n"
-       "file renamed after a flushed write; README: files vkformer writes).",
-       {kSeq2SeqModel,
+      {"score", "how likely a target given a source, or a token sequence, is: log-probability, perplexity, logits",
+       "usage: vkformer score --model DIR --src-ids 5,17,9 --tgt-ids 1,7,8 [--logits-out FILE.npy] [options]\n"
+       "       vkformer score --model DIR --ids 5,17,9 [--logits-out FILE.npy] [options]   (decoder-only)",
+       "Prints the total log-probability (natural log) of every token after the first given\n"
+       "the ones before it, how many tokens that scores, and their perplexity,\n"
+       "exp(-log-probability / tokens). --logits-out also writes the logits [len(tgt),\n"
+       "tgt_vocab] (decoder-only: [len(ids), vocab], row i predicting token i+1) as a float32\n"
+       ".npy file (written whole or not at all: a temporary file renamed after a flushed\n"
+       "write; README: files vkformer writes).",
+       {kModel,
         {"--src-ids", "IDS", K::Text, "an encoder-decoder's source ids, comma-separated"},
         {"--tgt-ids", "IDS", K::Text, "its target's ids, starting with BOS"},
         {"--ids", "IDS", K::Text, "a decoder-only model's token ids, used as given"},
-        {"--logits-out", "FILE", K::Text, "where the .npy goes (required)"},
+        {"--logits-out", "FILE", K::Text, "also write the logits to this .npy file"},
         kPrecision, kProfile,
         {"--json", nullptr, K::Switch, "one JSON object describing what was written (schema: docs/cli.md)"}}},
       {"translate", "text in, text out with the model's tokenizer",
@@ -109,7 +134,7 @@ const std::vector<CommandSpec>& commands() {
        "status is 1 at the end. Input longer than the model's max_position is an error unless\n"
        "--truncate is given; an output cut at --max-new-tokens is warned about. Text that\n"
        "begins with '-' goes after --.",
-       {kSeq2SeqModel,
+       {kModel,
         {"--beam", "K", K::Integer, "beam search of width K (default: the model's num_beams, else 1: greedy)", 1,
          GenerateOptions::kMaxBeam},
         {"--batch", "N", K::Integer, "at most N inputs per batch (default 64)", 1, 4096},
@@ -211,7 +236,33 @@ std::string overview() {
     name.resize(12, ' ');
     s += "  " + name + c.summary + "\n";
   }
-  return s + "\ncommon options:\n" + describe(common_options());
+  return s + "\ncommon options:\n" + describe(common_options()) +
+         "\nexit status: 0 done; 1 an error, named on stderr (bad options, input or files, a device\n"
+         "failure, a failed write to standard output); 2 no command or an unknown one.\n";
+}
+
+}  // namespace vkf::cli
+
+namespace vkf::cli {
+
+int help_command(const Args& args) {
+  if (args.rest().size() > 1) throw Error("help takes one command at most");
+  if (args.rest().empty()) {
+    std::fputs(overview().c_str(), stdout);
+    return 0;
+  }
+  const CommandSpec* spec = find_command(args.rest()[0]);
+  if (!spec) throw Error("unknown command '" + args.rest()[0] + "' (vkformer help lists them)");
+  std::fputs(command_help(*spec).c_str(), stdout);
+  return 0;
+}
+
+int version_command(const Args& args) {
+  if (args.flag("--json"))
+    std::printf("{\"vkformer_version\":\"%s\",\"abi_version\":%d}\n", vkf::version(), VKF_ABI_VERSION);
+  else
+    std::printf("vkformer %s (C ABI %d)\n", vkf::version(), VKF_ABI_VERSION);
+  return 0;
 }
 
 }  // namespace vkf::cli

@@ -107,7 +107,7 @@ int info(const Args& args) {
   const auto model = args.value("--model");
   if (args.given("--precision") && !model) throw Error("--precision is for --model DIR (the precision to load it in)");
   if (model) {
-    model_architecture(*model);  // a clear error for a missing directory, a file, no config.json
+    checked_model_dir(*model);  // a clear error for a missing directory, a file, no config.json
     return model_info(*model, json, options, precision(args));
   }
   auto devices = list_devices(options);

@@ -8,6 +8,7 @@
 #include "args.hpp"
 #include "vkformer/context.hpp"
 #include "vkformer/error.hpp"
+#include "vkformer/vkformer.h"
 
 namespace {
 
@@ -31,6 +32,9 @@ int run(const vkf::cli::CommandSpec& spec, int argc, char** argv) {
   if (command == "score") return vkf::cli::score(args);
   if (command == "translate") return vkf::cli::translate(args);
   if (command == "tune") return vkf::cli::tune(args);
+  if (command == "tokenize") return vkf::cli::tokenize(args);
+  if (command == "help") return vkf::cli::help_command(args);
+  if (command == "version") return vkf::cli::version_command(args);
   return vkf::cli::forecast(args);
 }
 
@@ -42,7 +46,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : finish_stdout(0, "--help");
   }
   if (!std::strcmp(argv[1], "--version")) {
-    std::printf("vkformer %s\n", vkf::version());
+    std::printf("vkformer %s (C ABI %d)\n", vkf::version(), VKF_ABI_VERSION);
     return finish_stdout(0, "--version");
   }
   const std::string command = argv[1];

@@ -1,4 +1,5 @@
 #pragma once
+#include <filesystem>
 #include <string>
 
 #include "args.hpp"
@@ -21,11 +22,22 @@ inline DType precision(const Args& args) {
   return args.choice("--precision", "fp32", {"fp32", "fp16"}) == "fp16" ? DType::F16 : DType::F32;
 }
 
+// A model directory as the user named it: a missing one, a file or a directory without
+// config.json is an error that says what --model takes.
+inline std::string checked_model_dir(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(dir, ec))
+    throw Error("model '" + dir + "' is a file; --model takes the model's directory (config.json, model.safetensors)");
+  model_architecture(dir);
+  return dir;
+}
+
 // --model DIR, required, holding a model of `architecture`; a model of another kind
 // names the command that runs it.
 inline std::string model_dir(const Args& args, const std::string& architecture) {
   auto dir = args.value("--model");
   if (!dir) throw Error("--model DIR is required (see --help)");
+  checked_model_dir(*dir);
   std::string found = model_architecture(*dir);
   if (found == "marian" || found == "bart") found = "torch-seq2seq";  // Hugging Face encoder-decoders run the same way
   if (found != architecture) {

@@ -33,7 +33,8 @@ int translate(const Args& args) {
   const Tokenizer& tokenizer = *tokenizer_ptr;
   const ModelConfig& c = model->config();
   if (tokenizer.size() != c.src_vocab_size)
-    throw Error("vocab.json has " + std::to_string(tokenizer.size()) + " tokens but the model's source vocabulary has " +
+    throw Error("the tokenizer, " + tokenizer.describe() + ", has " + std::to_string(tokenizer.size()) +
+                " tokens but the model's source vocabulary has " +
                 std::to_string(c.src_vocab_size));
   GenerateOptions o = GenerateOptions::defaults(c);
   if (!c.hugging_face) o.max_new_tokens = 32;

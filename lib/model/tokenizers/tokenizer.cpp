@@ -35,7 +35,7 @@ std::unique_ptr<Tokenizer> Tokenizer::for_model(const ModelFiles& files) {
     if (files.has("tokenizer.json"))
       return model::BartTokenizer::from_tokenizer_json(files, config.count("vocab_size", 1));
     throw Error("model " + files.label() + " has no tokenizer (tokenizer.model, SentencePiece's, or tokenizer.json): "
-                "give token ids (`vkformer generate --ids`, or ids to Session::generate)", ErrorKind::NotFound);
+                "give token ids instead", ErrorKind::NotFound);
   }
   if (architecture != "torch-seq2seq")  // the loader's words, so every command says the same
     config.fail(config.has("model_type")
@@ -45,7 +45,7 @@ std::unique_ptr<Tokenizer> Tokenizer::for_model(const ModelFiles& files) {
   if (!files.has("vocab.json"))
     throw Error("model " + files.label() + " has no vocab.json, the character vocabulary that text needs (its format: "
                 "README, \"Bring your own PyTorch model\"; tools/export.py writes it given tokens=[...]); "
-                "without one, `vkformer generate --src-ids` takes token ids");
+                "without one, give token ids instead", ErrorKind::NotFound);
   return std::make_unique<CharTokenizer>(CharTokenizer::from_file(files, "vocab.json", vocab));
 }
 
