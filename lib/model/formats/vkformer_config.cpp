@@ -16,8 +16,7 @@ std::string model_architecture(const ModelFiles& files) {
   } else if (!fs::exists(directory, ec)) {
     throw Error("model directory '" + directory + "' does not exist", ErrorKind::NotFound);
   } else if (!fs::is_directory(directory, ec)) {
-    throw Error("model '" + directory + "' is a file: a model is the directory that holds config.json and model.safetensors",
-                ErrorKind::InvalidInput);
+    throw Error("model '" + directory + "' is a file: a model is the directory that holds config.json and model.safetensors");
   }
   const model::ConfigReader r(files, "config.json");
   if (r.has("architecture")) return r.string("architecture");

@@ -54,18 +54,24 @@ std::string TextStream::push(uint32_t id) {
     given_ += piece;
     window_given_ += piece.size();
   }
-  // Every id before the newest is given: the window restarts at the newest.
+  // Every id before the newest is given: the window restarts at the newest, with the one
+  // before as context when that has text of its own (SentencePiece's "▁" alone decodes to
+  // "", and the space it stands for would be lost at the start of a window).
+  bool restarted = false;
   if (last_known && ids_.size() - start_ >= 2 && window_given_ >= last_text_.size() &&
       text->compare(0, last_text_.size(), last_text_) == 0) {
     const size_t n = ids_.size();
-    window_given_ -= last_text_.size();
-    last_text_ = text->substr(last_text_.size());
-    context_ = n - 2;
-    start_ = n - 1;
-    context_text_ = tokenizer_.decode({ids_[n - 2]});
-  } else {
-    last_text_ = *text;
+    std::string context = tokenizer_.decode({ids_[n - 2]});
+    if (context.find_first_not_of(" \t\n") != std::string::npos) {
+      window_given_ -= last_text_.size();
+      last_text_ = text->substr(last_text_.size());
+      context_ = n - 2;
+      start_ = n - 1;
+      context_text_ = std::move(context);
+      restarted = true;
+    }
   }
+  if (!restarted) last_text_ = *text;
   return piece;
 }
 
