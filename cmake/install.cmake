@@ -35,4 +35,8 @@ install(FILES ${PROJECT_BINARY_DIR}/vkformerConfig.cmake ${PROJECT_BINARY_DIR}/v
 # (cmake --install --prefix, DESTDIR), not only at CMAKE_INSTALL_PREFIX.
 file(RELATIVE_PATH VKF_PC_TO_PREFIX "/root/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/root")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/vkformer.pc.in ${PROJECT_BINARY_DIR}/vkformer.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/vkformer.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# vkformer-static.pc names the archive itself: `pkg-config --static vkformer` would only
+# add the private libraries after -lvkformer, which the linker resolves to the .so.
+configure_file(${PROJECT_SOURCE_DIR}/cmake/vkformer-static.pc.in ${PROJECT_BINARY_DIR}/vkformer-static.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/vkformer.pc ${PROJECT_BINARY_DIR}/vkformer-static.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -94,6 +94,7 @@ std::string bench_chart(const std::vector<nlohmann::json>& reports) {
         }
       if (run.contains("model"))
         for (auto& r : run["model"]["greedy"]) {
+          if (r.contains("skipped")) continue;  // a batch the device could not hold
           std::string k = "batch " + std::to_string(r["batch"].get<int>());
           d.values[k] = r["tokens_per_second"];
           if (std::find(batches.begin(), batches.end(), k) == batches.end()) batches.push_back(k);

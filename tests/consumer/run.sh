@@ -50,6 +50,14 @@ cc -std=c99 -Wall -Wextra -pedantic "$src/samples/c_translate/translate.c" $(pkg
 out=$(env -u LD_LIBRARY_PATH "$work/translate_pc" "$model" "March 3, 1998")
 echo "$out"
 grep -q -- "-> $want" <<<"$out" || { echo "FAIL: the pkg-config build did not print $want"; exit 1; }
+# The static library through vkformer-static.pc: no libvkformer.so needed at run time.
+cc -std=c99 -Wall -Wextra -pedantic "$src/samples/c_translate/translate.c" $(pkg-config --cflags --libs vkformer-static) \
+   -o "$work/translate_pc_static"
+libs=$(ldd "$work/translate_pc_static")
+! grep -q "libvkformer" <<<"$libs" || { echo "FAIL: vkformer-static.pc linked libvkformer.so"; exit 1; }
+out=$(env -u LD_LIBRARY_PATH "$work/translate_pc_static" "$model" "March 3, 1998")
+echo "$out"
+grep -q -- "-> $want" <<<"$out" || { echo "FAIL: the vkformer-static.pc build did not print $want"; exit 1; }
 # An app's own C99 program on the installed header alone (tests/consumer/model_facts.c):
 # model facts size its buffers, a batch of three sources is tokenized, translated and
 # detokenized, and a missing model, bad input and a memory budget give distinct statuses.
@@ -60,4 +68,4 @@ echo "$out"
 grep -q -- "-> 1969-12-25" <<<"$out" && grep -q "all as expected" <<<"$out" ||
   { echo "FAIL: the C API program did not translate its batch or tell the failures apart"; exit 1; }
 
-echo "consumers: find_package (C and C++ shared, static beside the loader, C-only static) and pkg-config with an rpath (the translate sample and a C99 app's model facts, batch and statuses) all translate"
+echo "consumers: find_package (C and C++ shared, static beside the loader, C-only static), pkg-config static (vkformer-static.pc) and with an rpath (the translate sample and a C99 app's model facts, batch and statuses) all translate"
