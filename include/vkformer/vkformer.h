@@ -273,7 +273,9 @@ VKF_API vkf_status vkf_detokenize(const vkf_model* model, const uint32_t* ids, s
 /** A session on a model: its own activation memory, for one thread at a time. */
 VKF_API vkf_status vkf_session_create(vkf_model* model, vkf_session** session);
 /** Releases a session. A job still running on it is cancelled and waited for (the job's
- *  handle stays valid until vkf_job_free). */
+ *  handle stays valid until vkf_job_free). Called from that job's own on_token, it frees
+ *  nothing (the job is running on the session below the call): vkf_last_error and the
+ *  context's log say so; free it once the job has ended. */
 VKF_API void vkf_session_free(vkf_session* session);
 /** Compiles every pipeline the session's model uses (at load time, so the first request
  *  does not stall a frame); the on-disk caches keep them for the next run. */
@@ -460,7 +462,9 @@ VKF_API vkf_status vkf_job_cancel(vkf_job* job);
 VKF_API vkf_status vkf_job_text(vkf_job* job, char* out, size_t capacity, size_t* needed);
 /** A finished generation job's tokens, as vkf_generate gives them; ::VKF_PENDING while it runs. */
 VKF_API vkf_status vkf_job_tokens(vkf_job* job, uint32_t* tokens, size_t capacity, size_t* count);
-/** Cancels a running job, waits for it to end, and frees it. Accepts NULL. */
+/** Cancels a running job, waits for it to end, and frees it. Accepts NULL. Called from the
+ *  job's own on_token, it frees nothing (a thread cannot wait for itself): vkf_last_error
+ *  and the context's log say so; free the job once it has ended (vkf_job_poll). */
 VKF_API void vkf_job_free(vkf_job* job);
 
 /** How many times the calling thread has waited for the GPU inside vkformer: a frame

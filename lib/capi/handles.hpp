@@ -182,6 +182,10 @@ constexpr size_t kFirstContextOptionsSize = offsetof(vkf_context_options, memory
 constexpr size_t kFirstGenerateStatsSize = offsetof(vkf_generate_stats, prompt_tokens);
 bool generate_options_size_ok(const char* function, uint32_t size);
 
+// vkf_job_free or vkf_session_free from the job's own on_token: a no-op, said in the
+// thread's last error and as a warning through the context's log.
+void refuse_from_callback(const char* function, const vkf_session* session);
+
 // Session::generate on the session (which the caller holds), keeping the outputs as its
 // last result (vkf_session_last_tokens) and ending each output's stream (g.finish).
 struct Generation;

@@ -157,6 +157,12 @@ vkf_status vkf_job_tokens(vkf_job* job, uint32_t* tokens, size_t capacity, size_
 
 void vkf_job_free(vkf_job* job) {
   if (!job) return;
+  if (job->worker.get_id() == std::this_thread::get_id()) {
+    // From the job's own on_token: its thread cannot wait for itself, and the job's
+    // state is in use below this call. Nothing is freed; the app frees it once it ends.
+    capi::refuse_from_callback("vkf_job_free", job->session);
+    return;
+  }
   job->cancel = true;
   if (job->worker.joinable()) job->worker.join();
   if (job->session) {

@@ -68,6 +68,13 @@ vkf_status last_output(const char* function, const vkf_session* session, size_t 
   return VKF_OK;
 }
 
+void refuse_from_callback(const char* function, const vkf_session* session) {
+  last_error = std::string(function) +
+               ": called from the job's own on_token, where the job and its session are in use: nothing was freed "
+               "(free them once the job has ended, from any other thread)";
+  if (session) session->ctx->log(vkf::LogLevel::Warning, last_error);
+}
+
 bool struct_size_ok(const char* function, const char* type, uint32_t size, size_t first, size_t current,
                     std::initializer_list<Field> fields) {
   bool between_fields = size >= first && size <= current;
@@ -309,6 +316,10 @@ vkf_status vkf_session_create(vkf_model* model, vkf_session** session) {
 
 void vkf_session_free(vkf_session* session) {
   if (!session) return;
+  if (session->job && session->job->worker.get_id() == std::this_thread::get_id()) {
+    capi::refuse_from_callback("vkf_session_free", session);  // the job runs on it, below this call
+    return;
+  }
   if (vkf_job* job = session->job) {  // a job still runs on it: end it first (its handle stays valid)
     job->cancel = true;
     if (job->worker.joinable()) job->worker.join();

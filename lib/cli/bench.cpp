@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "bench.hpp"
+#include "bounded_json.hpp"
 #include "commands.hpp"
 #include "sample_models.hpp"
 #include "options.hpp"
@@ -106,10 +107,18 @@ int bench(const Args& args) {
     std::vector<nlohmann::json> reports;
     for (auto& f : extra) {
       require_regular_file(f, "report");
-      std::ifstream in(f);
+      std::ifstream in(f, std::ios::binary);
       if (!in) throw Error("cannot read report " + f);
+      std::string text;
+      constexpr size_t kMostReportBytes = 64u << 20;  // a report of every device is a few hundred KB
+      text.resize(kMostReportBytes + 1);
+      in.read(text.data(), long(text.size()));
+      text.resize(size_t(in.gcount()));
+      if (text.size() > kMostReportBytes) throw Error("report " + f + " is larger than 64 MiB, which no bench report is");
       try {
-        reports.push_back(nlohmann::json::parse(in));
+        reports.push_back(json_limits::parse(text));
+      } catch (const json_limits::TooDeep& e) {
+        throw Error("report " + f + " is " + e.what());
       } catch (const std::exception& e) {
         throw Error("report " + f + " is not valid JSON: " + e.what());
       }

@@ -2,6 +2,7 @@
 // or Marian's SentencePiece) and generation settings; a line-by-line filter on standard input.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -75,8 +76,16 @@ int translate(const Args& args) {
       empty[k] = inputs[k].empty() || ids.empty();  // an empty input: an empty output, no model call
       if (!empty[k]) sources.push_back(std::move(ids));
     }
+    // A decoder-only model's default length: within the positions the batch's longest
+    // prompt leaves (as generate and the C API take it).
+    GenerateOptions batch_o = o;
+    if (c.decoder_only && !max_new_tokens) {
+      size_t longest = 0;
+      for (const auto& src : sources) longest = std::max(longest, src.size());
+      batch_o.max_new_tokens = GenerateOptions::defaults(c, longest).max_new_tokens;
+    }
     std::vector<std::vector<uint32_t>> outs;
-    if (!sources.empty()) outs = session.generate(sources, o);
+    if (!sources.empty()) outs = session.generate(sources, batch_o);
     for (size_t k = 0, s = 0; k < inputs.size(); ++k) {
       if (!problem[k].empty()) {
         // Named on stderr with its number; on stdout an empty line keeps a filter's lines
@@ -90,7 +99,7 @@ int translate(const Args& args) {
       const bool finished = empty[k] || (!ids.empty() && ids.back() == c.eos_id);
       if (!finished)
         std::fprintf(stderr, "vkformer translate: warning: %s %zu stopped at --max-new-tokens %u before the end token\n",
-                     what, first + k, o.max_new_tokens);
+                     what, first + k, batch_o.max_new_tokens);
       const std::string text = tokenizer.decode(ids);
       if (json) {
         nlohmann::json j = {{"input", inputs[k]}, {"output", text},   {"ids", ids},

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "bounded_json.hpp"
 #include "vkformer/env.hpp"
 #include "vkformer/gemm_tuning.hpp"
 #include "vkformer/hash.hpp"
@@ -259,7 +260,9 @@ std::optional<GemmTuning> parse_gemm_tuning(const std::string& text, const std::
   if (text.size() > (64u << 10)) return fail("larger than 64 KiB, which no tuning file is");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
+    j = json_limits::parse(text);
+  } catch (const json_limits::TooDeep& e) {
+    return fail(e.what());
   } catch (const std::exception&) {
     return fail("not valid JSON");
   }

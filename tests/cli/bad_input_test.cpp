@@ -332,7 +332,7 @@ TEST(BadInput, Tokenizers) {
     json v = json::parse(slurp(s / "vocab.json"));
     v["tokens"].erase(v["tokens"].size() - 1);
     spit(s / "vocab.json", v.dump());
-    check(translate(s), {1, "vocab.json has 53 tokens but the model's source vocabulary has 54"});
+    check(translate(s), {1, "characters (vocab.json), has 53 tokens but the model's source vocabulary has 54"});
   }
   {
     Scratch s(kDates);

@@ -94,6 +94,65 @@ TEST(CommandLine, HelpDescribesEveryOption) {
   }
 }
 
+// The first hour's commands: help (the list, one command's options, an unknown one),
+// version with the C ABI, tokenize both ways, score's totals without a file, and --help
+// naming every family.
+TEST(CommandLine, HelpVersionTokenizeAndScoreTotals) {
+  const std::string gpt2 = kSource + "/tests/hf/gpt2/lm", llama = kSource + "/tests/hf/llama/with_tokenizer";
+  CliRun r = run_cli({"help"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char* c : {"tokenize", "version", "help", "generate", "exit status"})
+    EXPECT_NE(r.out.find(c), std::string::npos) << c << " missing from\n" << r.out;
+  r = run_cli({"help", "generate"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, run_cli({"generate", "--help"}).out);
+  expect_error({"help", "genrate"}, "unknown command 'genrate'");
+  r = run_cli({"version"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("(C ABI 4)"), std::string::npos) << r.out;
+  EXPECT_EQ(run_cli({"--version"}).out, r.out);
+  for (const char* command : {"generate", "score", "translate"}) {
+    const std::string help = run_cli({command, "--help"}).out;
+    for (const char* family : {"marian", "bart", "gpt2", "llama", "mistral", "qwen2"})
+      EXPECT_NE(help.find(family), std::string::npos) << command << " --help does not name " << family;
+  }
+  // Text to ids and back, as the model's generate takes them.
+  r = run_cli({"tokenize", "--model", llama, "Hello world", "日本"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string hello, japanese;
+  std::getline(lines, hello);
+  std::getline(lines, japanese);
+  EXPECT_EQ(hello.rfind("357,", 0), 0u) << "Llama 3's <|begin_of_text|> first: " << hello;
+  r = run_cli({"tokenize", "--model", llama, "--ids", hello});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "Hello world\n");
+  expect_error({"tokenize", "--model", llama, "--ids", "5,99999"}, "--ids entry 1 is 99999, outside the tokenizer's 359 tokens");
+  expect_error({"tokenize", "--model", llama}, "give the text to tokenize");
+  expect_error({"tokenize", "--model", kSource + "/tests/hf/llama/gqa", "x"}, "has no tokenizer");
+  // score: the totals on one line, no .npy needed.
+  r = run_cli({"score", "--model", gpt2, "--ids", "5,17,9,4"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("log-probability -"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("over 3 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("perplexity "), std::string::npos) << r.out;
+  // info --model on a Llama (it once read past a name table) and a forecaster's pointer.
+  r = run_cli({"info", "--model", llama});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("rotary, rope_theta 10000"), std::string::npos) << r.out;
+  expect_error({"info", "--model", kSource + "/samples/forecast"}, "`vkformer forecast --model");
+  expect_error({"info", "--precision", "fp16"}, "--precision is for --model DIR");
+}
+
+// A decoder-only model's text through translate takes the default length within its
+// positions (it once asked for 64 new tokens after any prompt).
+TEST(CommandLine, TranslateContinuesADecoderOnlyPromptWithinItsPositions) {
+  const CliRun r = run_cli({"translate", "--model", kSource + "/tests/hf/llama/with_tokenizer", "--json", "The date is"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["ids"].size(), 57u) << "65 - 8 prompt tokens";
+}
+
 TEST(CommandLine, AnUnsupportedModelGetsOneMessageFromEveryCommand) {
   Dir d;
   fs::copy(kMarian, d.path, fs::copy_options::recursive | fs::copy_options::overwrite_existing);

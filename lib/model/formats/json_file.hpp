@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bounded_json.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/model_files.hpp"
 
@@ -28,7 +29,9 @@ inline nlohmann::json read_json_object(const ModelFiles& files, const std::strin
   auto fail = [&](const std::string& why) { throw Error(std::string(what) + " " + files.where(name) + ": " + why); };
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
+    j = json_limits::parse(text);  // nesting bounded before anything is built
+  } catch (const json_limits::TooDeep& e) {
+    fail(e.what());
   } catch (const std::exception& e) {
     fail(std::string("is not valid JSON: ") + e.what());
   }

@@ -89,7 +89,9 @@ std::vector<std::string> SafeTensors::add_file(const ModelFiles& files, const st
          " vkformer reads (about 100,000 tensors' worth)");
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
+    header = json_limits::parse(std::string_view(reinterpret_cast<const char*>(bytes) + 8, header_len));
+  } catch (const json_limits::TooDeep& e) {
+    fail(std::string("the header is ") + e.what());
   } catch (const std::exception& e) {
     fail(std::string("the header is not valid JSON: ") + e.what());
   }

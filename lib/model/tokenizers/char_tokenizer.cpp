@@ -54,7 +54,7 @@ CharTokenizer CharTokenizer::from_file(const ModelFiles& files, const std::strin
       const auto& v = j[key];
       if (!v.is_number_unsigned() || v.get<uint64_t>() >= t.tokens_.size())
         fail(std::string("field '") + key + "' must be a token id from 0 to " + std::to_string(t.tokens_.size() - 1) +
-             ", got " + v.dump());
+             ", got " + json_limits::shown(v));
       id = v.get<uint32_t>();
     } else {
       auto it = t.index_.end();

@@ -79,7 +79,7 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
             {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]})");
     if (norm != expected_norm)
       fail("with byte_fallback, the normalizer must be Prepend(\u2581) then Replace(' ', \u2581) as transformers' "
-           "LlamaConverter writes it; this one is '" + norm.dump() + "'");
+           "LlamaConverter writes it; this one is '" + json_limits::shown(norm) + "'");
     if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null())
       fail("with byte_fallback, pre_tokenizer '" + type_of(j["pre_tokenizer"]) + "' is not supported (vkformer reads "
            "the Prepend/Replace layout with none)");
