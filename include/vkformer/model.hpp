@@ -34,6 +34,7 @@ struct GenerationDefaults {
   float length_penalty = 1.0f;
   int early_stopping = 0;  // 0: false (stop when the best unfinished beam cannot win), 1: true, -1: "never"
   uint32_t max_length = 20, min_length = 0, no_repeat_ngram_size = 0;  // lengths count the start token
+  bool max_length_given = false;  // a decoder-only model's max_length (prompt included) is then its default
   float repetition_penalty = 1.0f;
   std::vector<std::vector<uint32_t>> bad_words_ids;
   std::optional<uint32_t> forced_bos_id, forced_eos_id;

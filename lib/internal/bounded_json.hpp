@@ -43,3 +43,33 @@ inline std::string shown(const nlohmann::json& v, size_t most = 80) {
 }
 
 }  // namespace vkf::json_limits
+
+namespace vkf::json_limits {
+
+// A field of the wrong type: its name and what it holds, for the reader to prefix with its file.
+struct WrongType : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// object[key] as T, or `fallback` when the object lacks it (or holds null); a value of
+// another type throws WrongType naming the key ("field 'special' must be a boolean, got
+// \"yes\""), never nlohmann's bare "type must be boolean, but is string".
+template <class T>
+T field(const nlohmann::json& object, const char* key, const T& fallback) {
+  if (!object.is_object() || !object.contains(key) || object[key].is_null()) return fallback;
+  const nlohmann::json& v = object[key];
+  if constexpr (std::is_same_v<T, nlohmann::json>) {
+    return v;
+  } else {
+    const bool ok = std::is_same_v<T, bool>          ? v.is_boolean()
+                    : std::is_same_v<T, std::string> ? v.is_string()
+                                                     : v.is_number();
+    if (!ok)
+      throw WrongType(std::string("field '") + key + "' must be " +
+                      (std::is_same_v<T, bool> ? "true or false" : std::is_same_v<T, std::string> ? "a string" : "a number") +
+                      ", got " + shown(v));
+    return v.get<T>();
+  }
+}
+
+}  // namespace vkf::json_limits

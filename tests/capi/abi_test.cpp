@@ -6,6 +6,7 @@
 // vkformer.h documents returns it.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capi/handles.hpp"  // white box: the context behind a handle, to arm an injected lost device
@@ -369,6 +371,76 @@ TEST(CAbi, EachDocumentedStatusComesFromTheCallDocumentedToReturnIt) {
   h.context->ctx->inject_faults({.submit = 1});
   EXPECT_EQ(vkf_generate(h.session, ids, 3, nullptr, tokens, 256, &count), VKF_ERROR_DEVICE_LOST);
   h.context->ctx->inject_faults({});
+}
+
+// Every C entry point called from inside a job's own on_token: nothing crashes, throws
+// across the boundary or deadlocks. vkf_job_free and vkf_session_free of the running job
+// and its session free nothing and say so; calls on the busy session are BUSY; the rest work.
+struct FromCallback {
+  std::atomic<vkf_job*> job{nullptr};
+  vkf_session* session = nullptr;
+  vkf_model* model = nullptr;
+  vkf_context* context = nullptr;
+  int calls = 0;
+  std::vector<std::string> problems;
+  static int on_token(void* user, size_t, uint32_t token, const char*, size_t) {
+    auto* f = static_cast<FromCallback*>(user);
+    if (token == VKF_TOKEN_END || f->calls++) return 0;  // the first token only
+    while (!f->job.load()) std::this_thread::yield();
+    auto expect = [&](bool ok, const char* what) {
+      if (!ok) f->problems.push_back(std::string(what) + ": " + vkf_last_error());
+    };
+    vkf_job_free(f->job.load());
+    expect(std::strstr(vkf_last_error(), "nothing was freed") != nullptr, "vkf_job_free");
+    vkf_session_free(f->session);
+    expect(std::strstr(vkf_last_error(), "nothing was freed") != nullptr, "vkf_session_free");
+    uint32_t ids[] = {357, 39}, tokens[64];
+    size_t n = 0;
+    expect(vkf_generate(f->session, ids, 2, nullptr, tokens, 64, &n) == VKF_ERROR_BUSY, "vkf_generate");
+    vkf_job* other = nullptr;
+    expect(vkf_generate_start(f->session, ids, 2, nullptr, &other) == VKF_ERROR_BUSY, "vkf_generate_start");
+    expect(vkf_job_poll(f->job.load()) == VKF_PENDING, "vkf_job_poll");
+    expect(vkf_job_wait(f->job.load(), 0) == VKF_PENDING, "vkf_job_wait");
+    expect(vkf_job_tokens(f->job.load(), tokens, 64, &n) == VKF_PENDING, "vkf_job_tokens");
+    vkf_generate_stats stats{};
+    stats.struct_size = sizeof stats;
+    expect(vkf_session_stats(f->session, &stats) == VKF_ERROR_BUSY, "vkf_session_stats");
+    expect(vkf_session_last_tokens(f->session, 0, tokens, 64, &n) == VKF_ERROR_BUSY, "vkf_session_last_tokens");
+    expect(vkf_session_warmup(f->session) == VKF_ERROR_BUSY, "vkf_session_warmup");
+    expect(vkf_tokenize(f->model, "Hello", tokens, 64, &n) == VKF_OK, "vkf_tokenize");
+    char text[256];
+    expect(vkf_detokenize(f->model, ids, 2, text, sizeof text, nullptr) == VKF_OK, "vkf_detokenize");
+    vkf_model_info info{};
+    info.struct_size = sizeof info;
+    expect(vkf_model_info_get(f->model, &info) == VKF_OK, "vkf_model_info_get");
+    uint64_t allocated = 0;
+    expect(vkf_context_memory(f->context, &allocated, nullptr) == VKF_OK, "vkf_context_memory");
+    expect(vkf_job_cancel(f->job.load()) == VKF_OK, "vkf_job_cancel");
+    return 0;
+  }
+};
+
+TEST(CAbi, EveryEntryPointFromInsideTheJobsOwnCallbackIsSafe) {
+  Handles h;
+  h.open(kLlama);
+  FromCallback f;
+  f.session = h.session;
+  f.model = h.model;
+  f.context = h.context;
+  vkf_generate_options o = vkf_generate_options_default();
+  o.on_token = &FromCallback::on_token;
+  o.on_token_user = &f;
+  const uint32_t ids[] = {357, 39, 68};
+  vkf_job* job = nullptr;
+  ASSERT_EQ(vkf_generate_start(h.session, ids, 3, &o, &job), VKF_OK) << vkf_last_error();
+  f.job = job;
+  EXPECT_EQ(vkf_job_wait(job, 60000), VKF_ERROR_CANCELLED) << vkf_last_error();
+  for (const auto& p : f.problems) ADD_FAILURE() << p;
+  EXPECT_GE(f.calls, 1);
+  vkf_job_free(job);  // from this thread: freed
+  uint32_t tokens[128];
+  size_t n = 0;
+  EXPECT_EQ(vkf_generate(h.session, ids, 3, nullptr, tokens, 128, &n), VKF_OK) << "the session lives: " << vkf_last_error();
 }
 
 }  // namespace

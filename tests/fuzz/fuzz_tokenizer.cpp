@@ -3,6 +3,8 @@
 //   2  text and ids for BART's byte-level BPE (tests/hf/bart's files): any bytes, invalid
 //      UTF-8 and NUL included (both refused); valid text without special tokens must come back unchanged
 //   3  a merges.txt for BART's tokenizer
+//   4  a tokenizer.json (a Llama's of 360 tokens): its JSON (nesting bounded), vocabulary,
+//      merges (each in the vocabulary), added tokens and pipeline
 //   else  text (any bytes) to encode with the date sample's vocabulary, and ids to decode.
 #include <cstring>
 #include <filesystem>
@@ -77,6 +79,26 @@ int fuzz_bart(uint8_t what, const uint8_t* data, size_t size) {
   return 0;
 }
 
+int fuzz_tokenizer_json(const uint8_t* data, size_t size) {
+  static const fs::path d = [] {
+    const fs::path dir = fs::path(vkf::fuzz::scratch_dir()) / "tokenizer_json";
+    fs::create_directories(dir);
+    const char config[] = R"({"model_type": "llama", "vocab_size": 360})";
+    vkf::fuzz::write_file((dir / "config.json").string(), reinterpret_cast<const uint8_t*>(config), sizeof config - 1);
+    return dir;
+  }();
+  vkf::fuzz::write_file((d / "tokenizer.json").string(), data, size);
+  try {
+    const auto t = vkf::model::BartTokenizer::from_tokenizer_json(vkf::ModelFiles(d.string()), 360);
+    const auto ids = t->encode("Hello world, 12 \xe6\x97\xa5!");
+    for (uint32_t id : ids)
+      if (id >= 360) std::abort();  // every id is the model's
+    (void)t->decode(ids);
+  } catch (const vkf::Error&) {
+  }
+  return 0;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -92,6 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   if (data[0] == 2 || data[0] == 3) return fuzz_bart(data[0], data + 1, size - 1);
+  if (data[0] == 4) return fuzz_tokenizer_json(data + 1, size - 1);
   static const vkf::CharTokenizer dates = vkf::CharTokenizer::from_file(VKF_SOURCE_DIR "/samples/dates/vocab.json");
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   std::vector<uint32_t> encoded;

@@ -44,6 +44,8 @@ GenerateOptions GenerateOptions::defaults(const ModelConfig& c) {
 GenerateOptions GenerateOptions::defaults(const ModelConfig& c, size_t longest_prompt) {
   GenerateOptions o = defaults(c);
   // P prompt tokens and N new ones use P + N - 1 positions (the last is never fed back).
+  if (c.decoder_only && c.generation.max_length_given && longest_prompt >= 1)  // transformers' max_length: prompt included
+    o.max_new_tokens = c.generation.max_length > longest_prompt ? uint32_t(c.generation.max_length - longest_prompt) : 1;
   if (c.decoder_only && longest_prompt >= 1 && longest_prompt <= c.max_position)
     o.max_new_tokens = std::min<uint32_t>(o.max_new_tokens, uint32_t(c.max_position - longest_prompt + 1));
   return o;

@@ -50,7 +50,10 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
     else
       r.fail("field 'early_stopping' must be true, false or \"never\"");
   }
-  if (r.has("max_length")) g.max_length = r.count("max_length", 1, c.max_position + 1);
+  if (r.has("max_length")) {
+    g.max_length = r.count("max_length", 1, c.decoder_only ? UINT32_MAX : c.max_position + 1);
+    g.max_length_given = true;
+  }
   if (r.has("min_length")) g.min_length = r.count("min_length", 0, c.max_position + 1);
   if (r.has("no_repeat_ngram_size")) g.no_repeat_ngram_size = r.count("no_repeat_ngram_size", 0, 1024);
   if (r.has("repetition_penalty"))
@@ -77,6 +80,22 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
     r.fail("field 'eos_token_id' differs from config.json's");
   if (r.has("decoder_start_token_id") && hf_token_id(r, "decoder_start_token_id", V) != c.bos_id)
     r.fail("field 'decoder_start_token_id' differs from config.json's");
+  if (c.decoder_only) {
+    // A decoder-only model's generation runs greedy or sampled steps with the repetition
+    // penalty, and takes max_length as transformers does (prompt included): a processor
+    // or beam setting it would not apply is refused by name, never dropped.
+    auto unrun = [&](const char* key, bool set, const char* what) {
+      if (set)
+        r.fail("field '" + std::string(key) + "' asks for " + what + ", which vkformer does not run for decoder-only "
+               "models yet (greedy decoding and sampling, with the repetition penalty, it does)", ErrorKind::Unsupported);
+    };
+    unrun("num_beams", g.num_beams > 1, "beam search");
+    unrun("no_repeat_ngram_size", g.no_repeat_ngram_size > 0, "a no-repeat n-gram processor");
+    unrun("bad_words_ids", !g.bad_words_ids.empty(), "banned token sequences");
+    unrun("min_length", g.min_length > 0, "a minimum length");
+    unrun("forced_bos_token_id", bool(g.forced_bos_id), "a forced first token");
+    unrun("forced_eos_token_id", bool(g.forced_eos_id), "a forced last token");
+  }
   if (!whole_file) return;
   // Everything else in generation_config.json must be bookkeeping or leave generate() as
   // it is: a sampling or penalty setting vkformer would silently drop is an error.
@@ -92,7 +111,7 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
                          (key == "num_beam_groups" && value == 1) ||
                          (key == "diversity_penalty" && value == 0.0) ||
                          // sampling settings are inert while do_sample is false
-                         ((key == "temperature" || key == "top_k" || key == "top_p") && r.json().value("do_sample", false) != true);
+                         ((key == "temperature" || key == "top_k" || key == "top_p") && !(r.json().contains("do_sample") && r.json()["do_sample"] == true));
     if (!neutral)
       r.fail("generation setting '" + key + "' is not supported by vkformer (it honours num_beams, length_penalty, "
              "early_stopping, max_length, min_length, no_repeat_ngram_size, bad_words_ids, forced_bos_token_id, "

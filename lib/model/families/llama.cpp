@@ -36,7 +36,9 @@ void read_rope(const ConfigReader& r, ModelConfig& c) {
   if (!r.has("rope_scaling")) return;
   const nlohmann::json& s = r.json()["rope_scaling"];
   if (!s.is_object()) r.fail("field 'rope_scaling' must be null or an object");
-  const std::string type = s.contains("rope_type") ? s.value("rope_type", std::string()) : s.value("type", std::string());
+  const nlohmann::json& named = s.contains("rope_type") ? s["rope_type"] : s.contains("type") ? s["type"] : nlohmann::json();
+  if (!named.is_null() && !named.is_string()) r.fail("rope_scaling's 'rope_type' (or 'type') must be a string");
+  const std::string type = named.is_string() ? named.get<std::string>() : std::string();
   auto number = [&](const char* key) {
     if (!s.contains(key) || !s[key].is_number() || !(s[key].get<double>() > 0))
       r.fail(std::string("rope_scaling needs a positive '") + key + "'");

@@ -10,7 +10,7 @@ ConfigReader::ConfigReader(const std::string& path) : path_(path), json_(read_js
 ConfigReader::ConfigReader(const ModelFiles& files, const std::string& name)
     : path_(files.where(name)), json_(read_json_object(files, name, "config")) {}
 
-void ConfigReader::fail(const std::string& why) const { throw Error("config " + path_ + ": " + why); }
+void ConfigReader::fail(const std::string& why, ErrorKind kind) const { throw Error("config " + path_ + ": " + why, kind); }
 
 const nlohmann::json& ConfigReader::need(const char* key) const {
   if (!json_.contains(key)) fail(std::string("missing field '") + key + "'");

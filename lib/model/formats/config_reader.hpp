@@ -41,7 +41,7 @@ class ConfigReader {
   explicit ConfigReader(const std::string& path);  // a JSON object, or a clear error
   ConfigReader(const ModelFiles& files, const std::string& name);  // a model's file, such as config.json
 
-  [[noreturn]] void fail(const std::string& why) const;
+  [[noreturn]] void fail(const std::string& why, ErrorKind kind = ErrorKind::Failed) const;
   bool has(const char* key) const { return json_.contains(key) && !json_[key].is_null(); }
   const nlohmann::json& json() const { return json_; }
   const std::string& path() const { return path_; }

@@ -95,6 +95,7 @@ BartTokenizer::BartTokenizer(const ModelFiles& files, uint32_t vocab_size, Flavo
     ranks_[pair[0] + " " + pair[1]] = uint32_t(n - 1);
     ++merges_;
   }
+  check_tables(merges, vocab);
 
   // tokenizer_config.json (optional): the special tokens' texts and two switches.
   nlohmann::json config = nlohmann::json::object();
@@ -120,7 +121,7 @@ BartTokenizer::BartTokenizer(const ModelFiles& files, uint32_t vocab_size, Flavo
   }
   if (const auto it = config.find("added_tokens_decoder"); it != config.end() && it->is_object())
     for (const auto& [id, token] : it->items())
-      if (!token.is_object() || !token.value("special", false))
+      if (!token.is_object() || !token.contains("special") || token["special"] != true)
         throw Error("tokenizer " + config_file + ": added token " + id +
                     " is not a special token (vkformer runs BART's own vocabulary and special tokens only)");
 
@@ -176,6 +177,25 @@ BartTokenizer::BartTokenizer(const ModelFiles& files, uint32_t vocab_size, Flavo
 }
 
 BartTokenizer::~BartTokenizer() = default;
+
+void BartTokenizer::check_tables(const std::string& merges_file, const std::string& vocab_file) const {
+  auto cut = [](const std::string& s) { return s.size() > 40 ? s.substr(0, 40) + "..." : s; };
+  for (const auto& [pair, rank] : ranks_) {
+    const size_t space = pair.find(' ');
+    const std::string a = pair.substr(0, space), b = pair.substr(space + 1);
+    for (const std::string& symbol : {a, b, a + b})
+      if (!ids_.count(symbol))
+        throw Error("tokenizer " + merges_file + ": merge " + std::to_string(rank + 1) + " ('" + cut(a) + " " + cut(b) + "') " +
+                    (symbol == a + b ? "makes '" + cut(symbol) + "', which" : "uses '" + cut(symbol) + "', which") +
+                    " is not in the vocabulary: its ids would be wrong");
+  }
+  if (!spm_)
+    for (int b = 0; b < 256; ++b)
+      if (!ids_.count(kBytes.spelled[b]))
+        throw Error("tokenizer " + vocab_file + ": byte 0x" + "0123456789ABCDEF"[b >> 4] + "0123456789ABCDEF"[b & 15] +
+                    "'s symbol '" + kBytes.spelled[b] + "' is not in the vocabulary (a byte-level BPE needs all 256): "
+                    "text holding that byte would become the unknown token");
+}
 
 uint32_t BartTokenizer::id_of(const std::string& token) const {
   const auto it = ids_.find(token);

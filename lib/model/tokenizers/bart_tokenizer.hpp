@@ -44,6 +44,12 @@ class BartTokenizer : public Tokenizer {
   std::vector<uint32_t> encode_valid(std::string_view utf8) const override;
 
  private:
+  // What a byte-level BPE needs of its tables, checked at load (tokenizers' BPE refuses
+  // the same): every merge's two symbols and its result in the vocabulary, and (byte-level,
+  // not SentencePiece-style) every byte's symbol, so no text silently becomes the unknown
+  // token or another token's id. Errors name the merges' file or the vocabulary's.
+  void check_tables(const std::string& merges_file, const std::string& vocab_file) const;
+
   BartTokenizer() = default;  // from_tokenizer_json fills it
   void encode_text(std::string_view text, std::vector<uint32_t>& ids) const;
   void encode_word(std::string_view word, std::vector<uint32_t>& ids) const;  // one word of the pattern, byte-level

@@ -73,15 +73,17 @@ LlamaTokenizer::LlamaTokenizer(const ModelFiles& files, uint32_t vocab_size) {
   special("pad_token", "", false);
   // Tokens added beyond the model's pieces would need ids of their own: refused by name.
   if (const auto it = config.find("added_tokens_decoder"); it != config.end() && it->is_object())
-    for (const auto& [id, token] : it->items()) {
-      const std::string text = token.is_object() ? token.value("content", std::string()) : std::string();
+    for (const auto& [id, token] : it->items()) try {
+      const std::string text = token.is_object() ? json_limits::field(token, "content", std::string()) : std::string();
       const int piece = sp_->PieceToId(text);
       if (text.empty() || piece < 0 || std::to_string(piece) != id || sp_->IdToPiece(piece) != text)
         fail("added token " + id + " ('" + text + "') is not that piece of tokenizer.model (vkformer runs the model's own pieces only)");
-      if (token.value("special", false) && !special_[uint32_t(piece)]) {
+      if (json_limits::field(token, "special", false) && !special_[uint32_t(piece)]) {
         specials_.push_back({text, uint32_t(piece)});
         special_[uint32_t(piece)] = true;
       }
+    } catch (const json_limits::WrongType& e) {
+      fail("added token " + id + ": " + e.what());
     }
   unk_text_ = sp_->IdToPiece(int(unk_));
   unk_pieces_ = pieces_of(*sp_, unk_text_).size();

@@ -10,12 +10,13 @@
 
 namespace vkf::model {
 
-std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFiles& files, uint32_t vocab_size) {
+// A field of the wrong type anywhere in the file: an error naming the file and the field.
+std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFiles& files, uint32_t vocab_size) try {
   const std::string file = files.where("tokenizer.json");
   // The file holds the vocabulary and the merges (each at most a few dozen bytes a token).
   const nlohmann::json j = read_json_object(files, "tokenizer.json", "tokenizer", 2 * vocab_file_bytes(vocab_size));
   auto fail = [&](const std::string& what) -> void { throw Error("tokenizer " + file + ": " + what); };
-  auto type_of = [](const nlohmann::json& v) { return v.is_object() ? v.value("type", std::string()) : std::string(); };
+  auto type_of = [](const nlohmann::json& v) { return v.is_object() ? json_limits::field(v, "type", std::string()) : std::string(); };
   std::unique_ptr<BartTokenizer> t(new BartTokenizer());
   t->wrap_ = false;
   t->clean_up_spaces_ = true;  // transformers' default; tokenizer_config.json may say otherwise
@@ -28,13 +29,13 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
   // byte_fallback: SentencePiece-style BPE (Llama 2's and TinyLlama's tokenizer.json, converted
   // from their tokenizer.model): Unicode characters, not bytes, are the symbols, and a
   // character outside the vocabulary becomes its UTF-8 bytes' <0xXX> tokens.
-  t->spm_ = model.value("byte_fallback", false);
-  t->fuse_unk_ = model.value("fuse_unk", false);
+  t->spm_ = json_limits::field(model, "byte_fallback", false);
+  t->fuse_unk_ = json_limits::field(model, "fuse_unk", false);
   if (model.contains("dropout") && !model["dropout"].is_null()) fail("model.dropout is set (BPE dropout), which vkformer does not run");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (model.contains(key) && !model[key].is_null() && model[key] != "")
       fail(std::string("model.") + key + " is set, which byte-level BPE does not use");
-  t->ignore_merges_ = model.value("ignore_merges", false);
+  t->ignore_merges_ = json_limits::field(model, "ignore_merges", false);
   if (!model.contains("vocab") || !model["vocab"].is_object()) fail("model.vocab must be an object of token ids");
   const nlohmann::json& vocab = model["vocab"];
   if (vocab.size() > vocab_size)
@@ -64,9 +65,12 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
     } else {
       fail("a merge must be \"a b\" or [\"a\", \"b\"]");
     }
+    if (first.find(' ') != std::string::npos || second.find(' ') != std::string::npos)
+      fail("a merge's symbols hold no space");
     t->ranks_.emplace(first + " " + second, rank++);  // the first listing of a pair ranks it
     ++t->merges_;
   }
+  t->check_tables(file, file);
 
   if (t->spm_) {
     // SentencePiece's layout as transformers' LlamaConverter writes it: the word-boundary
@@ -86,7 +90,7 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
     const nlohmann::json expected_decoder = nlohmann::json::parse(
         R"({"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
             {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]})");
-    if (j.value("decoder", nlohmann::json()) != expected_decoder)
+    if (json_limits::field(j, "decoder", nlohmann::json()) != expected_decoder)
       fail("with byte_fallback, the decoder must be Replace(\u2581, ' '), ByteFallback, Fuse, Strip(' ', 1, 0)");
     if (!model.contains("unk_token") || !model["unk_token"].is_string() || !t->ids_.count(model["unk_token"].get<std::string>()))
       fail("with byte_fallback, model.unk_token must be a token of the vocabulary");
@@ -102,8 +106,8 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
   const nlohmann::json& pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json();
   auto byte_level = [&](const nlohmann::json& p, bool regex) {
     if (type_of(p) != "ByteLevel") return false;
-    if (p.value("use_regex", true) != regex) fail("pre_tokenizer ByteLevel's use_regex is not what its place needs");
-    t->add_prefix_space_ = p.value("add_prefix_space", false);
+    if (json_limits::field(p, "use_regex", true) != regex) fail("pre_tokenizer ByteLevel's use_regex is not what its place needs");
+    t->add_prefix_space_ = json_limits::field(p, "add_prefix_space", false);
     return true;
   };
   if (byte_level(pre, true)) {
@@ -112,7 +116,7 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
              pre["pretokenizers"].size() == 2 && type_of(pre["pretokenizers"][0]) == "Split" &&
              byte_level(pre["pretokenizers"][1], false)) {
     const nlohmann::json& split = pre["pretokenizers"][0];
-    if (split.value("behavior", std::string()) != "Isolated" || split.value("invert", false))
+    if (json_limits::field(split, "behavior", std::string()) != "Isolated" || json_limits::field(split, "invert", false))
       fail("pre_tokenizer Split must be behavior Isolated, not inverted");
     if (!split.contains("pattern") || !split["pattern"].is_object() || !split["pattern"].contains("Regex") ||
         !split["pattern"]["Regex"].is_string())
@@ -121,7 +125,7 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
   } else {
     fail("pre_tokenizer '" + type_of(pre) + "' is not supported (vkformer reads ByteLevel, or Split then ByteLevel)");
   }
-  if (type_of(j.value("decoder", nlohmann::json())) != "ByteLevel") fail("decoder must be ByteLevel");
+  if (type_of(json_limits::field(j, "decoder", nlohmann::json())) != "ByteLevel") fail("decoder must be ByteLevel");
   }
 
   // Added tokens: matched in the text first, tokens of their own; the special ones are
@@ -131,23 +135,26 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
       if (!a.is_object() || !a.contains("id") || !a["id"].is_number_unsigned() || !a.contains("content") ||
           !a["content"].is_string() || a["content"] == "")
         fail("an added token needs an integer id and a non-empty content");
-      if (a.value("single_word", false) || a.value("rstrip", false))
+      if (json_limits::field(a, "single_word", false) || json_limits::field(a, "rstrip", false))
         fail("added token '" + a["content"].get<std::string>() + "' has single_word or rstrip set, which vkformer does not run");
       const std::string content = a["content"];
+      if (a["id"].get<uint64_t>() >= vocab_size)  // before it is narrowed: 2^32 + 5 is not 5
+        fail("added token '" + json_limits::shown(a["content"], 40) + "' has id " + a["id"].dump() +
+             ", outside the model's vocabulary of " + std::to_string(vocab_size));
       const uint32_t id = a["id"].get<uint32_t>();
       if (id >= vocab_size) fail("added token '" + content + "' has id " + std::to_string(id) + ", outside the model's vocabulary");
       if (id >= t->tokens_.size()) t->tokens_.resize(id + 1);
       t->tokens_[id] = content;
       t->ids_[content] = id;
-      t->specials_.push_back({content, id, a.value("lstrip", false)});
-      if (a.value("special", false)) t->special_ids_.push_back(id);
+      t->specials_.push_back({content, id, json_limits::field(a, "lstrip", false)});
+      if (json_limits::field(a, "special", false)) t->special_ids_.push_back(id);
     }
 
   // What the post-processor puts around one text (TemplateProcessing's "single").
   const nlohmann::json& post = j.contains("post_processor") ? j["post_processor"] : nlohmann::json();
   if (type_of(post) == "TemplateProcessing") {
     bool seen_text = false;
-    for (const auto& piece : post.value("single", nlohmann::json::array())) {
+    for (const auto& piece : json_limits::field(post, "single", nlohmann::json::array())) {
       if (piece.contains("Sequence")) {
         seen_text = true;
         continue;
@@ -171,6 +178,8 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
   for (size_t i = 0; i < t->tokens_.size(); ++i)
     if (t->tokens_[i].empty()) fail("id " + std::to_string(i) + " has no token (the ids must number the tokens)");
   return t;
+} catch (const json_limits::WrongType& e) {
+  throw Error("tokenizer " + files.where("tokenizer.json") + ": " + e.what());
 }
 
 }  // namespace vkf::model

@@ -1,0 +1,199 @@
+// Model files as an attacker writes them (issue: untrusted files, round two): JSON
+// nested past any real file is refused before anything is built, even on a thread with
+// a small stack; a tokenizer whose tables would give wrong ids is refused at load; a
+// field of the wrong type is named with its file; generation settings a decoder-only
+// model does not run are refused by name, and its max_length is taken as transformers
+// takes it. The deep documents are generated here, never committed.
+#include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "vkformer/gemm_tuning.hpp"
+#include "vkformer/model.hpp"
+#include "vkformer/tokenizer.hpp"
+
+namespace fs = std::filesystem;
+
+namespace vkf::test {
+namespace {
+
+const fs::path kHf = fs::path(VKF_SOURCE_DIR) / "tests" / "hf";
+
+// A scratch copy of a model directory, removed at the end.
+struct Copy {
+  fs::path dir;
+  explicit Copy(const fs::path& from) {
+    static int n = 0;
+    dir = fs::temp_directory_path() / ("vkf_untrusted_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    fs::remove_all(dir);
+    fs::copy(from, dir, fs::copy_options::recursive);
+  }
+  ~Copy() { fs::remove_all(dir); }
+  void write(const std::string& name, const std::string& bytes) const {
+    std::ofstream(dir / name, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  nlohmann::json json(const std::string& name) const { return nlohmann::json::parse(std::ifstream(dir / name)); }
+};
+
+std::string nested(size_t depth, const std::string& inner = "1") {
+  return std::string(depth, '[') + inner + std::string(depth, ']');
+}
+
+// Runs f on a thread with a 256 KiB stack (an app's worker threads often have little):
+// a recursive parse, copy or destructor of a deep document would overflow it.
+void on_small_stack(const std::function<void()>& f) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 << 10);
+  pthread_t thread;
+  auto body = [](void* p) -> void* {
+    (*static_cast<const std::function<void()>*>(p))();
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&thread, &attr, body, const_cast<std::function<void()>*>(&f)), 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+}
+
+// `load` fails with a vkf::Error whose message holds every part.
+void expect_refused(const std::function<void()>& load, std::initializer_list<std::string> parts) {
+  std::string message = "(no error)";
+  on_small_stack([&] {
+    try {
+      load();
+    } catch (const Error& e) {
+      message = e.what();
+    } catch (const std::exception& e) {
+      message = std::string("not a vkf::Error: ") + e.what();
+    }
+  });
+  for (const std::string& p : parts) EXPECT_NE(message.find(p), std::string::npos) << "want '" << p << "' in: " << message;
+  EXPECT_LT(message.size(), 1000u) << "an untrusted value in the message, unbounded";
+}
+
+TEST(UntrustedFiles, DeeplyNestedJsonIsRefusedBeforeAnythingIsBuilt) {
+  const std::string deep = nested(300000);
+  {
+    Copy c(kHf / "llama" / "with_tokenizer");
+    // The tokenizer's model replaced by 300,000 nested arrays.
+    nlohmann::json t = c.json("tokenizer.json");
+    t["model"] = nullptr;
+    std::string whole = t.dump();
+    whole.replace(whole.find("\"model\":null"), 12, "\"model\":" + deep);
+    c.write("tokenizer.json", whole);
+    expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"tokenizer.json", "nested more than 64 levels"});
+    c.write("tokenizer.json", "{\"normalizer\": " + nested(100000, "{}") + "}");
+    expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"tokenizer.json", "nested more than 64 levels"});
+    c.write("config.json", "{\"model_type\": \"llama\", \"rope_scaling\": " + deep + "}");
+    expect_refused([&] { model_architecture(c.dir.string()); }, {"config.json", "nested more than 64 levels"});
+  }
+  {
+    Copy c(fs::path(VKF_SOURCE_DIR) / "samples" / "dates");
+    c.write("vocab.json", "{\"tokens\": [\"a\"], \"pad_id\": " + nested(50000) + "}");  // within its size bound
+    expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"vocab.json", "nested more than 64 levels"});
+  }
+  {
+    Copy c(kHf / "llama" / "gqa");
+    c.write("generation_config.json", "{\"num_beams\": " + deep + "}");
+    Context ctx;
+    expect_refused([&] { Model::load(ctx, c.dir.string()); }, {"generation_config.json", "nested more than 64 levels"});
+    c.write("generation_config.json", "{}");
+    // A safetensors header nested as deep.
+    const std::string header = "{\"a\": {\"dtype\": \"F32\", \"shape\": " + deep + ", \"data_offsets\": [0, 0]}}";
+    std::string file(8, '\0');
+    const uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) file[i] = char((n >> (8 * i)) & 0xFF);
+    c.write("model.safetensors", file + header);
+    expect_refused([&] { Model::load(ctx, c.dir.string()); }, {"model.safetensors", "nested more than 64 levels"});
+  }
+  // The tuning file in a cache directory (at most 64 KiB: 32,000 levels).
+  std::string why;
+  std::optional<GemmTuning> tuning;
+  on_small_stack([&] {
+    tuning = parse_gemm_tuning("{\"schema\": " + nested(32000) + "}", "id", Capabilities{}, DType::F32, &why);
+  });
+  EXPECT_FALSE(tuning);
+  EXPECT_NE(why.find("nested more than 64 levels"), std::string::npos) << why;
+}
+
+// Tables that would silently give wrong ids: a merge whose result (or symbol) is not in
+// the vocabulary, a byte-level vocabulary without a byte's symbol, an added token whose
+// id only fits after wrapping.
+TEST(UntrustedFiles, TokenizerTablesThatWouldGiveWrongIdsAreRefusedAtLoad) {
+  {
+    Copy c(kHf / "gpt2" / "lm");
+    std::ifstream in(c.dir / "merges.txt");
+    std::string merges((std::istreambuf_iterator<char>(in)), {});
+    c.write("merges.txt", merges + "H ello\n");
+    expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"merges.txt", "'H ello'", "not in the vocabulary"});
+    c.write("merges.txt", merges);
+    nlohmann::json vocab = c.json("vocab.json");
+    const uint32_t id = vocab["\xC4\x80"];  // "Ā": byte 0x00's symbol
+    vocab.erase("\xC4\x80");
+    vocab["not a byte"] = id;
+    c.write("vocab.json", vocab.dump());
+    expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"vocab.json", "byte 0x00", "not in the vocabulary"});
+  }
+  Copy c(kHf / "llama" / "with_tokenizer");
+  nlohmann::json t = c.json("tokenizer.json");
+  const nlohmann::json good = t;
+  t["model"]["merges"].push_back("Q Z");
+  c.write("tokenizer.json", t.dump());
+  expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"tokenizer.json", "'Q Z'", "not in the vocabulary"});
+  t = good;
+  t["added_tokens"].push_back({{"id", (1ull << 32) + 5}, {"content", "<wrapped>"}, {"special", true}});
+  c.write("tokenizer.json", t.dump());
+  expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"tokenizer.json", "4294967301", "outside the model's vocabulary"});
+  // A field of the wrong type: the file and the field, never nlohmann's bare type_error.
+  t = good;
+  t["added_tokens"][0]["special"] = "yes";
+  c.write("tokenizer.json", t.dump());
+  expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"tokenizer.json", "field 'special' must be true or false"});
+  t = good;
+  t["model"]["byte_fallback"] = "no";
+  c.write("tokenizer.json", t.dump());
+  expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"tokenizer.json", "field 'byte_fallback'"});
+}
+
+// generation_config.json of a decoder-only model: what its generation would not apply is
+// refused by name (it once loaded and was ignored); max_length is the prompt's and the new
+// tokens' together, as in transformers.
+TEST(UntrustedFiles, DecoderOnlyGenerationSettingsAreHonouredOrRefused) {
+  Copy c(kHf / "llama" / "gqa");
+  Context ctx;
+  const nlohmann::json base = c.json("generation_config.json");
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"num_beams", 2}, {"no_repeat_ngram_size", 3}, {"bad_words_ids", {{5}}}, {"min_length", 4},
+           {"forced_bos_token_id", 1}, {"forced_eos_token_id", 2}}) {
+    nlohmann::json g = base;
+    g[key] = value;
+    c.write("generation_config.json", g.dump());
+    try {
+      Model::load(ctx, c.dir.string());
+      ADD_FAILURE() << key << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + key + "'"), std::string::npos) << e.what();
+      EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
+    }
+  }
+  // Inert without beams or sampling: accepted.
+  nlohmann::json g = base;
+  g["num_beams"] = 1;
+  g["length_penalty"] = 2.0;
+  g["max_length"] = 10;
+  c.write("generation_config.json", g.dump());
+  const auto model = Model::load(ctx, c.dir.string());
+  EXPECT_EQ(GenerateOptions::defaults(model->config(), 3).max_new_tokens, 7u) << "max_length 10 counts the prompt";
+  EXPECT_EQ(GenerateOptions::defaults(model->config(), 12).max_new_tokens, 1u);
+  Session session(model);
+  const auto out = session.generate({{5, 17, 9}}, GenerateOptions::defaults(model->config(), 3));
+  EXPECT_LE(out[0].size(), 7u);
+}
+
+}  // namespace
+}  // namespace vkf::test
