@@ -82,6 +82,11 @@ std::optional<Generation> generate_options(const vkf_generate_options* caller, c
     if (text.empty()) return bad("stop is empty: it would end every output at once (NULL: no stop string)");
     if (!tokenizer) return bad("stop needs the model's tokenizer, and this model has none (vkf_model_info.has_tokenizer)");
     if (g.beam > 1) return bad("stop ends greedy or sampled outputs; beam search ends at the model's EOS only");
+    try {
+      tokenizer->encode(text);  // refuses what no text holds: bytes that are not UTF-8
+    } catch (const vkf::Error& e) {
+      return bad(std::string("stop could never match generated text: ") + e.what());
+    }
     // The whole output's text each time, as the CLI does: the string may span tokens.
     stop_string = [tokenizer, text](size_t, const std::vector<uint32_t>& tokens) {
       return tokenizer->decode(tokens).find(text) != std::string::npos;

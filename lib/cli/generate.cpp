@@ -149,6 +149,11 @@ int generate(const Args& args) {
   if (const auto ids = args.value("--eos-ids")) o.eos_ids = parse_ids(*ids, "--eos-ids");
   if (const auto stop = args.value("--stop")) {
     if (stop->empty()) throw Error("--stop is empty: it would end every output at once");
+    if (tokenizer) try {
+        tokenizer->encode(*stop);  // refuses what no text holds: bytes that are not UTF-8, a NUL
+      } catch (const Error& e) {
+        throw Error(std::string("--stop could never match generated text: ") + e.what());
+      }
     if (!tokenizer)
       throw Error("--stop needs a decoder-only model with a tokenizer (GPT-2's vocab.json and merges.txt, or tokenizer.json "
                   "or tokenizer.model)");

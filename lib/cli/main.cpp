@@ -1,4 +1,7 @@
 // The vkformer command: one binary, one subcommand per job.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -38,9 +41,30 @@ int run(const vkf::cli::CommandSpec& spec, int argc, char** argv) {
   return vkf::cli::forecast(args);
 }
 
+// Standard streams a parent closed (`vkformer ... >&-`): the numbers 0-2 would go to the
+// next files opened (a driver's memfd, a cache file), and answers with them. Closed ones
+// get /dev/null; a closed standard output is an error, as a failed write is.
+bool standard_output_open() {
+  bool out_open = true;
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+      if (fd == STDOUT_FILENO) out_open = false;
+      const int null = ::open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+      if (null >= 0 && null != fd) {
+        ::dup2(null, fd);
+        ::close(null);
+      }
+    }
+  return out_open;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!standard_output_open()) {
+    std::fprintf(stderr, "vkformer: error: standard output is closed: there is nowhere to write the results\n");
+    return 1;
+  }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     std::fputs(vkf::cli::overview().c_str(), argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : finish_stdout(0, "--help");

@@ -27,27 +27,45 @@ void StdinLines::read_some() {
   }
 }
 
-bool StdinLines::next_batch(std::vector<std::string>& out, size_t max) {
+bool StdinLines::next_batch(std::vector<std::string>& out, size_t max, std::vector<bool>& overlong) {
   out.clear();
+  overlong.clear();
+  auto emit = [&](std::string line, bool too_long) {
+    out.push_back(std::move(line));
+    overlong.push_back(too_long);
+    ++lines_;
+  };
   size_t start = 0;
   for (;;) {
     for (size_t nl; out.size() < max && (nl = buf_.find('\n', start)) != std::string::npos; start = nl + 1) {
+      if (skipping_) {  // the end of a line too long to answer
+        skipping_ = false;
+        emit("", true);
+        continue;
+      }
       size_t end = nl;
       if (end > start && buf_[end - 1] == '\r') --end;
-      out.emplace_back(buf_, start, end - start);
-      ++lines_;
+      if (end - start > kMaxLineBytes)  // whole already: it arrived in one read
+        emit("", true);
+      else
+        emit(buf_.substr(start, end - start), false);
     }
     buf_.erase(0, start);
     start = 0;
-    if (buf_.size() > kMaxLineBytes)
-      throw Error("input line " + std::to_string(lines_ + 1) + " is longer than " + std::to_string(kMaxLineBytes >> 20) +
-                  " MiB");
+    // A partial line past the limit (or the rest of one being skipped): dropped as it
+    // comes, so memory stays bounded however long the line is.
+    if ((skipping_ || buf_.size() > kMaxLineBytes) && buf_.find('\n') == std::string::npos) {
+      buf_.clear();
+      skipping_ = true;
+    }
     if (out.size() == max) return true;
     if (eof_) {
-      if (!buf_.empty()) {  // a last line without its newline
-        out.push_back(std::move(buf_));
+      if (skipping_) {
+        skipping_ = false;
+        emit("", true);
+      } else if (!buf_.empty()) {  // a last line without its newline
+        emit(std::move(buf_), false);
         buf_.clear();
-        ++lines_;
       }
       return !out.empty();
     }

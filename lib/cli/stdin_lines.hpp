@@ -11,8 +11,10 @@ class StdinLines {
  public:
   static constexpr size_t kMaxLineBytes = 1u << 20;
   // Fills `out` with 1..max lines (without "\n" or "\r\n"); false at the end of input.
-  // Throws vkf::Error on a read error or a line longer than kMaxLineBytes.
-  bool next_batch(std::vector<std::string>& out, size_t max);
+  // A line longer than kMaxLineBytes is skipped to its end, never held: it comes as ""
+  // with its `overlong` entry true (one entry per line), so the lines around it are still
+  // answered. Throws vkf::Error on a read error.
+  bool next_batch(std::vector<std::string>& out, size_t max, std::vector<bool>& overlong);
 
  private:
   bool readable_now() const;
@@ -20,6 +22,7 @@ class StdinLines {
 
   std::string buf_;
   bool eof_ = false;
+  bool skipping_ = false;  // inside a line past kMaxLineBytes: its bytes are dropped
   size_t lines_ = 0;
 };
 

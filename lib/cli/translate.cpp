@@ -50,11 +50,15 @@ int translate(const Args& args) {
 
   size_t failed = 0;  // inputs reported as errors; the exit status is 1 when any was
   // Translates one batch; `first` numbers its inputs (from 1) in messages.
-  auto answer = [&](const std::vector<std::string>& inputs, size_t first) {
+  auto answer = [&](const std::vector<std::string>& inputs, size_t first, const std::vector<bool>& overlong) {
     std::vector<std::vector<uint32_t>> sources;
     std::vector<bool> truncated(inputs.size(), false), empty(inputs.size(), false);
     std::vector<std::string> problem(inputs.size());  // an input that cannot be read: reported, not answered
     for (size_t k = 0; k < inputs.size(); ++k) {
+      if (k < overlong.size() && overlong[k]) {
+        problem[k] = "longer than " + std::to_string(StdinLines::kMaxLineBytes >> 20) + " MiB, which vkformer does not read";
+        continue;
+      }
       std::vector<uint32_t> ids;
       try {
         ids = tokenizer.encode(inputs[k]);
@@ -124,14 +128,15 @@ int translate(const Args& args) {
   if (!from_stdin) {
     for (size_t i = 0; i < texts.size(); i += batch) {
       std::vector<std::string> part(texts.begin() + long(i), texts.begin() + long(std::min(texts.size(), i + batch)));
-      answer(part, i + 1);
+      answer(part, i + 1, {});
       done += part.size();
       progress(false);
     }
   } else {
     StdinLines lines;
-    for (std::vector<std::string> part; lines.next_batch(part, batch);) {
-      answer(part, done + 1);
+    std::vector<bool> overlong;
+    for (std::vector<std::string> part; lines.next_batch(part, batch, overlong);) {
+      answer(part, done + 1, overlong);
       done += part.size();
       progress(false);
     }

@@ -478,6 +478,26 @@ TEST(BadInput, OutputFilesAreWholeOrAbsent) {
 TEST(BadInput, AFailedWriteToStdoutIsAnError) {
   check({"translate", "--model", kDates, "3/3/98"}, {1, "cannot write to standard output"}, {.stdout_path = "/dev/full"});
   check({"info"}, {1, "cannot write to standard output"}, {.stdout_path = "/dev/full"});
+  // A closed standard output (`>&-`): refused at once, before a driver or cache file can
+  // take descriptor 1 and receive the answers.
+  check({"translate", "--model", kDates, "3/3/98"}, {1, "standard output is closed"}, {.close_stdout = true});
+}
+
+// A line over 1 MiB on standard input is named and skipped; the lines before and after
+// it are answered in order (it once stopped the filter there).
+TEST(BadInput, AnOverlongInputLineIsNamedAndTheOthersAnswered) {
+  Scratch s("");
+  spit(s / "in.txt", "3/3/98\n" + std::string((1u << 20) + 5000, 'x') + "\n25.12.1969\n");
+  const CliRun r = run_cli({"translate", "--model", kDates}, {.stdin_path = s / "in.txt", .limit_seconds = 30});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.out, "1998-03-03\n\n1969-12-25\n");
+  EXPECT_NE(r.err.find("line 2: longer than 1 MiB"), std::string::npos) << r.err;
+}
+
+// --stop that no generated text can hold (not UTF-8) is refused, not waited for forever.
+TEST(BadInput, AStopStringThatCannotMatchIsRefused) {
+  check({"generate", "--model", kSource + "/tests/hf/gpt2/lm", "--ids", "5,17", "--stop", "\xC3\x28"},
+        {1, "--stop could never match generated text"});
 }
 
 // ---- caches ----
@@ -520,6 +540,8 @@ TEST(BadInput, BenchReports) {
   check({"bench", "chart", s / "r.json", "--svg", s / "c.svg"}, {1, "report " + (s / "r.json") + " is not valid JSON"});
   check({"bench", "chart", s / "missing.json", "--svg", s / "c.svg"}, {1, "missing.json: does not exist"});
   check({"bench", "nonsense"}, {1, "unknown benchmark 'nonsense'"});
+  spit(s / "deep.json", std::string(100000, '[') + std::string(100000, ']'));
+  check({"bench", "chart", s / "deep.json", "--svg", s / "c.svg"}, {1, "is nested more than 64 levels deep"});
   spit(s / "odd.json", "{\"runs\": [{\"device\": 7}]}");
   check({"bench", "chart", s / "odd.json", "--svg", s / "c.svg"}, {1, "is not a vkformer bench report"});
 }

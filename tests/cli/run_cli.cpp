@@ -42,6 +42,7 @@ CliRun run_cli(const std::vector<std::string>& args, const CliOptions& o) {
     const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (in < 0 || out < 0 || err < 0) ::_exit(126);
     ::dup2(in, 0), ::dup2(out, 1), ::dup2(err, 2);
+    if (o.close_stdout) ::close(1);
     if (o.max_file_bytes) {
       ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG, as on a full disk
       rlimit r{o.max_file_bytes, o.max_file_bytes};

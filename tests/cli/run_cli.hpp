@@ -19,6 +19,7 @@ struct CliOptions {
   unsigned long max_file_bytes = 0;  // > 0: RLIMIT_FSIZE, a disk that fills at this size
   unsigned long max_data_bytes = 0;  // > 0: RLIMIT_DATA, the heap (malloc's arenas and mappings) it may take
   double limit_seconds = 10;
+  bool close_stdout = false;         // run as `vkformer ... >&-`
 };
 
 CliRun run_cli(const std::vector<std::string>& args, const CliOptions& options = {});

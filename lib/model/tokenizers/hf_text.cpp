@@ -106,9 +106,23 @@ std::string clean_up_tokenization(std::string s) {
   static const std::pair<const char*, const char*> kRules[] = {
       {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
       {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
-  for (const auto& [from, to] : kRules)
-    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + std::strlen(to)))
-      s.replace(at, std::strlen(from), to);
+  // Each rule in one pass that copies (a replace in place moves the whole tail each time:
+  // quadratic on a long run of " ." pieces).
+  for (const auto& [from, to] : kRules) {
+    const size_t n = std::strlen(from);
+    size_t at = s.find(from);
+    if (at == std::string::npos) continue;
+    std::string out;
+    out.reserve(s.size());
+    size_t done = 0;
+    for (; at != std::string::npos; at = s.find(from, done)) {
+      out.append(s, done, at - done);
+      out += to;
+      done = at + n;
+    }
+    out.append(s, done, std::string::npos);
+    s.swap(out);
+  }
   return s;
 }
 
