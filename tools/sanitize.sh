@@ -45,7 +45,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0 \
 LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -j2 --timeout 900 --output-on-failure --progress \
-        -E '^(layering\.|consumer_projects|api_docs|glslangValidator\.|kernel_files|model_goldens_portable_profile|model_goldens_folded_norms|model_goldens_decode_projection_fused|ops_coopmat_emulated|gpt2_command_line_contract|bench_gemm_torch|frame_loop_streams_gpt2|GpuTest\.DateTranslatorAgreesWithPyTorchOnEveryHeldOutExample|.*/fp(16|32)_portable( |$))' "$@"
+        -E '^(layering\.|consumer_projects|api_docs|glslangValidator\.|kernel_files|model_goldens_portable_profile|model_goldens_folded_norms|model_goldens_decode_projection_fused|ops_coopmat_emulated|gpt2_command_line_contract|bench_gemm_torch|frame_loop_streams_|GpuTest\.DateTranslatorAgreesWithPyTorchOnEveryHeldOutExample|.*/fp(16|32)_portable( |$))' "$@"
 
 echo "== ThreadSanitizer: threads sharing one context (build-tsan/)"
 build tsan model_tests capi_tests

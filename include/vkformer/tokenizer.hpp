@@ -2,6 +2,7 @@
 // Tokenizers: text to source ids and generated ids to text, as a model directory
 // defines them. Tokenizer::for_model picks the one the directory carries.
 #include <cstdint>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,13 @@ class Tokenizer {
   // What it is, for `vkformer info`: "characters (vocab.json)", "sentencepiece (...)".
   virtual std::string describe() const = 0;
 
+  // The most text a model of `positions` positions can read: each position is one token,
+  // and no token stands for more bytes than the vocabulary's longest (found once, from
+  // the tokens' own text, and a few bytes of slack for a normaliser's marks). Text past it
+  // would only be tokenized to be cut, so callers refuse it, or cut it first where asked
+  // (vkformer translate --truncate), before the tokenizer spends time and memory on it.
+  size_t text_bytes_for(uint32_t positions) const;
+
   // The tokenizer of a model directory: vocab.json of characters (vkformer's models), or
   // Marian's source.spm + target.spm + vocab.json. Errors name the file and what is wrong.
   // The vocabulary may not be larger than the model's (config.json), which is checked
@@ -39,6 +47,20 @@ class Tokenizer {
  protected:
   // encode() for text already checked to be valid UTF-8 without NUL bytes.
   virtual std::vector<uint32_t> encode_valid(std::string_view utf8) const = 0;
+
+ private:
+  // text_bytes_for's longest token, found on first use (0: not yet; two threads that both
+  // find it store the same value). Copied with the tokenizer.
+  struct Found {
+    std::atomic<size_t> bytes{0};
+    Found() = default;
+    Found(const Found& o) : bytes(o.bytes.load()) {}
+    Found& operator=(const Found& o) {
+      bytes = o.bytes.load();
+      return *this;
+    }
+  };
+  mutable Found longest_token_bytes_;
 };
 
 // The text of a growing sequence of generated ids, a piece at a time as each token

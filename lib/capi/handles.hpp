@@ -143,6 +143,11 @@ class SessionClaim {
 // before anything of that length is allocated.
 vkf_status check_length(const char* function, const char* what, size_t length, const vkf_session* session);
 
+// Text a model can read: at most Tokenizer::text_bytes_for(max_position) bytes, checked
+// before the tokenizer spends time and memory on it (VKF_ERROR_INVALID_INPUT naming the limit).
+vkf_status check_text(const char* function, const char* text, const vkf::Tokenizer& tokenizer,
+                      const vkf::ModelConfig& config);
+
 // n x m elements as a size, or nullopt when the product does not fit.
 std::optional<size_t> product(size_t n, size_t m);
 // A result that does not fit the caller's buffer: "<function>: <needs>, the buffer holds N".

@@ -22,6 +22,17 @@ vkf_status failed(const char* function, const std::string& why) {
   return VKF_ERROR_FAILED;
 }
 
+vkf_status check_text(const char* function, const char* text, const vkf::Tokenizer& tokenizer,
+                      const vkf::ModelConfig& config) {
+  const size_t most = tokenizer.text_bytes_for(config.max_position);
+  const size_t length = strnlen(text, most + 1);  // never reads past what could be used
+  if (length <= most) return VKF_OK;
+  last_error = std::string(function) + ": the text is longer than the " + std::to_string(most) + " bytes a model of " +
+               std::to_string(config.max_position) + " positions can read with this tokenizer (its longest token " +
+               "times the positions): cut it first";
+  return VKF_ERROR_INVALID_INPUT;
+}
+
 std::optional<size_t> product(size_t n, size_t m) {
   if (m != 0 && n > SIZE_MAX / m) return std::nullopt;
   return n * m;
@@ -438,6 +449,8 @@ vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_gener
     const capi::SessionClaim claim(session);
     if (!claim.held()) return claim.refuse(fn);
     if (options && !capi::generate_options_size_ok(fn, options->struct_size)) return VKF_ERROR_INVALID_ARGUMENT;
+    if (const vkf_status s = capi::check_text(fn, text, *session->tokenizer, session->session.model().config()); s != VKF_OK)
+      return s;
     const auto ids = session->tokenizer->encode(text);
     if (ids.empty()) return invalid(fn, "the text is empty");
     const auto g = generate_options(options, session->session.model().config(), fn, session->tokenizer, ids.size());

@@ -59,9 +59,23 @@ int translate(const Args& args) {
         problem[k] = "longer than " + std::to_string(StdinLines::kMaxLineBytes >> 20) + " MiB, which vkformer does not read";
         continue;
       }
+      // Text past what the model can read: refused before it is tokenized, or cut to it
+      // (at a character's start) with --truncate, whose ids are then cut below.
+      std::string_view input = inputs[k];
+      if (const size_t most = tokenizer.text_bytes_for(c.max_position); input.size() > most) {
+        if (!truncate) {
+          problem[k] = "it is " + std::to_string(input.size()) + " bytes, more than the " + std::to_string(most) +
+                       " a model of " + std::to_string(c.max_position) +
+                       " positions can read. --truncate cuts longer inputs, with a warning";
+          continue;
+        }
+        size_t cut = most;
+        while (cut > 0 && (uint8_t(input[cut]) & 0xC0) == 0x80) --cut;
+        input = input.substr(0, cut);
+      }
       std::vector<uint32_t> ids;
       try {
-        ids = tokenizer.encode(inputs[k]);
+        ids = tokenizer.encode(input);
       } catch (const Error& e) {
         problem[k] = e.what();
         continue;

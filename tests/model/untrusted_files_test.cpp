@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -193,6 +194,54 @@ TEST(UntrustedFiles, DecoderOnlyGenerationSettingsAreHonouredOrRefused) {
   Session session(model);
   const auto out = session.generate({{5, 17, 9}}, GenerateOptions::defaults(model->config(), 3));
   EXPECT_LE(out[0].size(), 7u);
+}
+
+// Tokenizing is bounded in time whatever the file asks: a Split pattern that backtracks
+// (quadratic, or exponential) is stopped with an error naming the file and the pattern;
+// a long word's merges take the heap's O(n log n); decoding a long run is linear.
+TEST(UntrustedFiles, TokenizingIsBoundedInTimeWhateverTheFileAsks) {
+  // 2 s each as the hidden probes ask, 10 s under the sanitizers' instrumentation (the
+  // bound is on the work, which stays the same: quadratic work would take minutes).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr double kLimit = 10.0;
+#else
+  constexpr double kLimit = 2.0;
+#endif
+  using clock = std::chrono::steady_clock;
+  auto seconds = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
+  Copy c(kHf / "llama" / "tokenizer_llama3");
+  nlohmann::json t = c.json("tokenizer.json");
+  for (const auto& [pattern, text] : std::vector<std::pair<std::string, std::string>>{
+           {"\\w*\\d|.", std::string(120000, 'a')}, {"(?:a+)+b|.", std::string(114000, 'a')}}) {
+    t["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = pattern;
+    c.write("tokenizer.json", t.dump());
+    const auto tok = Tokenizer::for_model(c.dir.string());
+    const auto t0 = clock::now();
+    try {
+      tok->encode(text);
+      ADD_FAILURE() << pattern << " ran to the end";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tokenizer.json"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("pattern '" + pattern.substr(0, 6)), std::string::npos) << e.what();
+    }
+    EXPECT_LT(seconds(t0), kLimit) << pattern;
+  }
+  // GPT-2's own pattern and merges on a 300 KB word, and a long decode with clean-up.
+  const auto gpt2 = Tokenizer::for_model((kHf / "gpt2" / "lm").string());
+  auto t0 = clock::now();
+  const auto ids = gpt2->encode(std::string(300000, 'e'));
+  EXPECT_FALSE(ids.empty());
+  EXPECT_LT(seconds(t0), kLimit) << "a 300 KB word's merges";
+  const auto bart = Tokenizer::for_model((kHf / "bart").string());
+  const std::vector<uint32_t> dot = bart->encode(" .");  // <s> . </s> around it
+  std::vector<uint32_t> run;
+  for (int i = 0; i < 1000000; ++i) run.insert(run.end(), dot.begin(), dot.end());
+  t0 = clock::now();
+  EXPECT_FALSE(bart->decode(run).empty());
+  EXPECT_LT(seconds(t0), kLimit) << "decoding 1 M pieces that the clean-up joins";
+  // What a model of N positions can read bounds the text before it is tokenized.
+  EXPECT_LT(gpt2->text_bytes_for(64), 64u * 64 + 1000);
+  EXPECT_GE(gpt2->text_bytes_for(64), 64u * 4);
 }
 
 }  // namespace

@@ -208,6 +208,9 @@ std::vector<std::string> BartTokenizer::bpe(std::string_view word) const {
     utf8_code_point(word, at, &n);
     symbols.emplace_back(word.substr(at, n));
   }
+  // A long word (a run without spaces, a hostile chain of merges): the heap's order, which
+  // gives the same merges in O(n log n); the scan below is O(n^2) on it.
+  if (symbols.size() > kLongWord) return bpe_by_rank(std::move(symbols));
   // Merge the adjacent pair of lowest rank everywhere it occurs, left to right, until no
   // pair has a rank (a pair's rank is unique, so "lowest" is never a tie between pairs).
   while (symbols.size() > 1) {

@@ -39,6 +39,7 @@ class BartTokenizer : public Tokenizer {
 
   // The byte-level BPE of one word (a piece of GPT-2's pattern), as vocabulary tokens.
   std::vector<std::string> bpe(std::string_view word) const;
+  static constexpr size_t kLongWord = 256;  // symbols past which bpe() takes bpe_by_rank()'s heap
 
  protected:
   std::vector<uint32_t> encode_valid(std::string_view utf8) const override;

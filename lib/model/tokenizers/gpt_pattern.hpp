@@ -5,6 +5,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -21,7 +22,18 @@ class GptPattern {
   // A tokenizer.json Split's own pattern (Rust regex syntax, which PCRE2 reads the same for
   // the hub's patterns), its \s and \d Unicode's as there (PCRE2_UCP); the text between
   // matches is kept as pieces of its own (behavior Isolated).
-  explicit GptPattern(const std::string& pattern) : GptPattern(pattern, PCRE2_UTF | PCRE2_UCP, true) {}
+  // `source` (the file) names it in errors.
+  GptPattern(const std::string& pattern, const std::string& source)
+      : GptPattern(pattern, PCRE2_UTF | PCRE2_UCP, true) {
+    source_ = source;
+    shown_ = pattern.size() > 60 ? pattern.substr(0, 60) + "..." : pattern;
+  }
+
+  // The work one text may cost: a pattern from a file may backtrack without bound (PCRE2's
+  // default limits stop only the worst of it), so each match is bounded in steps and
+  // depth, and the whole text in time; past either, an error names the file and pattern.
+  static constexpr uint32_t kMatchLimit = 1000000, kDepthLimit = 10000;
+  static constexpr double kSecondsPerText = 1.0;
 
  private:
   static std::string gpt2() {
@@ -40,10 +52,23 @@ class GptPattern {
                   "): " + reinterpret_cast<char*>(message));
     }
     pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);  // where JIT is missing, the interpreter matches the same
+    context_ = pcre2_match_context_create(nullptr);
+    if (!context_) throw Error("tokenizer: out of memory");
+    pcre2_set_match_limit(context_, kMatchLimit);
+    pcre2_set_depth_limit(context_, kDepthLimit);
+  }
+
+  [[noreturn]] void too_costly(const std::string& why) const {
+    throw Error("tokenizer " + source_ + ": the pre-tokenizer's pattern '" + shown_ + "' " + why +
+                    " (a pattern this costly is refused rather than left to run)",
+                ErrorKind::InvalidInput);
   }
 
  public:
-  ~GptPattern() { pcre2_code_free(code_); }
+  ~GptPattern() {
+    pcre2_match_context_free(context_);
+    pcre2_code_free(code_);
+  }
   GptPattern(const GptPattern&) = delete;
   GptPattern& operator=(const GptPattern&) = delete;
 
@@ -54,13 +79,26 @@ class GptPattern {
     pcre2_match_data* match = pcre2_match_data_create_from_pattern(code_, nullptr);
     if (!match) throw Error("tokenizer: out of memory");
     PCRE2_SIZE at = 0, gap = 0;  // gap: where the text not yet given to f starts
-    while (at < text.size()) {
+    const auto started = std::chrono::steady_clock::now();
+    for (uint32_t matches = 0; at < text.size(); ++matches) {
       const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), at, PCRE2_NO_UTF_CHECK,
-                                 match, nullptr);
+                                 match, context_);
       if (rc == PCRE2_ERROR_NOMATCH) break;
       if (rc < 0) {
         pcre2_match_data_free(match);
-        throw Error("tokenizer: PCRE2 failed to match (error " + std::to_string(rc) + ")");
+        if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT)
+          too_costly("needs more than " + std::to_string(kMatchLimit) + " steps for one match at byte " +
+                     std::to_string(at) + " of this text (PCRE2 error " + std::to_string(rc) + ")");
+        PCRE2_UCHAR message[256];
+        pcre2_get_error_message(rc, message, sizeof message);
+        throw Error("tokenizer " + source_ + ": PCRE2 failed to match the pre-tokenizer's pattern '" + shown_ +
+                    "': " + reinterpret_cast<char*>(message));
+      }
+      if (matches % 256 == 255 && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >
+                                      kSecondsPerText) {
+        pcre2_match_data_free(match);
+        too_costly("took more than " + std::to_string(int(kSecondsPerText)) + " s on " + std::to_string(text.size()) +
+                   " bytes of text (stopped at byte " + std::to_string(at) + ")");
       }
       const PCRE2_SIZE* span = pcre2_get_ovector_pointer(match);
       if (span[1] == span[0]) {  // an empty match: GPT-2's pattern has none; a file's may
@@ -80,7 +118,9 @@ class GptPattern {
 
  private:
   pcre2_code* code_ = nullptr;
+  pcre2_match_context* context_ = nullptr;
   bool keep_gaps_ = false;
+  std::string source_ = "(GPT-2's pattern)", shown_ = "GPT-2's";
 };
 
 }  // namespace vkf::model

@@ -121,7 +121,7 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
     if (!split.contains("pattern") || !split["pattern"].is_object() || !split["pattern"].contains("Regex") ||
         !split["pattern"]["Regex"].is_string())
       fail("pre_tokenizer Split's pattern must be a Regex");
-    t->pattern_ = std::make_unique<GptPattern>(split["pattern"]["Regex"].get<std::string>());
+    t->pattern_ = std::make_unique<GptPattern>(split["pattern"]["Regex"].get<std::string>(), file);
   } else {
     fail("pre_tokenizer '" + type_of(pre) + "' is not supported (vkformer reads ByteLevel, or Split then ByteLevel)");
   }

@@ -1,4 +1,6 @@
 // Tokenizer::encode: the text rules every tokenizer shares, before its own encoding.
+#include <algorithm>
+
 #include "hf_text.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/tokenizer.hpp"
@@ -14,6 +16,17 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view utf8) const {
   if (const size_t nul = utf8.find('\0'); nul != std::string_view::npos)
     throw Error("tokenizer: the text holds a NUL byte (byte " + std::to_string(nul) + ")");
   return encode_valid(utf8);
+}
+
+size_t Tokenizer::text_bytes_for(uint32_t positions) const {
+  size_t longest = longest_token_bytes_.bytes.load();
+  if (!longest) {
+    longest = 4;  // a character, whatever the vocabulary (an unknown one is one token)
+    for (uint32_t id = 0; id < size(); ++id) longest = std::max(longest, decode({id}).size());
+    longest += 4;  // a normaliser's mark or a leading space the decode leaves out
+    longest_token_bytes_.bytes = longest;
+  }
+  return size_t(positions) * longest + 64;
 }
 
 }  // namespace vkf
