@@ -1,4 +1,4 @@
-// The README's C++ example ("Using it from C++"), linked against the shared library as a
+// docs/models.md's C++ example ("Using it from C++"), linked against the shared library as a
 // C++ application would link it: its vtables and typeinfo must be exported.
 #include <cstdio>
 #include <vkformer/vkformer.hpp>

@@ -58,6 +58,18 @@ libs=$(ldd "$work/translate_pc_static")
 out=$(env -u LD_LIBRARY_PATH "$work/translate_pc_static" "$model" "March 3, 1998")
 echo "$out"
 grep -q -- "-> $want" <<<"$out" || { echo "FAIL: the vkformer-static.pc build did not print $want"; exit 1; }
+# The README's streaming C program, as a new user copies it: built through pkg-config, run
+# on a GPT-2 directory, its streamed text (the last word included) the command's.
+awk '/^```c$/{on=1; next} /^```/{if(on) exit} on' "$src/README.md" >"$work/stream.c"
+grep -q "vkf_translate" "$work/stream.c" || { echo "FAIL: no C program found in the README"; exit 1; }
+cc -std=c99 -Wall -Wextra -pedantic -Werror "$work/stream.c" $(pkg-config --cflags --libs vkformer) \
+   -Wl,-rpath,"$(pkg-config --variable=libdir vkformer)" -o "$work/stream"
+gpt2=$src/tests/hf/gpt2/lm
+streamed=$(env -u LD_LIBRARY_PATH "$work/stream" "$gpt2" "The date is")
+whole=$("$prefix/bin/vkformer" generate --model "$gpt2" --prompt "The date is" 2>/dev/null)
+[ -n "$streamed" ] && [ "$streamed" = "$whole" ] ||
+  { echo "FAIL: the README's C program streamed '$streamed', the command gives '$whole'"; exit 1; }
+echo "the README's streaming C program: $(wc -c <<<"$streamed") bytes, the command's text"
 # An app's own C99 program on the installed header alone (tests/consumer/model_facts.c):
 # model facts size its buffers, a batch of three sources is tokenized, translated and
 # detokenized, and a missing model, bad input and a memory budget give distinct statuses.

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The README's "Bring your own PyTorch model", followed as written: its Python block run
-# with Debian's torch from a scratch directory (not the checkout), then its two commands
-# on the model it exported. A README step that stops working fails CI.
+# docs/models.md's "Bring your own PyTorch model", followed as written: its Python block
+# run with Debian's torch from a scratch directory (not the checkout), then its two
+# commands on the model it exported. A documented step that stops working fails CI.
 #   tests/model/readme_byom.sh SOURCE_DIR VKFORMER_BINARY
 set -euo pipefail
 src=$(realpath "$1") vkformer=$(realpath "$2")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-readme=$src/README.md
+readme=$src/docs/models.md
 # The fenced python block of that section, and the sh block after it.
 section=$(awk '/^## Bring your own PyTorch model/{on=1; next} /^## /{on=0} on' "$readme")
 awk '/^```python/{on=1; next} /^```/{if(on) exit} on' <<<"$section" | sed "s|/path/to/vkformer|$src|" >"$work/my_model.py"
