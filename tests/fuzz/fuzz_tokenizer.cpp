@@ -5,6 +5,8 @@
 //   3  a merges.txt for BART's tokenizer
 //   4  a tokenizer.json (a Llama's of 360 tokens): its JSON (nesting bounded), vocabulary,
 //      merges (each in the vocabulary), added tokens and pipeline
+//   5  a SentencePiece model file for our precompiled-charsmap validator (libsentencepiece,
+//      uninstrumented, only sees maps it passed)
 //   else  text (any bytes) to encode with the date sample's vocabulary, and ids to decode.
 #include <cstring>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include "bart_tokenizer.hpp"
 #include "fuzz_input.hpp"
 #include "hf_text.hpp"
+#include "precompiled_charsmap.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/tokenizer.hpp"
 
@@ -115,6 +118,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (data[0] == 2 || data[0] == 3) return fuzz_bart(data[0], data + 1, size - 1);
   if (data[0] == 4) return fuzz_tokenizer_json(data + 1, size - 1);
+  if (data[0] == 5) {
+    try {
+      vkf::model::check_precompiled_charsmaps(std::string(reinterpret_cast<const char*>(data + 1), size - 1), "fuzz");
+    } catch (const vkf::Error&) {
+    }
+    return 0;
+  }
   static const vkf::CharTokenizer dates = vkf::CharTokenizer::from_file(VKF_SOURCE_DIR "/samples/dates/vocab.json");
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   std::vector<uint32_t> encoded;

@@ -244,5 +244,28 @@ TEST(UntrustedFiles, TokenizingIsBoundedInTimeWhateverTheFileAsks) {
   EXPECT_GE(gpt2->text_bytes_for(64), 64u * 4);
 }
 
+// A SentencePiece model whose precompiled character map would be read out of bounds
+// (it crashed libsentencepiece): refused by our validator, while Marian's real map loads.
+TEST(UntrustedFiles, AMalformedPrecompiledCharsmapIsRefusedBeforeTheLibraryReadsIt) {
+  Copy c(kHf / "marian");
+  std::ifstream in(c.dir / "source.spm", std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NO_THROW(Tokenizer::for_model(c.dir.string()));  // a real map, 44,288 units
+  // The map's trie overwritten with 0xFF bytes (each unit's child outside the trie), its
+  // size field past the map, and a replacement without its NUL.
+  const size_t map = good.find(std::string("\x00\xb4\x02\x00", 4));  // the trie's size field, 177,152 LE
+  ASSERT_NE(map, std::string::npos);
+  std::string broken = good;
+  std::fill(broken.begin() + long(map) + 4, broken.begin() + long(map) + 4 + 1024, char(0xFF));
+  c.write("source.spm", broken);
+  expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"source.spm", "precompiled character map"});
+  broken = good;
+  broken[map + 2] = char(0x7F);  // the size field: 8 MB
+  c.write("source.spm", broken);
+  expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"source.spm", "claims a trie larger than the map"});
+  c.write("source.spm", good.substr(0, good.size() / 2));  // cut inside a field
+  expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"source.spm"});
+}
+
 }  // namespace
 }  // namespace vkf::test

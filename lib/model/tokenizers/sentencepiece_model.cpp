@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "precompiled_charsmap.hpp"
 #include "vkformer/error.hpp"
 
 namespace vkf::model {
@@ -78,6 +79,7 @@ std::unique_ptr<sentencepiece::SentencePieceProcessor> load_sentencepiece(const 
                                                                           const std::string& name,
                                                                           bool no_dummy_prefix) {
   std::string bytes = files.read(name, "SentencePiece model", kMaxSpmBytes);
+  check_precompiled_charsmaps(bytes, files.where(name));  // before the library reads them unchecked
   if (no_dummy_prefix) bytes = without_dummy_prefix(bytes);
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = sp->LoadFromSerializedProto(bytes);
