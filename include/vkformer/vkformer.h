@@ -222,6 +222,13 @@ typedef struct vkf_memory_file {
  *  twice; ::VKF_ERROR_NOT_FOUND: no config.json, or no weights. */
 VKF_API vkf_status vkf_model_load_from_memory(vkf_context* context, const vkf_memory_file* files, size_t count,
                                               vkf_precision precision, vkf_model** model);
+/** The most text, in bytes, that vkf_tokenize, vkf_translate and vkf_translate_start take
+ *  for this model before tokenizing it; longer text is ::VKF_ERROR_INVALID_INPUT, so a
+ *  hostile or runaway string costs bounded time and memory. 0 (the default): what a
+ *  sequence of the model's positions can hold, its positions times its vocabulary's
+ *  longest token. Set it higher to tokenize long documents for chunking, lower to bound
+ *  an app's inputs. Thread-safe. */
+VKF_API vkf_status vkf_model_set_text_limit(vkf_model* model, size_t bytes);
 /** Releases a model (its weights go when its sessions are gone too). */
 VKF_API void vkf_model_free(vkf_model* model);
 

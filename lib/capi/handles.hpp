@@ -29,12 +29,14 @@ struct vkf_model {
   std::shared_ptr<const vkf::Model> model;
   std::shared_ptr<const vkf::Tokenizer> tokenizer;  // null without vocab.json
   std::string where;  // "model directory 'DIR'" or "model in memory", for messages
+  std::shared_ptr<std::atomic<size_t>> text_limit = std::make_shared<std::atomic<size_t>>(0);  // 0: the default
 };
 
 struct vkf_session {
   std::shared_ptr<vkf::Context> ctx;
   std::shared_ptr<const vkf::Tokenizer> tokenizer;
   vkf::Session session;
+  std::shared_ptr<std::atomic<size_t>> text_limit;  // its model's (vkf_model_set_text_limit)
   mutable std::atomic<bool> busy{false};  // a job or a call runs on it (stats claim it too)
   vkf_job* job = nullptr;         // that job (vkf_session_free ends it)
   // The last generation's outputs (vkf_session_last_tokens), cleared when one starts:
@@ -146,7 +148,7 @@ vkf_status check_length(const char* function, const char* what, size_t length, c
 // Text a model can read: at most Tokenizer::text_bytes_for(max_position) bytes, checked
 // before the tokenizer spends time and memory on it (VKF_ERROR_INVALID_INPUT naming the limit).
 vkf_status check_text(const char* function, const char* text, const vkf::Tokenizer& tokenizer,
-                      const vkf::ModelConfig& config);
+                      const vkf::ModelConfig& config, size_t limit);
 
 // n x m elements as a size, or nullopt when the product does not fit.
 std::optional<size_t> product(size_t n, size_t m);

@@ -82,7 +82,9 @@ vkf_status vkf_translate_start(vkf_session* session, const char* text, const vkf
   // Everything before the job's thread can throw too (the tokenizer refuses bad text).
   return guarded(fn, [&] {
     if (options && !capi::generate_options_size_ok(fn, options->struct_size)) return VKF_ERROR_INVALID_ARGUMENT;
-    if (const vkf_status s = capi::check_text(fn, text, *session->tokenizer, session->session.model().config()); s != VKF_OK)
+    if (const vkf_status s = capi::check_text(fn, text, *session->tokenizer, session->session.model().config(),
+                                              session->text_limit->load());
+        s != VKF_OK)
       return s;
     auto ids = session->tokenizer->encode(text);
     if (ids.empty()) return invalid(fn, "the text is empty");

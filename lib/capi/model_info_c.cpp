@@ -54,7 +54,9 @@ vkf_status vkf_tokenize(const vkf_model* model, const char* text, uint32_t* ids,
     return capi::failed(fn, model->where + " has no tokenizer (vocab.json, Marian's source.spm, or a "
                             "decoder-only model's tokenizer.json or tokenizer.model): give ids to vkf_generate");
   return guarded(fn, [&] {
-    if (const vkf_status s = capi::check_text(fn, text, *model->tokenizer, model->model->config()); s != VKF_OK) return s;
+    if (const vkf_status s = capi::check_text(fn, text, *model->tokenizer, model->model->config(), model->text_limit->load());
+        s != VKF_OK)
+      return s;
     const std::vector<uint32_t> out = model->tokenizer->encode(text);  // not UTF-8: VKF_ERROR_INVALID_INPUT
     *count = out.size();
     if (!ids || capacity < out.size())

@@ -23,13 +23,15 @@ vkf_status failed(const char* function, const std::string& why) {
 }
 
 vkf_status check_text(const char* function, const char* text, const vkf::Tokenizer& tokenizer,
-                      const vkf::ModelConfig& config) {
-  const size_t most = tokenizer.text_bytes_for(config.max_position);
+                      const vkf::ModelConfig& config, size_t limit) {
+  const size_t most = limit ? limit : tokenizer.text_bytes_for(config.max_position);
   const size_t length = strnlen(text, most + 1);  // never reads past what could be used
   if (length <= most) return VKF_OK;
-  last_error = std::string(function) + ": the text is longer than the " + std::to_string(most) + " bytes a model of " +
-               std::to_string(config.max_position) + " positions can read with this tokenizer (its longest token " +
-               "times the positions): cut it first";
+  last_error = std::string(function) + ": the text is longer than " + std::to_string(most) + " bytes, " +
+               (limit ? std::string("the limit vkf_model_set_text_limit set")
+                      : "what a model of " + std::to_string(config.max_position) +
+                            " positions can read with this tokenizer (its longest token times the positions)") +
+               ": cut it first";
   return VKF_ERROR_INVALID_INPUT;
 }
 
@@ -315,12 +317,19 @@ vkf_status vkf_model_load_from_memory(vkf_context* context, const vkf_memory_fil
 
 void vkf_model_free(vkf_model* model) { delete model; }
 
+vkf_status vkf_model_set_text_limit(vkf_model* model, size_t bytes) {
+  if (!model) return invalid("vkf_model_set_text_limit", "model is NULL");
+  model->text_limit->store(bytes);
+  return VKF_OK;
+}
+
 vkf_status vkf_session_create(vkf_model* model, vkf_session** session) {
   if (!session) return invalid("vkf_session_create", "session is NULL");
   *session = nullptr;
   if (!model) return invalid("vkf_session_create", "model is NULL");
   return guarded("vkf_session_create", [&] {
     *session = new vkf_session{model->ctx, model->tokenizer, vkf::Session(model->model)};
+    (*session)->text_limit = model->text_limit;
     return VKF_OK;
   });
 }
@@ -449,7 +458,9 @@ vkf_status vkf_translate(vkf_session* session, const char* text, const vkf_gener
     const capi::SessionClaim claim(session);
     if (!claim.held()) return claim.refuse(fn);
     if (options && !capi::generate_options_size_ok(fn, options->struct_size)) return VKF_ERROR_INVALID_ARGUMENT;
-    if (const vkf_status s = capi::check_text(fn, text, *session->tokenizer, session->session.model().config()); s != VKF_OK)
+    if (const vkf_status s = capi::check_text(fn, text, *session->tokenizer, session->session.model().config(),
+                                              session->text_limit->load());
+        s != VKF_OK)
       return s;
     const auto ids = session->tokenizer->encode(text);
     if (ids.empty()) return invalid(fn, "the text is empty");

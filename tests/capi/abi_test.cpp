@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstring>
@@ -441,6 +442,35 @@ TEST(CAbi, EveryEntryPointFromInsideTheJobsOwnCallbackIsSafe) {
   uint32_t tokens[128];
   size_t n = 0;
   EXPECT_EQ(vkf_generate(h.session, ids, 3, nullptr, tokens, 128, &n), VKF_OK) << "the session lives: " << vkf_last_error();
+}
+
+// Text past what the model can read is refused before it is tokenized (4 MB in well under
+// a second); vkf_model_set_text_limit lowers or raises the bound, 0 restores it.
+TEST(CAbi, TextIsBoundedBeforeItIsTokenizedAndTheLimitCanBeSet) {
+  Handles h;
+  h.open(kLlama);
+  const std::string huge(4u << 20, 'a');
+  std::vector<uint32_t> ids(1u << 20);
+  size_t n = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(vkf_tokenize(h.model, huge.c_str(), ids.data(), ids.size(), &n), VKF_ERROR_INVALID_INPUT);
+  EXPECT_TRUE(error_mentions("64 positions can read")) << vkf_last_error();
+  char out[64];
+  EXPECT_EQ(vkf_translate(h.session, huge.c_str(), nullptr, out, sizeof out, nullptr), VKF_ERROR_INVALID_INPUT);
+  vkf_job* job = nullptr;
+  EXPECT_EQ(vkf_translate_start(h.session, huge.c_str(), nullptr, &job), VKF_ERROR_INVALID_INPUT);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  ASSERT_EQ(vkf_model_set_text_limit(h.model, 10), VKF_OK);
+  EXPECT_EQ(vkf_tokenize(h.model, "Hello world", ids.data(), ids.size(), &n), VKF_ERROR_INVALID_INPUT);
+  EXPECT_TRUE(error_mentions("vkf_model_set_text_limit")) << vkf_last_error();
+  EXPECT_EQ(vkf_translate(h.session, "Hello world", nullptr, out, sizeof out, nullptr), VKF_ERROR_INVALID_INPUT);
+  EXPECT_EQ(vkf_tokenize(h.model, "Hello", ids.data(), ids.size(), &n), VKF_OK);
+  ASSERT_EQ(vkf_model_set_text_limit(h.model, 8u << 20), VKF_OK);  // a long document, to be cut by the app
+  EXPECT_EQ(vkf_tokenize(h.model, huge.c_str(), nullptr, 0, &n), VKF_ERROR_BUFFER_TOO_SMALL) << vkf_last_error();
+  EXPECT_GT(n, 64u) << "tokenized whole: its count";
+  ASSERT_EQ(vkf_model_set_text_limit(h.model, 0), VKF_OK);
+  EXPECT_EQ(vkf_tokenize(h.model, huge.c_str(), ids.data(), ids.size(), &n), VKF_ERROR_INVALID_INPUT);
+  EXPECT_EQ(vkf_model_set_text_limit(nullptr, 5), VKF_ERROR_INVALID_ARGUMENT);
 }
 
 }  // namespace
