@@ -1,31 +1,25 @@
 #!/bin/sh
 # vkformer's GEMM beside ggml's Vulkan backend, measured in one run on one device.
 #
-#   tools/bench_ggml/run.sh GGML_SOURCE_DIR [ROUNDS]
+#   GGML_BUILD=DIR tools/bench_ggml/run.sh GGML_SOURCE_DIR [ROUNDS]
 #
-# GGML_SOURCE_DIR is a ggml checkout you fetched (ggml-org/ggml; the figures in the
-# README are at d99724f). This builds it with its Vulkan backend (Debian 12 needs the
-# glslc and spirv-headers packages, and ggml's vk::LayerSettingEXT block put behind
-# `#ifdef VK_EXT_layer_settings`, which Vulkan headers 1.3.239 lack), builds
-# bench_ggml.cpp against it, then alternates ROUNDS (default 3) rounds of ggml and of
+# GGML_SOURCE_DIR is a checkout of the peer (ggml-org/ggml; docs/performance.md names the
+# commit its figures were measured at) and GGML_BUILD an existing build of it with its
+# Vulkan backend, made by you as that project documents: this script builds only
+# bench_ggml.cpp against it. It alternates ROUNDS (default 3) rounds of ggml and of
 # `vkformer bench ops` and prints the median GFLOP/s per shape, ggml's, vkformer's and
 # their ratio, and the median ratio per shape class. On lavapipe GGML_VK_VISIBLE_DEVICES=0
-# lets ggml see the CPU device. vkformer's build is build/ (tools/build.sh). GGML_BUILD
-# names an existing build of the tree instead of building it again.
+# lets ggml see the CPU device. vkformer's build is build/ (tools/build.sh).
 set -eu
-src=${1:?usage: tools/bench_ggml/run.sh GGML_SOURCE_DIR [ROUNDS]}
+src=${1:?usage: GGML_BUILD=DIR tools/bench_ggml/run.sh GGML_SOURCE_DIR [ROUNDS]}
+ggml=${GGML_BUILD:?GGML_BUILD must name an existing build of the ggml checkout (its libggml*.so)}
 rounds=${2:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=$root/build/bench_ggml
 mkdir -p "$out"
-# GGML_BUILD: an existing build of that tree (its Vulkan shaders take a while to compile).
-ggml=${GGML_BUILD:-$out/ggml}
-if [ -z "${GGML_BUILD:-}" ]; then
-  cmake -S "$src" -B "$ggml" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_VULKAN=ON -DGGML_BUILD_EXAMPLES=OFF \
-    -DGGML_BUILD_TESTS=OFF > "$out/ggml-configure.log"
-  cmake --build "$ggml" > "$out/ggml-build.log"
-fi
+[ -n "$(find "$ggml" -name 'libggml-vulkan*.so' -print -quit)" ] ||
+  { echo "GGML_BUILD=$ggml holds no libggml-vulkan.so: build ggml with its Vulkan backend first" >&2; exit 1; }
 libs=$(find "$ggml" -name 'libggml*.so' -printf '%h\n' | sort -u | tr '\n' ':')
 c++ -O2 -std=c++17 "$here/bench_ggml.cpp" -I"$src/include" -L"$ggml/src" -L"$ggml/src/ggml-vulkan" \
   -lggml -lggml-base -lggml-vulkan -Wl,-rpath,"$libs" -o "$out/bench_ggml"
