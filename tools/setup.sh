@@ -9,6 +9,7 @@ packages=(build-essential cmake ninja-build pkg-config
   mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libgtest-dev nlohmann-json3-dev libopenblas-dev doxygen libsentencepiece-dev libpcre2-dev libutf8proc-dev
   python3-torch python3-numpy python3-jsonschema
+  librsvg2-bin  # rsvg-convert: the bench chart test renders its SVG
   clang)  # libFuzzer (tools/fuzz.sh)
 
 as_root() {

@@ -16,7 +16,11 @@ def main():
         report = json.load(f)
     jsonschema.validate(report, schema)
     runs = report["runs"]
-    assert all("ops" in r and "model" in r for r in runs), "a run lacks ops or model results"
+    # bench all: both; bench ops or bench model: its own (the report's settings say which)
+    for r in runs:
+        what = r["settings"].get("benchmark", "all")
+        want = {"all": ("ops", "model"), "ops": ("ops",), "model": ("model",)}[what]
+        assert all(k in r for k in want), f"a `bench {what}` run lacks {want}"
     for svg in sys.argv[3:]:
         xml.dom.minidom.parse(svg)
     print(f"{report_path}: valid ({len(runs)} run(s))")

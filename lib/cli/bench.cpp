@@ -1,6 +1,8 @@
 // `vkformer bench`: kernel and model benchmarks on every Vulkan device (or the one
 // chosen), a table on the terminal, a JSON report and an SVG chart.
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -18,11 +20,46 @@ namespace vkf::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The median of `rounds` timings of f (each after the warm-up the caller ran), as
+// bench ops takes them: one slow round on a shared machine does not move it.
+double median_seconds(int rounds, const std::function<void()>& f) {
+  std::vector<double> t;
+  for (int r = 0; r < rounds; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
 nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bool quick, bool print) {
   auto model = Model::load(ctx, dir, dtype);
   Session session(model);
   const auto& c = model->config();
-  nlohmann::json out = {{"model", dir}, {"d_model", c.d_model}, {"layers", c.num_encoder_layers + c.num_decoder_layers}};
+  const int rounds = quick ? 1 : 3;
+  const auto& caps = ctx.capabilities();
+  nlohmann::json out = {{"model", dir},
+                        {"architecture", c.architecture},
+                        {"d_model", c.d_model},
+                        {"layers", c.num_encoder_layers + c.num_decoder_layers},
+                        {"parameters", model->checkpoint().parameters},
+                        {"rounds", rounds}};
+  if (print)
+    std::printf("vkformer %s bench model %s (%s, %.1f M parameters) on %s (%s), %s storage, median of %d round(s)\n",
+                version(), dir.c_str(), c.architecture.c_str(), model->checkpoint().parameters / 1e6, caps.name.c_str(),
+                caps.driver_info.c_str(), dtype == DType::F16 ? "fp16" : "fp32", rounds);
+  // A batch this device cannot hold (a buffer past what one binding takes, its memory):
+  // that row is skipped, with the reason, and the others still run.
+  auto skipped = [&](const Error& e, const char* what, uint32_t batch) {
+    if (e.kind() != ErrorKind::InvalidInput && e.kind() != ErrorKind::OutOfMemory) throw e;
+    out[what].push_back({{"batch", batch}, {"skipped", e.what()}});
+    if (print) std::printf("%-24s %12s (batch %u: %s)\n", what, "skipped", batch, e.what());
+  };
   if (c.decoder_only) {
     // A decoder-only model: prompt processing (a prompt of 128 and of 512 tokens, within
     // its positions, then one token) and greedy decoding at batch 1, 4 and 16 after
@@ -37,9 +74,7 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
       if (n >= c.max_position) continue;
       const auto p = prompt(n);
       session.generate({p}, {.max_new_tokens = 1, .stop_at_eos = false});  // warm-up: this size's pipelines
-      auto t0 = std::chrono::steady_clock::now();
-      session.generate({p}, {.max_new_tokens = 1, .stop_at_eos = false});
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double s = median_seconds(rounds, [&] { session.generate({p}, {.max_new_tokens = 1, .stop_at_eos = false}); });
       out["prompt"].push_back({{"tokens", n}, {"seconds", s}, {"tokens_per_second", n / s}});
       if (print) std::printf("%-24s %12.1f tokens/s (%u tokens)\n", "prompt processing", n / s, n);
     }
@@ -47,23 +82,18 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
     for (uint32_t batch : {1u, 4u, 16u}) {
       std::vector<std::vector<uint32_t>> prompts;
       for (uint32_t b = 0; b < batch; ++b) prompts.push_back(prompt(5 + b % 4));
-      std::vector<std::vector<uint32_t>> ids;
-      auto t0 = std::chrono::steady_clock::now();
+      size_t n = 0;
+      double s = 0;
       try {
         if (batch > 1) session.generate(prompts, {.max_new_tokens = 2, .stop_at_eos = false});  // warm-up at this batch
-        t0 = std::chrono::steady_clock::now();
-        ids = session.generate(prompts, {.max_new_tokens = tokens, .stop_at_eos = false});
+        s = median_seconds(rounds, [&] {
+          n = 0;
+          for (const auto& v : session.generate(prompts, {.max_new_tokens = tokens, .stop_at_eos = false})) n += v.size();
+        });
       } catch (const Error& e) {
-        // A batch this device cannot hold (a buffer past what one binding takes, its
-        // memory): that row is skipped, with the reason, and the others still run.
-        if (e.kind() != ErrorKind::InvalidInput && e.kind() != ErrorKind::OutOfMemory) throw;
-        out["greedy"].push_back({{"batch", batch}, {"skipped", e.what()}});
-        if (print) std::printf("%-24s %12s (batch %u: %s)\n", "greedy decoding", "skipped", batch, e.what());
+        skipped(e, "greedy", batch);
         continue;
       }
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      size_t n = 0;
-      for (const auto& v : ids) n += v.size();
       out["greedy"].push_back({{"batch", batch}, {"tokens", n}, {"seconds", s}, {"tokens_per_second", n / s}});
       if (print) std::printf("%-24s %12.1f tokens/s (batch %u, %zu tokens)\n", "greedy decoding", n / s, batch, n);
     }
@@ -75,12 +105,18 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
   for (uint32_t batch : {1u, quick ? 4u : 32u}) {
     std::vector<std::vector<uint32_t>> sources(batch, src);
     GenerateOptions o{.max_new_tokens = tokens, .stop_at_eos = false};
-    session.generate(sources, {.max_new_tokens = 2});  // warm-up: pipelines compiled
-    auto t0 = std::chrono::steady_clock::now();
-    auto ids = session.generate(sources, o);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     size_t n = 0;
-    for (auto& v : ids) n += v.size();
+    double s = 0;
+    try {
+      session.generate(sources, {.max_new_tokens = 2});  // warm-up: pipelines compiled
+      s = median_seconds(rounds, [&] {
+        n = 0;
+        for (auto& v : session.generate(sources, o)) n += v.size();
+      });
+    } catch (const Error& e) {
+      skipped(e, "greedy", batch);
+      continue;
+    }
     out["greedy"].push_back({{"batch", batch}, {"tokens", n}, {"seconds", s}, {"tokens_per_second", n / s}});
     if (print) std::printf("%-24s %12.1f tokens/s (batch %u, %zu tokens)\n", "greedy decoding", n / s, batch, n);
   }

@@ -21,6 +21,13 @@ std::string escape(const std::string& s) {
   return r;
 }
 
+// An axis label a person reads: 1640, 12.5, 0.75 (never 1.64e+03).
+std::string tick(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.3g", v);
+  return text;
+}
+
 const char* kColors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"};
 
 struct Series {
@@ -48,8 +55,8 @@ std::string panel(const std::string& title, const std::string& unit, const std::
   for (int t = 0; t <= 4; ++t) {
     const double v = max_v * t / 4;
     const int yy = top + plot_h - int(plot_h * t / 4);
-    std::snprintf(buf, sizeof buf, "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">%.3g</text>\n", left - 6,
-                  yy + 4, v);
+    std::snprintf(buf, sizeof buf, "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">%s</text>\n", left - 6,
+                  yy + 4, tick(v).c_str());
     svg += buf;
   }
   std::snprintf(buf, sizeof buf, "<text x=\"12\" y=\"%d\" font-size=\"11\" transform=\"rotate(-90 12 %d)\">%s</text>\n",
@@ -79,36 +86,75 @@ std::string panel(const std::string& title, const std::string& unit, const std::
 }  // namespace
 
 std::string bench_chart(const std::vector<nlohmann::json>& reports) {
-  std::vector<Series> gemm, decode;
-  std::vector<std::string> sizes, batches;
+  // One series per run: its model (when it has one), device, driver and precision.
+  std::vector<Series> gemm, prompt, decode;
+  std::vector<int> sizes, prompt_lengths, batches;  // sorted as numbers below
+  auto add = [](std::vector<int>& keys, int k) {
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  };
   for (auto& report : reports)
     for (auto& run : report.value("runs", nlohmann::json::array())) {
-      const std::string label = run["device"].value("name", "?") + " | " + run["device"].value("driver_info", "") + " | " +
-                                run["settings"].value("precision", "") + " | " + run["settings"].value("time", "");
-      Series g{label, {}}, d{label, {}};
+      std::string model;
+      if (run.contains("model")) {
+        model = run["model"].value("model", "");
+        if (const size_t slash = model.find_last_of('/'); slash != std::string::npos && slash + 1 < model.size())
+          model = model.substr(slash + 1);
+        model += " | ";
+      }
+      const std::string label = model + run["device"].value("name", "?") + " | " +
+                                run["device"].value("driver_info", "") + " | " + run["settings"].value("precision", "");
+      Series g{label, {}}, p{label, {}}, d{label, {}};
       if (run.contains("ops"))
         for (auto& r : run["ops"]["gemm"]) {
-          std::string k = std::to_string(r["n"].get<int>()) + "^3";
-          g.values[k] = r["gflops"];
-          if (std::find(sizes.begin(), sizes.end(), k) == sizes.end()) sizes.push_back(k);
+          g.values[std::to_string(r["n"].get<int>())] = r["gflops"];
+          add(sizes, r["n"].get<int>());
         }
-      if (run.contains("model"))
+      if (run.contains("model")) {
+        for (auto& r : run["model"].value("prompt", nlohmann::json::array())) {
+          p.values[std::to_string(r["tokens"].get<int>())] = r["tokens_per_second"];
+          add(prompt_lengths, r["tokens"].get<int>());
+        }
         for (auto& r : run["model"]["greedy"]) {
           if (r.contains("skipped")) continue;  // a batch the device could not hold
-          std::string k = "batch " + std::to_string(r["batch"].get<int>());
-          d.values[k] = r["tokens_per_second"];
-          if (std::find(batches.begin(), batches.end(), k) == batches.end()) batches.push_back(k);
+          d.values[std::to_string(r["batch"].get<int>())] = r["tokens_per_second"];
+          add(batches, r["batch"].get<int>());
         }
+      }
       gemm.push_back(g);
+      prompt.push_back(p);
       decode.push_back(d);
     }
-  const int legend_y = 540;
+  auto categories = [](std::vector<int> keys, const std::string& prefix, const std::string& suffix,
+                       std::vector<Series>& series) {
+    std::sort(keys.begin(), keys.end());
+    std::vector<std::string> out;
+    for (int k : keys) {
+      const std::string name = prefix + std::to_string(k) + suffix;
+      for (auto& s : series)  // the values keyed by the category's display name
+        if (auto it = s.values.find(std::to_string(k)); it != s.values.end()) {
+          s.values[name] = it->second;
+        }
+      out.push_back(name);
+    }
+    return out;
+  };
+  std::string body;
+  int y = 0;
+  // A panel for each kind of result some report holds; none for a kind none holds.
+  auto draw = [&](const std::string& title, const std::string& unit, std::vector<int>& keys, const std::string& prefix,
+                  const std::string& suffix, std::vector<Series>& series) {
+    if (keys.empty()) return;
+    body += panel(title, unit, categories(keys, prefix, suffix, series), series, y);
+    y += 270;
+  };
+  draw("GEMM (A B^T), fp32 accumulate: n x n x n", "GFLOP/s", sizes, "", "^3", gemm);
+  draw("Prompt processing", "prompt tokens/s", prompt_lengths, "", " tokens", prompt);
+  draw("Greedy decoding", "tokens/s", batches, "batch ", "", decode);
+  const int legend_y = y + 10;
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" height=\"" +
                     std::to_string(legend_y + 20 * gemm.size() + 20) +
-                    "\" font-family=\"sans-serif\"><rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += panel("GEMM (A B^T), fp32 accumulate", "GFLOP/s", sizes, gemm, 0);
-  svg += panel("Greedy decoding", "tokens/s", batches, decode, 270);
-  char buf[512];
+                    "\" font-family=\"sans-serif\"><rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" + body;
+  char buf[768];
   for (size_t s = 0; s < gemm.size(); ++s) {
     std::snprintf(buf, sizeof buf,
                   "<rect x=\"70\" y=\"%zu\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"88\" y=\"%zu\" font-size=\"12\">%s</text>\n",

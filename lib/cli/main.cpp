@@ -28,6 +28,8 @@ int finish_stdout(int status, const std::string& command) {
 int run(const vkf::cli::CommandSpec& spec, int argc, char** argv) {
   const vkf::cli::Args args(spec, argc, argv, 2);  // the whole line checked against the command's table
   const std::string command = spec.name;
+  // Long runs print a line per result: line by line into a pipe too, not at the end.
+  if (command == "bench" || command == "tune") std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (command == "bench") return vkf::cli::bench(args);
   if (command == "info") return vkf::cli::info(args);
   if (command == "selftest") return vkf::cli::selftest(args);
