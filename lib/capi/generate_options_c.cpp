@@ -61,6 +61,13 @@ std::optional<Generation> generate_options(const vkf_generate_options* caller, c
     return bad("top_p must be in (0, 1] (0: the default, 1), got " + std::to_string(o->top_p));
   g.top_p = o->top_p == 0 ? 1.0f : o->top_p;
   g.seed = o->seed;
+  // Settings that would do nothing are refused, as the command refuses them: sampling's
+  // cut-offs without sampling, a length penalty without beams (0 and 1 both mean none).
+  if (g.temperature == 0 && (o->top_k != 0 || g.top_p != 1.0f))
+    return bad("top_k and top_p shape sampling: set temperature above 0 to sample, or leave them at 0 (greedy)");
+  if (g.temperature > 0 && g.beam > 1) return bad("temperature samples and beam searches: set one or the other");
+  if (g.beam <= 1 && o->length_penalty != 0 && o->length_penalty != 1.0f)
+    return bad("length_penalty scores beams: set beam above 1 with it, or leave it at 1");
   if (!(o->submit_budget_ms >= 0)) return bad("submit_budget_ms must be >= 0 (0: no budget)");
   g.submit_budget_ms = o->submit_budget_ms;
   if (o->repetition_penalty != 0) {

@@ -473,4 +473,29 @@ TEST(CAbi, TextIsBoundedBeforeItIsTokenizedAndTheLimitCanBeSet) {
   EXPECT_EQ(vkf_model_set_text_limit(nullptr, 5), VKF_ERROR_INVALID_ARGUMENT);
 }
 
+// C options that would do nothing are refused by name, as the command refuses its flags.
+TEST(CAbi, OptionsThatWouldDoNothingAreRefused) {
+  Handles h;
+  h.open(kGpt2);
+  vkf_generate_options o = vkf_generate_options_default();
+  o.top_k = 5;  // without temperature
+  generate(h.session, {5, 17}, &o, VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("top_k and top_p")) << vkf_last_error();
+  o = vkf_generate_options_default();
+  o.top_p = 0.5f;
+  generate(h.session, {5, 17}, &o, VKF_ERROR_INVALID_ARGUMENT);
+  o = vkf_generate_options_default();
+  o.length_penalty = 2.0f;  // greedy
+  generate(h.session, {5, 17}, &o, VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("length_penalty")) << vkf_last_error();
+  o = vkf_generate_options_default();
+  o.temperature = 0.7f;
+  o.beam = 2;
+  generate(h.session, {5, 17}, &o, VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("temperature samples and beam")) << vkf_last_error();
+  vkf_generate_options zero{};  // zero-initialised: every field's default meaning, accepted
+  zero.struct_size = sizeof zero;
+  generate(h.session, {5, 17}, &zero);
+}
+
 }  // namespace
