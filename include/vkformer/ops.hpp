@@ -262,10 +262,8 @@ class Ops {
   // (decode_attention with an AttentionProjection: one dispatch), or leaves them to a
   // decode-step GEMM after it (two dispatches, the projection spread over as many
   // workgroups as the GEMM's columns take where the fused kernel has one per head).
-  // A GEMM unless VKF_DECODE_PROJECTION=attention: on an H100 (Transformer-base fp16,
-  // batch 1) the fused kernel, one workgroup per head, took 77 us a call where the
-  // attention alone took 11 and the GEMM 13 (32 tokens: 48 ms of decoding against 27);
-  // at batch 32 the two measured the same.
+  // A GEMM unless VKF_DECODE_PROJECTION=attention: the fused kernel, one workgroup per
+  // head, lost to the pair on an H100 at batch 1 and tied at batch 32 (docs/performance.md).
   bool project_in_decode_attention() const;
   // Whether an encoder folds each LayerNorm into the GEMMs that read it: 5 dispatches per
   // layer instead of 7. On CPU drivers where the direct GEMM passes row statistics on

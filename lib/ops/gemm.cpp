@@ -291,13 +291,10 @@ std::optional<RowStats> Ops::gemm_impl(CommandList& cl, const Gemm& g0, const Bu
     const bool subgroups = ops::small_m_subgroups(caps, g);
     if (subgroups) {
       // One row (batch-1 decoding) as a variant of its own, whose loops run that row
-      // alone (lavapipe: 15-25% faster than looping to 4 rows); 2 to 4 rows share one, so
-      // a warm-up that runs one beam search has compiled every decode step. Other sizes,
-      // measured there, were no faster: 32-256 invocations, 2-16 columns each, except
-      // for long rows on CPU drivers: where K >= 2048, 8 columns a subgroup (one load
-      // of A's texel per 8 of B's; Xeon, Mesa 25.0.7, fp32: 1x512x2048 in 198-218 us
-      // against 249-252 with 4 in `bench ops`, 291-305 against 299-352 in a decode step).
-      // With K = 512 they were 15-30% slower there in a decode step.
+      // alone (faster on lavapipe); 2 to 4 rows share one, so a warm-up that runs one beam
+      // search has compiled every decode step. On CPU drivers, 8 columns a subgroup where
+      // K >= 2048 (one load of A's texel per 8 of B's), else 4: each measured the faster
+      // there (docs/performance.md).
       const uint32_t wg = std::max<uint32_t>(64, caps.subgroup_size);
       // (at most the subgroup's lanes: each column's sum is stored by the lane of its index)
       const uint32_t cols = std::min<uint32_t>(caps.type == DeviceType::Cpu && g.K >= 2048 ? 8 : 4, caps.subgroup_size);

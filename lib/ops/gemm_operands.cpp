@@ -27,14 +27,11 @@ static bool rows_on_units(const SmallMOperand& o, uint32_t ld, const Strides& st
 }
 
 // Whether the small-M kernel reads A and B through their buffer addresses (ADDRESS_AB):
-// where asked, else in fp32 on CPU drivers whose host gathers in hardware (Xeon with
-// AVX-512, Mesa 25.0.7: llvmpipe's loads through addresses are vpgathers, against an
-// indirect call per texel; 1xNxK fp32 products of a Transformer-base 1.1-1.8x faster).
-// fp16 keeps texels there: a texel carries 8 halves to a gather's 4 fp32 values' bytes
-// and measured faster (1x2048x512 in 298 us against 399, 1x32000x512 2.8 ms against 3.4).
-// Each unit is loaded as two 64-bit words (shaderInt64): llvmpipe gathers per component,
-// so half the gather instructions (Xeon: a decode step's GEMVs 15.0 ms against 16.4).
-// Both views must start on 16 bytes and hold whole units.
+// where asked, else in fp32 on CPU drivers whose host gathers in hardware (AVX-512):
+// llvmpipe's loads through addresses are hardware gathers where a texel is an indirect
+// call. fp16 keeps texels (a texel carries 8 halves). Each unit is loaded as two 64-bit
+// words (shaderInt64): llvmpipe gathers per component, so half the instructions. The
+// measurements: docs/performance.md. Both views must start on 16 bytes and hold whole units.
 bool small_m_addresses(const Capabilities& caps, const Gemm& g, DType dt, const SmallMOperand& a,
                        const SmallMOperand& b) {
   const uint32_t per_unit = 16 / dtype_bytes(dt);

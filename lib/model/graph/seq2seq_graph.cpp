@@ -300,10 +300,8 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
                                       c.positions != ModelConfig::Positions::Rotary);
   const bool fold = plain && o.step && rows <= Ops::kMaxFoldedNormRows && ops_.fold_norms_in_decode_steps();
   // A decoder-only model's prompt (pre-norm): the fused encoder's path, with a causal mask,
-  // where both encoders and decode steps fold (VKF_FOLD_NORMS=1 by default). On CPU drivers
-  // it measured 13% slower than 7 dispatches even with row statistics passed on (lavapipe,
-  // GPT-2 small fp16, 128 tokens: 204 against 236 tokens/s; its M = 128 tiles normalise two
-  // rows of A per lane at each step); on GPUs folded products are the encoder's slow ones.
+  // where both encoders and decode steps fold (VKF_FOLD_NORMS=1 by default): on CPU drivers
+  // the unfolded 7 dispatches measured faster (docs/performance.md).
   const bool prompt_fused = plain && c.decoder_only && c.norm_first && !o.step && ops_.fold_norms_in_decode_steps() &&
                             ops_.fold_norms_in_encoder();
   // Post-norm, a decode step folds the embedding's norm into the first layer's GEMMs like
