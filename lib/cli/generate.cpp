@@ -130,7 +130,7 @@ int generate(const Args& args) {
     }
   }
   if (text_prompt) {
-    const std::string& prompt = *args.value("--prompt");
+    const std::string prompt = *args.value("--prompt");
     if (const size_t most = tokenizer->text_bytes_for(config.max_position); prompt.size() > most)
       throw Error("--prompt is " + std::to_string(prompt.size()) + " bytes, more than the " + std::to_string(most) +
                   " a model of " + std::to_string(config.max_position) + " positions can read");
