@@ -42,25 +42,14 @@ struct GenerateOptionsAbi1 {  // ABI 1: up to seed
   float top_p;
   uint64_t seed;
 };
-struct GenerateOptionsAbi2 {  // ABI 2: the submit budget, then the per-token callback
-  uint32_t struct_size, max_new_tokens, beam;
-  float length_penalty, temperature;
-  uint32_t top_k;
-  float top_p;
-  uint64_t seed;
+struct GenerateOptionsAbi2 {  // ABI 2: ABI 1's, then the submit budget and the per-token callback
+  GenerateOptionsAbi1 abi1;
   float submit_budget_ms;
   int (*on_token)(void*, size_t, uint32_t, const char*, size_t);
   void* on_token_user;
 };
-struct GenerateOptionsAbi3 {  // ABI 3: the CLI's options (ABI 4 added none)
-  uint32_t struct_size, max_new_tokens, beam;
-  float length_penalty, temperature;
-  uint32_t top_k;
-  float top_p;
-  uint64_t seed;
-  float submit_budget_ms;
-  int (*on_token)(void*, size_t, uint32_t, const char*, size_t);
-  void* on_token_user;
+struct GenerateOptionsAbi3 {  // ABI 3: ABI 2's, then the CLI's options (ABI 4 added none)
+  GenerateOptionsAbi2 abi2;
   float repetition_penalty;
   const uint32_t* eos_ids;
   size_t eos_id_count;
@@ -80,6 +69,8 @@ struct GenerateStatsAbi3 {  // ABI 2 and 3: before the prompt figures
 };
 static_assert(offsetof(GenerateOptionsAbi3, max_steps_per_submit) ==
               offsetof(vkf_generate_options, max_steps_per_submit));
+static_assert(offsetof(GenerateOptionsAbi3, repetition_penalty) == offsetof(vkf_generate_options, repetition_penalty));
+static_assert(offsetof(GenerateOptionsAbi2, on_token) == offsetof(vkf_generate_options, on_token));
 static_assert(sizeof(GenerateOptionsAbi3) == sizeof(vkf_generate_options), "ABI 4 added no generation option");
 static_assert(sizeof(GenerateStatsAbi3) == offsetof(vkf_generate_stats, prompt_tokens));
 
@@ -183,15 +174,15 @@ TEST(CAbi, StructsAsOlderCallersCompiledThemAreTaken) {
   v1.top_p = 1;
   EXPECT_EQ(generate(h.session, prompt, &v1), want) << "ABI 1 (" << sizeof v1 << " bytes)";
   GenerateOptionsAbi2 v2{};
-  std::memcpy(&v2, &v1, sizeof v1);
-  v2.struct_size = sizeof v2;
+  v2.abi1 = v1;
+  v2.abi1.struct_size = sizeof v2;
   v2.submit_budget_ms = 2;
   EXPECT_EQ(generate(h.session, prompt, &v2), want) << "ABI 2 (" << sizeof v2 << " bytes)";
-  v2.struct_size = offsetof(GenerateOptionsAbi2, on_token);  // ABI 2 before on_token: 48 bytes
+  v2.abi1.struct_size = offsetof(GenerateOptionsAbi2, on_token);  // ABI 2 before on_token: 48 bytes
   EXPECT_EQ(generate(h.session, prompt, &v2), want);
   GenerateOptionsAbi3 v3{};
-  std::memcpy(&v3, &v2, sizeof v2);
-  v3.struct_size = sizeof v3;
+  v3.abi2 = v2;
+  v3.abi2.abi1.struct_size = sizeof v3;
   v3.max_steps_per_submit = 2;
   EXPECT_EQ(generate(h.session, prompt, &v3), want) << "ABI 3";
 
