@@ -13,7 +13,7 @@
 #include "commands.hpp"
 #include "sample_models.hpp"
 #include "options.hpp"
-#include "vkformer/files.hpp"
+#include "files.hpp"
 #include "vkformer/model.hpp"
 
 namespace vkf::cli {

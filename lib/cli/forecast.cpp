@@ -8,7 +8,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "vkformer/files.hpp"
+#include "files.hpp"
 #include "vkformer/forecaster.hpp"
 
 namespace vkf::cli {

@@ -10,7 +10,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "vkformer/files.hpp"
+#include "files.hpp"
 #include "vkformer/model.hpp"
 #include "vkformer/tokenizer.hpp"
 

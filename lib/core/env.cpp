@@ -1,4 +1,4 @@
-#include "vkformer/env.hpp"
+#include "env.hpp"
 
 #include <cstdlib>
 #include <string>

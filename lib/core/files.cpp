@@ -1,4 +1,4 @@
-#include "vkformer/files.hpp"
+#include "files.hpp"
 
 #include <fcntl.h>
 #include <sys/random.h>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "vkformer/env.hpp"
+#include "env.hpp"
 
 namespace vkf::gpu {
 

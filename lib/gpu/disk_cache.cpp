@@ -9,8 +9,8 @@
 
 #include "shader_compiler.hpp"
 #include "vkformer/error.hpp"
-#include "vkformer/files.hpp"
-#include "vkformer/hash.hpp"
+#include "files.hpp"
+#include "hash.hpp"
 #include "vk.hpp"
 
 namespace fs = std::filesystem;

@@ -9,7 +9,7 @@
 #include "log.hpp"
 #include "vkformer/capabilities.hpp"
 #include "vkformer/context.hpp"
-#include "vkformer/hash.hpp"
+#include "hash.hpp"
 
 namespace vkf::gpu {
 

@@ -7,7 +7,7 @@
 #include "gemm_flags.h"  // shaders/: flag bits shared with the GLSL kernels
 #include "gemm_tiles.hpp"
 #include "gemm_operands.hpp"
-#include "vkformer/env.hpp"
+#include "env.hpp"
 #include "vkformer/gemm_tuning.hpp"
 #include "vkformer/ops.hpp"
 

@@ -15,7 +15,7 @@
 #include <random>
 
 #include "vkformer/error.hpp"
-#include "vkformer/files.hpp"
+#include "files.hpp"
 #include "vkformer/half.hpp"
 #include "vkformer/tensor_io.hpp"
 

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bounded_json.hpp"
-#include "vkformer/env.hpp"
+#include "env.hpp"
 #include "vkformer/gemm_tuning.hpp"
-#include "vkformer/hash.hpp"
+#include "hash.hpp"
 
 namespace vkf {
 

@@ -9,7 +9,7 @@
 
 #include "support/ops_test.hpp"
 #include "vkformer/gemm_tuning.hpp"
-#include "vkformer/hash.hpp"
+#include "hash.hpp"
 
 namespace vkf::test {
 namespace {

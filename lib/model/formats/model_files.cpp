@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "vkformer/error.hpp"
-#include "vkformer/files.hpp"
+#include "files.hpp"
 
 namespace vkf {
 

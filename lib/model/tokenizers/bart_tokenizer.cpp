@@ -15,7 +15,7 @@
 #include "hf_text.hpp"
 #include "json_file.hpp"
 #include "vkformer/error.hpp"
-#include "vkformer/files.hpp"
+#include "files.hpp"
 
 namespace vkf::model {
 

@@ -8,7 +8,7 @@
 #include "json_file.hpp"
 #include "sentencepiece_model.hpp"
 #include "vkformer/error.hpp"
-#include "vkformer/files.hpp"
+#include "files.hpp"
 
 namespace vkf::model {
 
