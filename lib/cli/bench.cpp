@@ -56,7 +56,7 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
   // A batch this device cannot hold (a buffer past what one binding takes, its memory):
   // that row is skipped, with the reason, and the others still run.
   auto skipped = [&](const Error& e, const char* what, uint32_t batch) {
-    if (e.kind() != ErrorKind::InvalidInput && e.kind() != ErrorKind::OutOfMemory) throw e;
+    if (e.kind() != ErrorKind::InvalidInput && e.kind() != ErrorKind::OutOfMemory) throw;  // as it was thrown
     out[what].push_back({{"batch", batch}, {"skipped", e.what()}});
     if (print) std::printf("%-24s %12s (batch %u: %s)\n", what, "skipped", batch, e.what());
   };
