@@ -73,6 +73,9 @@ struct Capabilities {
   // storage, and a 16x16x16 fp16 x fp16 + fp32 subgroup-scope product among the
   // driver's configurations.
   bool cooperative_matrix_nv = false;
+  // Policy::emulate_coopmat: the cooperative-matrix GEMM runs with its matrices emulated
+  // in shared memory (virtual subgroups of 32, no extension), whatever the device offers.
+  bool cooperative_matrix_emulated = false;
   bool memory_budget = false;  // VK_EXT_memory_budget: the driver reports each heap's budget and use
   // bufferDeviceAddress (Vulkan 1.2): kernels may read a buffer through its address
   // (Context::device_address), which the decode-step GEMM does on CPU drivers with

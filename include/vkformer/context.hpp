@@ -12,6 +12,7 @@
 #include "vkformer/capabilities.hpp"
 #include "vkformer/command_list.hpp"
 #include "vkformer/kernel.hpp"
+#include "vkformer/policy.hpp"
 
 namespace vkf {
 
@@ -80,6 +81,9 @@ struct ContextOptions {
   bool within_heap_budget = true;
   // Size of the device memory blocks buffers are carved from.
   uint64_t block_bytes = 64ull << 20;
+  // The choices made by rule per device class that this context makes otherwise
+  // (vkformer/policy.hpp). Unset: Policy::from_environment().
+  std::optional<Policy> policy;
   LogSink log;  // default: warnings and errors to stderr (VKF_LOG=debug|info|warning|error)
 };
 
@@ -134,6 +138,12 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   const Capabilities& capabilities() const;
+  // The policy in force: ContextOptions::policy or the environment's, read once.
+  Policy policy() const;
+  // Replaces it for what is recorded from now on (not while another thread records on
+  // this context). emulate_coopmat and pipeline_stats are fixed when the context is
+  // made: a different value is an Error.
+  void set_policy(const Policy& policy);
 
   // use: BufferUse::HostAccess for a small buffer the host writes or reads around every
   // submit (ids, a step's state): on a discrete GPU it lives in device memory the host

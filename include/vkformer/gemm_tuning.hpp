@@ -37,11 +37,6 @@ std::optional<GemmTiles> tuned_device_tiles(const Capabilities& caps, DType prec
 // `precision` is the storage precision (the cooperative-matrix kernel runs fp16 only).
 std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& tiles, DType precision);
 
-// VKF_EMULATE_COOPMAT=1: the cooperative-matrix kernel runs with its matrices emulated
-// in shared memory on any device (tests: its logic against the reference where no NV
-// cooperative matrices are offered; slow). Any value but 0 or 1 is an Error.
-bool gemm_coopmat_emulated();
-
 // The candidates the tuner tries, each valid on the device: designed per device class
 // (short wide tiles for CPU drivers; 64-128 blocks with 4x4 to 8x8 per invocation for
 // GPUs; small tiles within mobile limits), whatever the class, filtered by validity.

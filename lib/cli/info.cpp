@@ -118,10 +118,13 @@ int info(const Args& args) {
   if (choice.empty())
     if (const char* env = std::getenv("VKF_DEVICE")) choice = env;
   const uint32_t chosen = choose_device(devices, choice);
+  const Policy policy = options.policy ? *options.policy : Policy::from_environment();
 
   if (json) {
-    nlohmann::json out = {{"vkformer_version", version()}, {"devices", nlohmann::json::array()}};
+    nlohmann::json out = {{"vkformer_version", version()}, {"devices", nlohmann::json::array()},
+                          {"policy", nlohmann::json::object()}};
     for (auto& d : devices) out["devices"].push_back(to_json(d, d.index == chosen));
+    for (const auto& [name, value] : policy.settings()) out["policy"][name] = value;
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -154,6 +157,9 @@ int info(const Args& args) {
     for (auto& q : c.quirks) std::printf("    quirk      %s\n", q.c_str());
   }
   std::printf("\n* default device (choose with --device N|NAME or VKF_DEVICE)\n");
+  std::string settings;
+  for (const auto& [name, value] : policy.settings()) settings += (settings.empty() ? "" : ", ") + name + " " + value;
+  std::printf("policy: %s (docs/cli.md: VKF_FOLD_NORMS, VKF_DECODE_PROJECTION, VKF_GEMM_TILES, ...)\n", settings.c_str());
   return 0;
 }
 

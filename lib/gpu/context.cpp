@@ -14,7 +14,8 @@ static bool env_flag(const char* name) {
   throw Error(std::string(name) + " must be 1 (on) or 0 (off), not '" + s + "'");
 }
 
-Context::Impl::Impl(const ContextOptions& opts) : options(opts), log(opts.log) {
+Context::Impl::Impl(const ContextOptions& opts)
+    : options(opts), log(opts.log), policy(opts.policy ? *opts.policy : Policy::from_environment()) {
   if (options.borrow) {
     open_borrowed(*options.borrow);
   } else {
@@ -33,13 +34,14 @@ Context::Impl::Impl(const ContextOptions& opts) : options(opts), log(opts.log) {
     if (choice.empty())
       if (const char* env = std::getenv("VKF_DEVICE")) choice = env;
     const uint32_t chosen = choose_device(caps, choice);
-    device = std::make_unique<gpu::Device>(*instance, std::move(devices[chosen]));
+    device = std::make_unique<gpu::Device>(*instance, std::move(devices[chosen]), policy.pipeline_stats);
   }
   std::string profile = options.profile;
   if (profile.empty())
     if (const char* env = std::getenv("VKF_PROFILE")) profile = env;
   if (profile == "portable") device->clamp_to_portable_profile();
   else if (!profile.empty()) throw Error("unknown profile '" + profile + "' (known: portable)");
+  if (policy.emulate_coopmat) device->emulate_cooperative_matrices();
   log.info("using device [" + std::to_string(device->caps().index) + "] " + device->caps().name +
            (device->borrowed() ? " (borrowed from the application)" : ""));
 
@@ -74,6 +76,9 @@ void Context::Impl::open_borrowed(const BorrowedVulkan& b) {
   while (index < handles.size() && handles[index] != static_cast<VkPhysicalDevice>(b.physical_device)) ++index;
   if (index == handles.size()) throw Error("borrowed Vulkan objects: the physical device is not one of the instance's");
   device = std::make_unique<gpu::Device>(gpu::describe(handles[index], index, instance->api_version()), b);
+  if (policy.pipeline_stats)
+    log.warn("pipeline_stats: a borrowed device has only the features the application enabled; no pipeline "
+                "statistics are read");
 }
 
 Context::Impl::~Impl() {
@@ -100,6 +105,20 @@ Context::~Context() {
 }
 
 const Capabilities& Context::capabilities() const { return impl_->device->caps(); }
+
+Policy Context::policy() const {
+  std::lock_guard lock(impl_->policy_mutex);
+  return impl_->policy;
+}
+
+void Context::set_policy(const Policy& p) {
+  std::lock_guard lock(impl_->policy_mutex);
+  if (p.emulate_coopmat != impl_->policy.emulate_coopmat)
+    throw Error("set_policy: emulate_coopmat is fixed when the context is made (ContextOptions::policy)");
+  if (p.pipeline_stats != impl_->policy.pipeline_stats)
+    throw Error("set_policy: pipeline_stats is fixed when the context is made (ContextOptions::policy)");
+  impl_->policy = p;
+}
 
 Buffer Context::buffer(uint64_t bytes, std::string_view name, BufferUse use) {
   return Buffer(impl_->allocator->allocate(bytes, name, impl_, use == BufferUse::HostAccess));

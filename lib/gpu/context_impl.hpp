@@ -31,6 +31,8 @@ struct Context::Impl : std::enable_shared_from_this<Context::Impl> {
   static void barrier_to_later_work(VkCommandBuffer cb);
 
   ContextOptions options;
+  mutable std::mutex policy_mutex;
+  Policy policy;  // under policy_mutex
   gpu::Log log;
   std::unique_ptr<gpu::Instance> instance;
   std::unique_ptr<gpu::Device> device;

@@ -7,11 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "env.hpp"
 
 namespace vkf::gpu {
 
-Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(physical)) {
+Device::Device(const Instance&, PhysicalDevice physical, bool pipeline_stats) : physical_(std::move(physical)) {
   auto& c = physical_.caps;
   if (physical_.queue_family == ~0u) throw Error("device '" + c.name + "' has no compute queue");
   if (physical_.api_version < VK_API_VERSION_1_1)
@@ -94,7 +93,7 @@ Device::Device(const Instance&, PhysicalDevice physical) : physical_(std::move(p
   // on a GPU: register counts and spills are what its compiler does with our loops).
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec_props{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-  if (env_switch("VKF_PIPELINE_STATS").value_or(false)) {
+  if (pipeline_stats) {
     if (physical_.has_extension(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
       VkPhysicalDeviceFeatures2 query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
       VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR offered{
@@ -247,6 +246,11 @@ void Device::clamp_to_portable_profile() {
   c.quirks.emplace_back(
       "portable profile: kernels chosen for 16 KiB shared memory, 128 invocations, 128 push-constant bytes, "
       "128 MiB bindings, no subgroup arithmetic, no fp16 arithmetic, no buffer addresses, no 64-bit integers");
+}
+
+void Device::emulate_cooperative_matrices() {
+  physical_.caps.cooperative_matrix_emulated = true;
+  physical_.caps.quirks.emplace_back("policy: cooperative matrices emulated in shared memory (emulate_coopmat; slow)");
 }
 
 bool Device::fire(std::atomic<uint64_t>& countdown) {

@@ -17,7 +17,8 @@ extern thread_local uint64_t blocking_waits_this_thread;
 // physical device offers that vkformer can use.
 class Device {
  public:
-  Device(const Instance& instance, PhysicalDevice physical);
+  // pipeline_stats: Policy::pipeline_stats.
+  Device(const Instance& instance, PhysicalDevice physical, bool pipeline_stats = false);
   // An application's device and queue (vkf::BorrowedVulkan): the capabilities are
   // narrowed to the features it was created with; nothing is destroyed or waited on
   // device-wide, and submissions go through the app's queue lock.
@@ -34,6 +35,8 @@ class Device {
 
   // Narrows the capabilities kernels choose from (never widens them).
   void clamp_to_portable_profile();
+  // Policy::emulate_coopmat: Capabilities::cooperative_matrix_emulated, and a quirk line saying so.
+  void emulate_cooperative_matrices();
 
   // Submits one command buffer and waits for it; the queue is shared, so this locks.
   // Submits cb `times` times in one vkQueueSubmit (it needs SIMULTANEOUS_USE for more than one).
@@ -45,7 +48,7 @@ class Device {
   } faults;
   static bool fire(std::atomic<uint64_t>& countdown);
   bool lost() const { return lost_; }
-  // VKF_PIPELINE_STATS=1 on a device with VK_KHR_pipeline_executable_properties: every
+  // Policy::pipeline_stats (VKF_PIPELINE_STATS=1) on a device with VK_KHR_pipeline_executable_properties: every
   // pipeline created reports the driver's statistics for it (registers, spills, shared
   // memory: what a kernel costs on that GPU) on stderr.
   bool pipeline_statistics() const { return pipeline_statistics_; }

@@ -49,12 +49,7 @@ uint32_t u32(uint64_t v, const char* what) {
 }  // namespace
 
 bool Ops::project_in_decode_attention() const {
-  const char* env = std::getenv("VKF_DECODE_PROJECTION");
-  if (!env) return false;  // measured faster on an H100 (ops.hpp)
-  const std::string v = env;
-  if (v != "attention" && v != "gemm")
-    throw Error("VKF_DECODE_PROJECTION must be 'attention' or 'gemm', not '" + v + "'");
-  return v == "attention";
+  return ctx_.policy().decode_projection == DecodeProjection::Attention;
 }
 
 uint64_t Ops::decode_attention_scratch_bytes(const Attention& a, uint32_t projection_n) const {

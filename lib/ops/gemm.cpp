@@ -7,7 +7,6 @@
 #include "gemm_flags.h"  // shaders/: flag bits shared with the GLSL kernels
 #include "gemm_tiles.hpp"
 #include "gemm_operands.hpp"
-#include "env.hpp"
 #include "vkformer/gemm_tuning.hpp"
 #include "vkformer/ops.hpp"
 
@@ -43,7 +42,7 @@ uint32_t narrow(uint64_t v, const char* what) {
 }  // namespace
 
 bool Ops::fold_norms_in_decode_steps() const {
-  if (const auto fold = env_switch("VKF_FOLD_NORMS")) return *fold;
+  if (const auto fold = ctx_.policy().fold_norms) return *fold;
   return ctx_.capabilities().type != DeviceType::Cpu;  // the portable profile counts as a GPU
 }
 
@@ -52,7 +51,7 @@ bool Ops::fold_norms_in_decode_steps() const {
 // lavapipe, Transformer-base encode of 24 tokens, 5 dispatches per layer at ~7% more
 // time than 7 unfolded (each workgroup re-reading its rows for their statistics cost ~45%).
 bool Ops::fold_norms_in_encoder() const {
-  if (const auto fold = env_switch("VKF_FOLD_NORMS")) return *fold;
+  if (const auto fold = ctx_.policy().fold_norms) return *fold;
   if (ctx_.capabilities().type != DeviceType::Cpu) return false;  // the folded products are slow there (ops.hpp)
   return gemm_row_stats_parts({.M = 2 * kSmallM + 1, .N = 64, .K = 64, .trans_b = true}) != 0;
 }
@@ -68,11 +67,15 @@ GemmTiles Ops::gemm_tiles(const Gemm& g) const {
       throw Error("gemm: tiles " + g.tiles->name() + " cannot run on device '" + caps.name + "': " + problem);
     return *g.tiles;
   }
-  if (!std::getenv("VKF_GEMM_TILES")) {
-    if (const auto tuned = ops::cached_gemm_tuning(ctx_, dtype_))
-      if (const auto& t = tuned->tiles[gemm_row_class(g.M)]) return *t;
-    if (const auto t = tuned_device_tiles(caps, dtype_, g.M)) return *t;
+  if (const auto t = ctx_.policy().gemm_tiles) {
+    if (const std::string problem = gemm_tiles_problem(caps, *t, dtype_); !problem.empty())
+      throw Error("gemm: the policy's tiles " + t->name() + " (VKF_GEMM_TILES) cannot run on device '" + caps.name +
+                  "': " + problem);
+    return *t;
   }
+  if (const auto tuned = ops::cached_gemm_tuning(ctx_, dtype_))
+    if (const auto& t = tuned->tiles[gemm_row_class(g.M)]) return *t;
+  if (const auto t = tuned_device_tiles(caps, dtype_, g.M)) return *t;
   return default_gemm_tiles(g);
 }
 
@@ -427,7 +430,7 @@ std::optional<RowStats> Ops::gemm_impl(CommandList& cl, const Gemm& g0, const Bu
       // f16vec4 prefetch, which gemm_tiles_problem also sizes it for).
       if (t.wide && prefetch && rows_on_vectors(8)) cd.emplace_back("WIDE", "1");
       if (t.prefetch) cd.emplace_back("PREFETCH_LAYOUT", "1");  // the design's padded rows and epilogue, either way
-      if (gemm_coopmat_emulated()) cd.emplace_back("COOPMAT_EMULATED", "1");
+      if (caps.cooperative_matrix_emulated) cd.emplace_back("COOPMAT_EMULATED", "1");
       k = kernel("gemm_coopmat.comp", cd, 7, sizeof push, {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn});
     } else if (t.strategy == GemmStrategy::Direct) {
       const bool shuffle = ops::direct_gemm_shuffles(caps, t);

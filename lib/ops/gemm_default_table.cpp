@@ -34,18 +34,6 @@ bool direct_gemm_shuffles(const Capabilities& caps, const GemmTiles& t) {
 
 GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t rows, uint32_t cols,
                             uint64_t large_tiles_in_c) {
-  // VKF_GEMM_TILES=bm,bn,bk,tm,tn overrides the choice, for tuning on a new device.
-  if (const char* env = std::getenv("VKF_GEMM_TILES")) {
-    GemmTiles t{};
-    const char* at = env;
-    if (std::string(env).rfind("direct:", 0) == 0) t.strategy = GemmStrategy::Direct, at += 7;
-    else if (std::string(env).rfind("coopmat_nv:", 0) == 0) t.strategy = GemmStrategy::CoopMatNV, at += 11;
-    if (std::sscanf(at, "%u,%u,%u,%u,%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5)
-      throw Error("VKF_GEMM_TILES must be bm,bn,bk,tm,tn, optionally after direct: or coopmat_nv:");
-    if (const std::string problem = gemm_tiles_problem(caps, t, precision); !problem.empty())
-      throw Error("VKF_GEMM_TILES " + std::string(env) + ": " + problem);
-    return t;
-  }
   GemmTiles large{128, 128, 16, 8, 8}, medium{64, 64, 16, 4, 4}, small{64, 32, 16, 4, 4};
   if (caps.type == DeviceType::Cpu) {
     // The direct kernel where its rows of A can be shuffled between lanes (every CPU

@@ -13,7 +13,7 @@ namespace vkf::ops {
 // The default table: tiles from the device's limits and kind, for a product of `rows`
 // rows (M) and `cols` columns (N) whose C holds `large_tiles_in_c` tiles of the large GPU configuration (small
 // products get smaller tiles so a GPU has enough workgroups; on CPU drivers, few rows get
-// short, wide tiles so a tile's rows are not mostly empty). VKF_GEMM_TILES overrides it.
+// short, wide tiles so a tile's rows are not mostly empty). Policy::gemm_tiles (VKF_GEMM_TILES) is taken before it (Ops::gemm_tiles).
 GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t rows, uint32_t cols,
                             uint64_t large_tiles_in_c);
 

@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "bounded_json.hpp"
-#include "env.hpp"
 #include "vkformer/gemm_tuning.hpp"
 #include "hash.hpp"
 
@@ -34,8 +33,6 @@ std::string gemm_row_class_name(uint32_t row_class) {
   return "M > " + std::to_string(kGemmRowClassLimits[row_class - 1]);
 }
 
-bool gemm_coopmat_emulated() { return env_switch("VKF_EMULATE_COOPMAT").value_or(false); }
-
 std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t, DType precision) {
   if (!t.bm || !t.bn || !t.bk || !t.tm || !t.tn) return "a tile size is 0";
   if (t.split_k < 1 || t.split_k > kGemmMaxSplitK)
@@ -45,7 +42,7 @@ std::string gemm_tiles_problem(const Capabilities& caps, const GemmTiles& t, DTy
   if (t.bk % 4) return "BK " + std::to_string(t.bk) + " is not a multiple of 4 (the kernel reads k in vec4s)";
   if (t.bm % t.tm || t.bn % t.tn) return "TM must divide BM and TN divide BN";
   if (t.strategy == GemmStrategy::CoopMatNV) {
-    const bool emulated = gemm_coopmat_emulated();  // virtual subgroups of 32, no extension
+    const bool emulated = caps.cooperative_matrix_emulated;  // virtual subgroups of 32, no extension
     if (!caps.cooperative_matrix_nv && !emulated)
       return "the device offers no NV cooperative matrices with 16x16x16 fp16 products (VK_NV_cooperative_matrix, "
              "its feature, the Vulkan memory model and fp16 arithmetic and storage)";

@@ -288,13 +288,13 @@ TEST_F(HuggingFaceBadInput, BartTokenizerFilesAreChecked) {
 // embedding norm pending into its first layer), on this device forced and under the
 // portable profile: the same logits as transformers, 5 dispatches per encoder layer.
 TEST(HuggingFaceFolded, EveryNormFoldedStillMatchesTransformers) {
-  const ScopedEnv fold("VKF_FOLD_NORMS", "1");
   for (const char* profile : {"", "portable"})
     for (const char* name : {"marian", "bart"}) {
       SCOPED_TRACE(std::string(name) + (*profile ? " (portable)" : ""));
       MessageLog log;
       ContextOptions o = test_options(log);
       if (*profile) o.profile = profile;
+      o.policy = Policy{.fold_norms = true};
       Context ctx(o);
       const auto ref = references()[name];
       auto model = Model::load(ctx, (kDir / name).string(), DType::F32);
@@ -312,7 +312,7 @@ TEST(HuggingFaceFolded, EveryNormFoldedStillMatchesTransformers) {
       // (an H200's fp32 table at M > 64: 6 folded).
       const double folded = session.last_stats().dispatches_per_encoder_layer;
       {
-        const ScopedEnv unfold("VKF_FOLD_NORMS", "0");
+        const ScopedPolicy unfold(ctx, [](Policy& p) { p.fold_norms = false; });
         Session unfolded(model);
         unfolded.generate(sources, g);
         EXPECT_LE(folded + 2, unfolded.last_stats().dispatches_per_encoder_layer);

@@ -93,7 +93,7 @@ void expect_forecaster_matches_pytorch(Context& ctx) {
 TEST_F(GpuTest, ForecasterMatchesPyTorchAndBeatsNaive) { expect_forecaster_matches_pytorch(ctx()); }
 
 TEST_F(GpuTest, ForecasterWithEveryNormFoldedMatchesPyTorch) {
-  const ScopedEnv fold("VKF_FOLD_NORMS", "1");
+  const ScopedPolicy fold(ctx(), [](Policy& p) { p.fold_norms = true; });
   ASSERT_TRUE(Ops(ctx(), DType::F32).fold_norms_in_encoder());
   expect_forecaster_matches_pytorch(ctx());
 }

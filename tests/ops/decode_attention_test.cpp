@@ -311,24 +311,15 @@ TEST_P(DecodeAttentionTest, WrongSettingsAreClearErrors) {
   cl.submit();
 }
 
-// The switch between the fused projection and a GEMM after the attention names what it takes.
-TEST_F(GpuTest, DecodeProjectionSwitchTakesAttentionOrGemm) {
+// The policy routes a decode step's output projection into the attention or to a GEMM.
+TEST_F(GpuTest, DecodeProjectionFollowsThePolicy) {
   const Ops o(ctx(), DType::F32);
   {
-    const ScopedEnv route("VKF_DECODE_PROJECTION", "gemm");
+    const ScopedPolicy route(ctx(), [](Policy& p) { p.decode_projection = DecodeProjection::Gemm; });
     EXPECT_FALSE(o.project_in_decode_attention());
   }
-  {
-    const ScopedEnv route("VKF_DECODE_PROJECTION", "attention");
-    EXPECT_TRUE(o.project_in_decode_attention());
-  }
-  const ScopedEnv route("VKF_DECODE_PROJECTION", "fused");
-  try {
-    o.project_in_decode_attention();
-    ADD_FAILURE() << "no error for an unknown route";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'attention' or 'gemm', not 'fused'"), std::string::npos) << e.what();
-  }
+  const ScopedPolicy route(ctx(), [](Policy& p) { p.decode_projection = DecodeProjection::Attention; });
+  EXPECT_TRUE(o.project_in_decode_attention());
 }
 
 VKF_FOR_EACH_DTYPE(DecodeAttentionTest);

@@ -70,7 +70,6 @@ Capabilities device_without_coopmat(uint32_t shared_bytes, uint32_t subgroup) {
 }
 
 TEST(GemmCoopMat, RefusedByNameWhereItCannotRun) {
-  if (gemm_coopmat_emulated()) GTEST_SKIP() << "VKF_EMULATE_COOPMAT=1 lifts the device checks this test exercises";
   const GemmTiles t{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV};
   const Capabilities none = device_without_coopmat(49152, 32);
   EXPECT_NE(gemm_tiles_problem(none, t, DType::F16).find("no NV cooperative matrices"), std::string::npos);
@@ -132,29 +131,16 @@ TEST(GemmCoopMat, RefusedByNameWhereItCannotRun) {
   EXPECT_EQ(count_coop(gemm_tile_candidates(none, DType::F16)), 0);
 }
 
-// VKF_EMULATE_COOPMAT=1 lifts the device's cooperative-matrix and subgroup-size checks
-// (not the fp16-only rule); 0 or unset keeps them; anything else is refused by name.
-TEST(GemmCoopMat, EmulationSwitchTakesZeroOrOne) {
-  const Capabilities none = device_without_coopmat(32768, 8);  // lavapipe's
+// Emulation (Policy::emulate_coopmat, VKF_EMULATE_COOPMAT=1) lifts the device's
+// cooperative-matrix and subgroup-size checks, not the fp16-only rule.
+TEST(GemmCoopMat, EmulationLiftsTheDeviceChecks) {
+  Capabilities emulated = device_without_coopmat(32768, 8);  // lavapipe's
+  emulated.cooperative_matrix_emulated = true;
   const GemmTiles t{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 1, true};
-  {
-    ScopedEnv on("VKF_EMULATE_COOPMAT", "1");
-    EXPECT_TRUE(gemm_coopmat_emulated());
-    EXPECT_EQ(gemm_tiles_problem(none, t, DType::F16), "");
-    EXPECT_NE(gemm_tiles_problem(none, t, DType::F32).find("fp16 storage only"), std::string::npos);
-  }
-  {
-    ScopedEnv off("VKF_EMULATE_COOPMAT", "0");
-    EXPECT_FALSE(gemm_coopmat_emulated());
-    EXPECT_NE(gemm_tiles_problem(none, t, DType::F16).find("no NV cooperative matrices"), std::string::npos);
-  }
-  ScopedEnv bad("VKF_EMULATE_COOPMAT", "yes");
-  try {
-    gemm_coopmat_emulated();
-    ADD_FAILURE() << "VKF_EMULATE_COOPMAT=yes was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("VKF_EMULATE_COOPMAT must be 0 or 1, not 'yes'"), std::string::npos) << e.what();
-  }
+  EXPECT_EQ(gemm_tiles_problem(emulated, t, DType::F16), "");
+  EXPECT_NE(gemm_tiles_problem(emulated, t, DType::F32).find("fp16 storage only"), std::string::npos);
+  emulated.cooperative_matrix_emulated = false;
+  EXPECT_NE(gemm_tiles_problem(emulated, t, DType::F16).find("no NV cooperative matrices"), std::string::npos);
 }
 
 class GemmCoopMatRun : public OpsTest {};
@@ -163,7 +149,7 @@ class GemmCoopMatRun : public OpsTest {};
 // accumulation, as the other kernels; the stored fp16 result adds 2^-11 of |c|.
 TEST_P(GemmCoopMatRun, EveryVariantAtAwkwardShapesTransposesAndEpilogues) {
   const Capabilities& caps = ctx().capabilities();
-  if (!caps.cooperative_matrix_nv && !gemm_coopmat_emulated())
+  if (!caps.cooperative_matrix_nv && !caps.cooperative_matrix_emulated)
     GTEST_SKIP() << "device '" << caps.name
                  << "' offers no NV cooperative matrices with 16x16x16 fp16 products (lavapipe has none): the kernel's "
                     "SPIR-V is checked above, its run needs an NVIDIA GPU, its logic runs emulated with "

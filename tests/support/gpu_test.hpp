@@ -47,7 +47,7 @@ uint64_t test_seed();
 #define VKF_SEED_TRACE(seed) SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with VKF_TEST_SEED)")
 
 // Sets an environment variable for a scope, restoring what it was (tests that compare
-// a switch's two settings in one process, such as VKF_FOLD_NORMS).
+// how an environment variable is read).
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
@@ -64,6 +64,25 @@ class ScopedEnv {
  private:
   const char* name_;
   std::optional<std::string> old_;
+};
+
+// Changes a context's policy for a scope, restoring what it was (tests that compare a
+// policy's two settings on one context, such as Policy::fold_norms).
+class ScopedPolicy {
+ public:
+  template <class Change>
+  ScopedPolicy(Context& ctx, Change change) : ctx_(ctx), old_(ctx.policy()) {
+    Policy p = old_;
+    change(p);
+    ctx.set_policy(p);
+  }
+  ~ScopedPolicy() { ctx_.set_policy(old_); }
+  ScopedPolicy(const ScopedPolicy&) = delete;
+  ScopedPolicy& operator=(const ScopedPolicy&) = delete;
+
+ private:
+  Context& ctx_;
+  Policy old_;
 };
 
 }  // namespace vkf::test
