@@ -88,6 +88,9 @@ struct Capabilities {
   // AVX-512, where LLVM lowers llvmpipe's loads through addresses to vpgather; without it
   // they become a branch and a load per lane). False on every GPU.
   bool hardware_gathers = false;
+  // A CPU driver whose host CPU has AVX-512 (F and VL): 32 vector registers where AVX2
+  // has 16, so the direct GEMM's default tiles hold more accumulators. False on every GPU.
+  bool host_avx512 = false;
   bool compute_only_queue = false;  // a queue family with compute and no graphics
 
   std::vector<std::string> quirks;  // workarounds from the vendor table that apply here

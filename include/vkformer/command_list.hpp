@@ -3,6 +3,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -33,11 +34,20 @@ class CommandList {
   CommandList& operator=(CommandList&&) noexcept;
   ~CommandList();
 
-  void dispatch(const Kernel& kernel, Groups groups, std::initializer_list<Arg> args,
-                const void* push = nullptr, uint32_t push_bytes = 0, std::string_view label = {});
+  void dispatch(const Kernel& kernel, Groups groups, std::span<const Arg> args, const void* push = nullptr,
+                uint32_t push_bytes = 0, std::string_view label = {});
+  void dispatch(const Kernel& kernel, Groups groups, std::initializer_list<Arg> args, const void* push = nullptr,
+                uint32_t push_bytes = 0, std::string_view label = {}) {
+    dispatch(kernel, groups, std::span<const Arg>(args.begin(), args.size()), push, push_bytes, label);
+  }
   template <class Push>
-  void dispatch(const Kernel& kernel, Groups groups, std::initializer_list<Arg> args,
-                const Push& push, std::string_view label = {}) {
+  void dispatch(const Kernel& kernel, Groups groups, std::initializer_list<Arg> args, const Push& push,
+                std::string_view label = {}) {
+    dispatch(kernel, groups, std::span<const Arg>(args.begin(), args.size()), &push, sizeof(Push), label);
+  }
+  template <class Push>
+  void dispatch(const Kernel& kernel, Groups groups, std::span<const Arg> args, const Push& push,
+                std::string_view label = {}) {
     dispatch(kernel, groups, args, &push, sizeof(Push), label);
   }
   void copy(const BufferView& src, const BufferView& dst);

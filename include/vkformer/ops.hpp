@@ -170,6 +170,21 @@ struct Sampling {
   friend bool operator==(const Sampling&, const Sampling&) = default;
 };
 
+// The buffers a GEMM reads and writes, laid out as its Gemm says.
+struct GemmOperands {
+  BufferView a, b, c;                    // A, B (a Linear weight [N, K] with trans_b) and C
+  std::optional<BufferView> bias;        // [N] ([2N] for a gated product: gates', then ups')
+  std::optional<BufferView> residual;    // [M, N], rows Gemm::ldr apart, added after the activation
+  std::optional<DecodeStep> step;        // C's rows (a split output's, with one) start at the step's row
+  std::optional<BufferView> split_out;   // columns [split.column, N) of the result (GemmSplit)
+  std::optional<NormWeights> norm;       // the folded LayerNorm's gamma and beta (Gemm::norm_of)
+  GemmRowStats stats;                    // row statistics read and written (RowStats)
+};
+
+namespace ops {
+struct GemmPlan;  // lib/ops/gemm_plan.hpp
+}
+
 // Kernels for one storage type on one context. Cheap to make; pipelines are shared
 // through the context.
 class Ops {
@@ -177,28 +192,16 @@ class Ops {
   explicit Ops(Context& ctx, DType dtype = DType::F32);
   DType dtype() const { return dtype_; }
 
-  void gemm(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b, const BufferView& c,
-            const std::optional<BufferView>& bias = {}, const std::optional<BufferView>& residual = {},
-            const std::optional<DecodeStep>& step = {}, const std::optional<BufferView>& split_out = {},
-            const std::optional<NormWeights>& norm = {}) {
-    gemm(cl, g, a, b, c, bias, residual, step, split_out, norm, GemmRowStats{});
-  }
-  // The same, reading and writing row statistics (RowStats): returns those it wrote to
-  // `stats.out`, or none where this product cannot.
-  std::optional<RowStats> gemm(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b,
-                               const BufferView& c, const std::optional<BufferView>& bias,
-                               const std::optional<BufferView>& residual, const std::optional<DecodeStep>& step,
-                               const std::optional<BufferView>& split_out, const std::optional<NormWeights>& norm,
-                               const GemmRowStats& stats);
+  // C = the product Gemm `g` describes, of the buffers `o` names. Returns the row
+  // statistics it wrote to `o.stats.out` (RowStats), or none where this product cannot.
+  std::optional<RowStats> gemm(CommandList& cl, const Gemm& g, const GemmOperands& o);
   // A post-norm sublayer's last product: C = the product with its epilogue (bias,
   // activation, residual) as gemm() writes it, [M, N] with rows N apart, then y = LN(C)
   // row by row to norm.out (RMSNorm with Gemm::norm_rms; eps Gemm::norm_eps). The
   // decode-step kernel (M <= kMaxFoldedNormRows, B a Linear weight, subgroup arithmetic) does both
   // in one dispatch where given tickets; elsewhere a layer_norm dispatch follows. One
-  // batch of heads, no split output, no decode step, no folded norm.
-  void gemm_normed(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b, const BufferView& c,
-                   const std::optional<BufferView>& bias, const std::optional<BufferView>& residual,
-                   const OutputNorm& norm);
+  // batch of heads; no split output, decode step, folded norm or row statistics.
+  void gemm_normed(CommandList& cl, const Gemm& g, const GemmOperands& o, const OutputNorm& norm);
   // The partials per row gemm() writes for `g` (GemmRowStats::out), 0 where it writes
   // none: products of more than kMaxFoldedNormRows rows, one batch of heads, no split
   // output, on the direct kernel with subgroup shuffles and arithmetic (CPU drivers).
@@ -341,11 +344,9 @@ class Ops {
   };
   Placed place(const BufferView& v, const char* op) const;
   // gemm() with, where out_norm is given, the decode-step kernel's NORM_OUT (gemm_normed).
-  std::optional<RowStats> gemm_impl(CommandList& cl, const Gemm& g, const BufferView& a, const BufferView& b,
-                                    const BufferView& c, const std::optional<BufferView>& bias,
-                                    const std::optional<BufferView>& residual, const std::optional<DecodeStep>& step,
-                                    const std::optional<BufferView>& split_out, const std::optional<NormWeights>& norm,
-                                    const GemmRowStats& stats, const OutputNorm* out_norm);
+  std::optional<RowStats> record_gemm(CommandList& cl, const Gemm& g, const GemmOperands& o, const OutputNorm* out_norm);
+  void check_gemm_views(const Gemm& g, const GemmOperands& o) const;
+  bool record(CommandList& cl, const ops::GemmPlan& plan, std::vector<Arg> common, std::vector<Arg> extra);
   void elementwise(CommandList& cl, uint32_t op, const BufferView& a, const BufferView& b, const BufferView& y,
                    uint32_t count);
   void need_step(const DecodeStep& step, const char* op) const;

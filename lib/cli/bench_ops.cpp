@@ -81,7 +81,7 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print, uint32_
     Buffer c = ctx.buffer(uint64_t(M) * N * dtype_bytes(dt), "C");
     const double flops = 2.0 * M * N * K;
     const double s = time_gpu(ctx, reps_for(flops, 5e9), [&](CommandList& cl) {
-      ops.gemm(cl, {.M = M, .N = N, .K = K, .trans_b = true}, a.view(), b.view(), c.view());
+      ops.gemm(cl, {.M = M, .N = N, .K = K, .trans_b = true}, {.a = a.view(), .b = b.view(), .c = c.view()});
     });
     double blas = 0;
 #ifdef VKF_HAVE_OPENBLAS
@@ -104,7 +104,7 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print, uint32_
       Gemm d = g;
       d.tiles = ops.default_gemm_tiles(g);
       const double sd = time_gpu(ctx, reps_for(flops, 5e9), [&](CommandList& cl) {
-        ops.gemm(cl, d, a.view(), b.view(), c.view());
+        ops.gemm(cl, d, {.a = a.view(), .b = b.view(), .c = c.view()});
       });
       row["default_variant"] = d.tiles->name();
       row["tuned_speedup"] = sd / s;

@@ -179,7 +179,7 @@ CommandList Context::command_list(const CommandListOptions& options) {
   return CommandList(std::move(s));
 }
 
-void CommandList::dispatch(const Kernel& kernel, Groups groups, std::initializer_list<Arg> args, const void* push,
+void CommandList::dispatch(const Kernel& kernel, Groups groups, std::span<const Arg> args, const void* push,
                            uint32_t push_bytes, std::string_view label) {
   auto& s = *s_;
   s.require_recording("record a dispatch");

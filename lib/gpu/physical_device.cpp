@@ -76,6 +76,16 @@ bool host_has_hardware_gathers() {
 #endif
 }
 
+// Whether the host CPU has AVX-512 (F and VL), whoever made it.
+bool host_has_avx512() {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+
 // Whether the driver lists the product shaders/gemm_coopmat.comp runs: 16x16x16,
 // fp16 A and B, fp32 C and D, one subgroup.
 bool has_coopmat_16x16x16_fp16(VkPhysicalDevice handle) {
@@ -223,6 +233,7 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
   c.buffer_device_address = has_bda && bda_f.bufferDeviceAddress;
   c.shader_int64 = feats.features.shaderInt64;
   c.hardware_gathers = c.cpu_driver && host_has_hardware_gathers();
+  c.host_avx512 = c.cpu_driver && host_has_avx512();
   c.rounding_rte_fp16 = c.storage_16bit && has_float_controls && float_controls.shaderRoundingModeRTEFloat16;
 
   // Memory: unified when the device is not discrete and the host can map all its memory.

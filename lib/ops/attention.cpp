@@ -228,7 +228,7 @@ void Ops::attention_unfused(CommandList& cl, const Attention& a0, const BufferVi
     qk.stride_a = {a.q_batch_stride, uint64_t(group) * a.head_dim};
     qk.stride_b = {a.kv_batch_stride, a.kv_head_stride};
     qk.stride_c = {per_head * a.heads, per_head * group};
-    gemm(cl, qk, from(q, uint64_t(r) * a.head_dim * e), k, from(scores, uint64_t(r) * per_head * e));
+    gemm(cl, qk, {.a = from(q, uint64_t(r) * a.head_dim * e), .b = k, .c = from(scores, uint64_t(r) * per_head * e)});
   }
   // softmax over keys, the padding mask broadcast over heads and queries.
   Softmax s{.rows = a.batch * a.heads * a.q_len, .cols = a.kv_len, .mask_rows = a.batch,
@@ -242,7 +242,7 @@ void Ops::attention_unfused(CommandList& cl, const Attention& a0, const BufferVi
     pv.stride_a = {per_head * a.heads, per_head * group};
     pv.stride_b = {a.kv_batch_stride, a.kv_head_stride};
     pv.stride_c = {a.o_batch_stride, uint64_t(group) * a.head_dim};
-    gemm(cl, pv, from(scores, uint64_t(r) * per_head * e), v, from(o, uint64_t(r) * a.head_dim * e));
+    gemm(cl, pv, {.a = from(scores, uint64_t(r) * per_head * e), .b = v, .c = from(o, uint64_t(r) * a.head_dim * e)});
   }
 }
 

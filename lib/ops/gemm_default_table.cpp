@@ -11,21 +11,6 @@ namespace vkf {
 
 namespace ops {
 
-namespace {
-
-// Whether the host CPU has AVX-512 (F and VL): a CPU driver compiles for its host, so its
-// code, and its best direct tiles, depend on it.
-bool host_has_avx512() {
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-  return has;
-#else
-  return false;
-#endif
-}
-
-}  // namespace
-
 bool direct_gemm_shuffles(const Capabilities& caps, const GemmTiles& t) {
   const uint32_t sg = caps.subgroup_size;
   return t.strategy == GemmStrategy::Direct && caps.subgroup_basic && caps.subgroup_shuffle &&
@@ -57,7 +42,7 @@ GemmTiles choose_gemm_tiles(const Capabilities& caps, DType precision, uint32_t 
     // padding: 36 where 16x256 ran 44, still twice the target (README). fp16 storage
     // there keeps 16x256: 56-59 at those squares and M = 256 where 24x128 ran 47-58.
     const GemmTiles direct_few{8, 64, 4, 8, 4, GemmStrategy::Direct}, direct{16, 64, 4, 16, 2, GemmStrategy::Direct};
-    const GemmTiles wide = host_has_avx512() && precision == DType::F32
+    const GemmTiles wide = caps.host_avx512 && precision == DType::F32
                                ? GemmTiles{24, 128, 4, 24, 4, GemmStrategy::Direct}
                                : GemmTiles{16, 256, 4, 16, 8, GemmStrategy::Direct};
     const GemmTiles& d = cols > 128 ? wide : rows <= 64 ? direct_few : direct;

@@ -21,7 +21,7 @@ static Error texels_refused(const Capabilities& caps) {
 
 // Whether an operand of the small-M kernel has every row, batch and its own start on a
 // whole 16-byte unit of `dt` values (4 fp32, 8 fp16), as its 16-byte loads read them.
-static bool rows_on_units(const SmallMOperand& o, uint32_t ld, const Strides& stride, DType dt) {
+static bool rows_on_units(const GemmOperand& o, uint32_t ld, const Strides& stride, DType dt) {
   const uint32_t per_unit = 16 / dtype_bytes(dt);
   return ld % per_unit == 0 && o.base % per_unit == 0 && stride.outer % per_unit == 0 && stride.inner % per_unit == 0;
 }
@@ -32,8 +32,8 @@ static bool rows_on_units(const SmallMOperand& o, uint32_t ld, const Strides& st
 // call. fp16 keeps texels (a texel carries 8 halves). Each unit is loaded as two 64-bit
 // words (shaderInt64): llvmpipe gathers per component, so half the instructions. The
 // measurements: docs/performance.md. Both views must start on 16 bytes and hold whole units.
-bool small_m_addresses(const Capabilities& caps, const Gemm& g, DType dt, const SmallMOperand& a,
-                       const SmallMOperand& b) {
+bool small_m_addresses(const Capabilities& caps, const Gemm& g, DType dt, const GemmOperand& a,
+                       const GemmOperand& b) {
   const uint32_t per_unit = 16 / dtype_bytes(dt);
   const bool fit = caps.buffer_device_address && caps.shader_int64 && small_m_subgroups(caps, g) && g.K % per_unit == 0 &&
                    a.start % 16 == 0 && b.start % 16 == 0 && rows_on_units(a, g.lda, g.stride_a, dt) &&
@@ -54,10 +54,10 @@ bool small_m_addresses(const Capabilities& caps, const Gemm& g, DType dt, const 
 // of a Transformer-base: 2-2.5x a storage buffer's speed; GPUs keep storage buffers, on
 // which texels were never measured). Each operand must start at a texel-aligned byte
 // offset and every row and batch on a whole texel.
-bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, const SmallMOperand& a,
-                    const SmallMOperand& b) {
+bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, const GemmOperand& a,
+                    const GemmOperand& b) {
   const uint32_t per_texel = 16 / dtype_bytes(dt);
-  auto fits = [&](const SmallMOperand& o, uint32_t ld, const Strides& stride) {
+  auto fits = [&](const GemmOperand& o, uint32_t ld, const Strides& stride) {
     return rows_on_units(o, ld, stride, dt) && ops::texel_view_fits(caps, o.start, o.bytes);
   };
   const bool fit = small_m_subgroups(caps, g) && g.K % per_texel == 0 && fits(a, g.lda, g.stride_a) &&
@@ -75,9 +75,12 @@ bool small_m_texels(const Capabilities& caps, const Gemm& g, DType dt, const Sma
 // AMD EPYC cores: 1.2-1.4x at M = 24 to 256 with the same tiles, and the wider tiles of
 // the default table then pay off), whenever both views start on texel-aligned bytes and
 // their whole texels hold every element read (fp16: 8 to a texel).
-bool direct_texels(const Capabilities& caps, const Gemm& g, DType dt, bool vec4_nt, const BufferView& a,
-                          const BufferView& b) {
-  const bool fit = vec4_nt && ops::view_reads_as_texels(caps, a, dt) && ops::view_reads_as_texels(caps, b, dt);
+bool direct_texels(const Capabilities& caps, const Gemm& g, DType dt, bool vec4_nt, const GemmOperand& a,
+                   const GemmOperand& b) {
+  auto whole = [&](const GemmOperand& o) {  // in fp16 (8 halves a texel) ending on a whole texel too
+    return texel_view_fits(caps, o.start, o.bytes) && (dt != DType::F16 || o.bytes % 16 == 0);
+  };
+  const bool fit = vec4_nt && whole(a) && whole(b);
   if (g.texel_weights == true && !caps.storage_texel_reads) throw texels_refused(caps);
   if (g.texel_weights == true && !fit)
     throw Error("gemm: A and B cannot be read as texels on device '" + caps.name + "' (the direct kernel's texel " +

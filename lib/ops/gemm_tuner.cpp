@@ -43,7 +43,7 @@ double time_product(Context& ctx, Ops& ops, const Gemm& g, const Buffer& a, cons
                     double min_seconds) {
   const uint32_t reps = uint32_t(std::clamp(2e8 / (2.0 * g.M * g.N * g.K), 1.0, 50.0));
   CommandList cl = ctx.command_list();
-  for (uint32_t r = 0; r < reps; ++r) ops.gemm(cl, g, a.view(), b.view(), c.view());
+  for (uint32_t r = 0; r < reps; ++r) ops.gemm(cl, g, {.a = a.view(), .b = b.view(), .c = c.view()});
   return time_submits(cl, reps, min_seconds);
 }
 

@@ -97,7 +97,8 @@ GemmCheck check_gemm_tiles(Context& ctx, DType precision, uint32_t M, uint32_t N
   Buffer bc = upload_floats(ctx, std::vector<float>(uint64_t(M) * N, NAN), precision, "tune C");
   Ops ops(ctx, precision);
   CommandList cl = ctx.command_list();
-  ops.gemm(cl, {.M = M, .N = N, .K = K, .trans_b = true, .tiles = tiles}, ba.view(), bb.view(), bc.view());
+  ops.gemm(cl, {.M = M, .N = N, .K = K, .trans_b = true, .tiles = tiles},
+           {.a = ba.view(), .b = bb.view(), .c = bc.view()});
   cl.submit();
   std::vector<float> c = download_floats(ctx, bc, uint64_t(M) * N, precision);
   if (tamper) tamper(c);

@@ -113,13 +113,13 @@ TEST(Borrowed, BufferAddressesOnlyWhereTheAppEnabledThem) {
       auto cl = ctx.command_list();
       if (!enabled) {
         try {
-          ops.gemm(cl, g, A.view(), B.view(), C.view());
+          ops.gemm(cl, g, {.a = A.view(), .b = B.view(), .c = C.view()});
           ADD_FAILURE() << "read through addresses on a device lent without them";
         } catch (const Error& e) {
           EXPECT_NE(std::string(e.what()).find("bufferDeviceAddress"), std::string::npos) << e.what();
         }
       } else if (ctx.capabilities().subgroup_arithmetic) {  // (the address path is the subgroup kernel's)
-        ops.gemm(cl, g, A.view(), B.view(), C.view());
+        ops.gemm(cl, g, {.a = A.view(), .b = B.view(), .c = C.view()});
         cl.submit();
         const auto c = download_floats(ctx, C, N, DType::F32);
         for (uint32_t n = 0; n < N; ++n) {  // small integers: every sum exact in fp32

@@ -58,8 +58,13 @@ class GemmGluTest : public OpsTest {
     Buffer c = poisoned(c_, want.c.size(), dt, "C");
     Ops o = ops();
     auto cl = c_.command_list();
-    o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), r.view(), std::nullopt, std::nullopt,
-           rms ? std::optional(NormWeights{gm.view(), bt.view()}) : std::nullopt);
+    o.gemm(cl, g,
+           {.a = a.view(),
+            .b = w.view(),
+            .c = c.view(),
+            .bias = bb.view(),
+            .residual = r.view(),
+            .norm = rms ? std::optional(NormWeights{gm.view(), bt.view()}) : std::nullopt});
     cl.submit();
     EXPECT_TRUE(gemm_close(download_as(c_, c, want.c.size(), dt), want, dt));
   }
@@ -117,7 +122,8 @@ TEST_P(GemmGluTest, EveryTunerCandidateThatCanPairColumnsAndTheRestRefused) {
       Buffer x = ctx().buffer(64 * 64 * 4, "x");
       auto cl = ctx().command_list();
       try {
-        ops().gemm(cl, {.M = 37, .N = 8, .K = 8, .trans_b = true, .glu = true, .tiles = t}, x.view(), x.view(), x.view());
+        ops().gemm(cl, {.M = 37, .N = 8, .K = 8, .trans_b = true, .glu = true, .tiles = t},
+                   {.a = x.view(), .b = x.view(), .c = x.view()});
         ADD_FAILURE() << t.name() << " ran a gated product";
       } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
@@ -138,7 +144,7 @@ TEST_P(GemmGluTest, MisuseIsAClearError) {
   auto expect = [&](const Gemm& g, const std::string& words, std::optional<BufferView> split = {},
                     std::optional<BufferView> bias = {}) {
     try {
-      o.gemm(cl, g, x.view(), x.view(), x.view(), bias, std::nullopt, std::nullopt, split);
+      o.gemm(cl, g, {.a = x.view(), .b = x.view(), .c = x.view(), .bias = bias, .split_out = split});
       ADD_FAILURE() << "accepted: " << words;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
@@ -151,7 +157,7 @@ TEST_P(GemmGluTest, MisuseIsAClearError) {
   // B must hold 2N rows, the bias 2N values.
   Buffer b = ctx().buffer(uint64_t(8) * 8 * dtype_bytes(dtype()), "B with N rows");
   try {
-    o.gemm(cl, {.M = 8, .N = 8, .K = 8, .trans_b = true, .glu = true}, x.view(), b.view(), x.view());
+    o.gemm(cl, {.M = 8, .N = 8, .K = 8, .trans_b = true, .glu = true}, {.a = x.view(), .b = b.view(), .c = x.view()});
     ADD_FAILURE() << "a weight of N rows accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("B"), std::string::npos) << e.what();

@@ -39,8 +39,12 @@ class GemmTest : public OpsTest {
     Buffer c = poisoned(ctx(), want.c.size(), dtype(), "C");
     auto cl = ctx().command_list();
     Ops o = ops();
-    o.gemm(cl, g, a.view(), b.view(), c.view(), with_bias ? std::optional(bb.view()) : std::nullopt,
-           with_residual ? std::optional(r.view()) : std::nullopt);
+    o.gemm(cl, g,
+           {.a = a.view(),
+            .b = b.view(),
+            .c = c.view(),
+            .bias = with_bias ? std::optional(bb.view()) : std::nullopt,
+            .residual = with_residual ? std::optional(r.view()) : std::nullopt});
     cl.submit();
     // Elements outside every output matrix (gaps between strided batches) stay NaN.
     EXPECT_TRUE(gemm_close(download_as(ctx(), c, want.c.size(), dtype()), want, dtype()));
@@ -91,8 +95,13 @@ class GemmTest : public OpsTest {
     Buffer c = poisoned(c_, want_r.c.size(), dt, "C");
     Ops o = ops();
     auto cl = c_.command_list();
-    o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), r.view(), std::nullopt, std::nullopt,
-           NormWeights{gm.view(), bt.view()});
+    o.gemm(cl, g,
+           {.a = a.view(),
+            .b = w.view(),
+            .c = c.view(),
+            .bias = bb.view(),
+            .residual = r.view(),
+            .norm = NormWeights{gm.view(), bt.view()}});
     cl.submit();
     EXPECT_TRUE(gemm_close(download_as(c_, c, want_r.c.size(), dt), want_r, dt));
   }
@@ -136,8 +145,9 @@ TEST_P(GemmTest, NormedOutputInTheProductsDispatchOrAfterIt) {
       Buffer c = poisoned(ctx(), want.c.size(), dt, "C"), y = poisoned(ctx(), want.c.size(), dt, "y");
       Buffer tickets = upload_u32(ctx(), {0u}, "tickets");
       auto cl = ctx().command_list();
-      ops().gemm_normed(cl, g, a.view(), w.view(), c.view(), bb.view(), r.view(),
-                        {.weights = {gm.view(), rms ? gm.view() : bt.view()}, .out = y.view(), .tickets = tickets.view()});
+      ops().gemm_normed(
+          cl, g, {.a = a.view(), .b = w.view(), .c = c.view(), .bias = bb.view(), .residual = r.view()},
+          {.weights = {gm.view(), rms ? gm.view() : bt.view()}, .out = y.view(), .tickets = tickets.view()});
       EXPECT_EQ(cl.stats().dispatches, fused_here && M <= Ops::kMaxFoldedNormRows ? 1u : 2u);
       for (int run = 0; run < 2; ++run) {
         SCOPED_TRACE(run ? "second run" : "first run");
@@ -169,7 +179,7 @@ TEST_P(GemmTest, NormedOutputInTheProductsDispatchOrAfterIt) {
   Gemm strided{.M = 2, .N = 8, .K = 8, .trans_b = true, .ldc = 16};
   for (const Gemm& bad : {batched, strided}) {
     try {
-      ops().gemm_normed(cl, bad, any.view(), any.view(), any.view(), std::nullopt, std::nullopt, n);
+      ops().gemm_normed(cl, bad, {.a = any.view(), .b = any.view(), .c = any.view()}, n);
       ADD_FAILURE() << "gemm_normed accepted what it cannot do";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("gemm_normed"), std::string::npos) << e.what();
@@ -311,7 +321,7 @@ TEST_P(GemmTest, SmallMReadsAAndBFromBuffersTexelsOrAddresses) {
       Gemm g = probe;
       force(g, reads);
       try {
-        o.gemm(cl, g, any.view(), any.view(), any.view());
+        o.gemm(cl, g, {.a = any.view(), .b = any.view(), .c = any.view()});
         ADD_FAILURE() << "read as " << variant_of(reads) << " where it cannot run";
       } catch (const Error& e) {
         const std::string why = e.what();
@@ -331,7 +341,7 @@ TEST_P(GemmTest, SmallMReadsAAndBFromBuffersTexelsOrAddresses) {
         Buffer any = ctx().buffer(1 << 16, "any");
         auto cl = ctx().command_list();
         try {
-          o.gemm(cl, g, any.view(), any.view(), any.view());
+          o.gemm(cl, g, {.a = any.view(), .b = any.view(), .c = any.view()});
           ADD_FAILURE() << "K = " << sh[2] << " read in 16-byte units";
         } catch (const Error& e) {
           EXPECT_NE(std::string(e.what()).find(reads == SmallMReads::Texels ? "cannot be read as texels"
@@ -365,7 +375,7 @@ TEST_P(GemmTest, SmallMReadsAAndBFromBuffersTexelsOrAddresses) {
   Gemm tall{.M = 9, .N = 8, .K = 64, .trans_b = true, .address_weights = true};
   for (const Gemm& g : {both, tall}) {
     try {
-      o.gemm(cl, g, any.view(), any.view(), any.view());
+      o.gemm(cl, g, {.a = any.view(), .b = any.view(), .c = any.view()});
       ADD_FAILURE() << "M = " << g.M << " read through addresses" << (g.texel_weights ? " and as texels" : "");
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("addresses"), std::string::npos) << e.what();
@@ -395,7 +405,7 @@ TEST_P(GemmTest, DirectKernelReadsAAndBFromBuffersOrTexels) {
         Buffer any = ctx().buffer(1 << 20, "any");
         auto cl = ctx().command_list();
         try {
-          ops().gemm(cl, g, any.view(), any.view(), any.view());
+          ops().gemm(cl, g, {.a = any.view(), .b = any.view(), .c = any.view()});
           ADD_FAILURE() << "texels read on a device whose quirk disables them";
         } catch (const Error& e) {
           EXPECT_NE(std::string(e.what()).find("driver quirk"), std::string::npos) << e.what();
@@ -423,7 +433,7 @@ TEST_P(GemmTest, DirectKernelReadsAAndBFromBuffersOrTexels) {
   for (const Gemm& g : {odd_k, tiled}) {
     if (!gemm_tiles_problem(ctx().capabilities(), *g.tiles, dtype()).empty()) continue;
     try {
-      ops().gemm(cl, g, any.view(), any.view(), any.view());
+      ops().gemm(cl, g, {.a = any.view(), .b = any.view(), .c = any.view()});
       ADD_FAILURE() << g.tiles->name() << " K=" << g.K << " read as texels";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("cannot be read as texels"), std::string::npos) << e.what();
@@ -477,13 +487,14 @@ TEST_P(GemmTest, WrongShapesAreClearErrors) {
   auto cl = ctx().command_list();
   Ops o = ops();
   try {
-    o.gemm(cl, {.M = 10, .N = 10, .K = 10}, small.view(), big.view(), big.view());
+    o.gemm(cl, {.M = 10, .N = 10, .K = 10}, {.a = small.view(), .b = big.view(), .c = big.view()});
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("gemm: A needs 100"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(o.gemm(cl, {.M = 0, .N = 1, .K = 1}, big.view(), big.view(), big.view()), Error);
-  EXPECT_THROW(o.gemm(cl, {.M = 2, .N = 2, .K = 2, .batch = 2}, big.view(), big.view(), big.view()), Error);
+  EXPECT_THROW(o.gemm(cl, {.M = 0, .N = 1, .K = 1}, {.a = big.view(), .b = big.view(), .c = big.view()}), Error);
+  EXPECT_THROW(o.gemm(cl, {.M = 2, .N = 2, .K = 2, .batch = 2}, {.a = big.view(), .b = big.view(), .c = big.view()}),
+               Error);
   cl.submit();
 }
 
@@ -509,7 +520,9 @@ TEST_P(GemmTest, WritesAtTheDecodeStepRow) {
   Buffer c = poisoned(ctx(), size_t(B) * capacity * N, dtype(), "C");
   Ops o = ops();
   auto cl = ctx().command_list();
-  o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), std::nullopt, DecodeStep{state.view(), capacity - 1});
+  o.gemm(
+      cl, g,
+      {.a = a.view(), .b = w.view(), .c = c.view(), .bias = bb.view(), .step = DecodeStep{state.view(), capacity - 1}});
   for (uint32_t step : {0u, 5u, capacity - 1}) {
     const DecodeStep::State st{.step = step, .position = step, .key_count = step + 1};
     ctx().upload(state, &st, sizeof st);
@@ -526,8 +539,11 @@ TEST_P(GemmTest, WritesAtTheDecodeStepRow) {
                     dtype() == DType::F16 ? 6e-8 : 1e-30));
   // C must hold the last step's rows.
   auto cl2 = ctx().command_list();
-  EXPECT_THROW(o.gemm(cl2, g, a.view(), w.view(), c.view(), bb.view(), std::nullopt, DecodeStep{state.view(), capacity}),
-               Error);
+  EXPECT_THROW(
+      o.gemm(
+          cl2, g,
+          {.a = a.view(), .b = w.view(), .c = c.view(), .bias = bb.view(), .step = DecodeStep{state.view(), capacity}}),
+      Error);
   cl2.submit();
 }
 
@@ -581,9 +597,9 @@ TEST_P(GemmTest, FoldedLayerNormInEveryTunerCandidate) {
       Buffer x = ctx().buffer(64 * 64 * 4, "x");
       auto cl = ctx().command_list();
       Gemm g{.M = 37, .N = 8, .K = 8, .trans_b = true, .norm_of = NormOf::A, .tiles = t};
-      EXPECT_THROW(ops().gemm(cl, g, x.view(), x.view(), x.view(), std::nullopt, std::nullopt, std::nullopt,
-                              std::nullopt, NormWeights{x.view(), x.view()}),
-                   Error)
+      EXPECT_THROW(
+          ops().gemm(cl, g, {.a = x.view(), .b = x.view(), .c = x.view(), .norm = NormWeights{x.view(), x.view()}}),
+          Error)
           << t.name() << ": " << why;
       continue;
     }
@@ -626,8 +642,13 @@ TEST_P(GemmTest, RowStatisticsPassedFromTheProductThatWritesTheRows) {
     Buffer r = upload_as(c_, R, dt, "R"), c = poisoned(c_, size_t(M) * N, dt, "C");
     Buffer st = poisoned(c_, size_t(M) * std::max(parts, 1u) * 4, DType::F32, "stats");
     auto cl = c_.command_list();
-    const auto written = o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), r.view(), std::nullopt, std::nullopt,
-                                std::nullopt, {.out = st.view()});  // C = A W^T + bias + R
+    const auto written = o.gemm(cl, g,
+                                {.a = a.view(),
+                                 .b = w.view(),
+                                 .c = c.view(),
+                                 .bias = bb.view(),
+                                 .residual = r.view(),
+                                 .stats = {.out = st.view()}});  // C = A W^T + bias + R
     cl.submit();
     const auto C = download_as(c_, c, size_t(M) * N, dt);
     if (parts == 0) {
@@ -676,9 +697,13 @@ TEST_P(GemmTest, RowStatisticsPassedFromTheProductThatWritesTheRows) {
                                            : ref::gemm(plain, A2, W2, nullptr, &normed);
       Buffer a2 = upload_as(c_, A2, dt, "A2"), w2 = upload_as(c_, W2, dt, "W2"), out = poisoned(c_, want.c.size(), dt, "D");
       auto cl2 = c_.command_list();
-      o.gemm(cl2, g2, where == NormOf::A ? c.view() : a2.view(), w2.view(), out.view(), std::nullopt,
-             where == NormOf::A ? std::nullopt : std::optional(c.view()), std::nullopt, std::nullopt,
-             NormWeights{gm.view(), bt.view()}, {.in = written});
+      o.gemm(cl2, g2,
+             {.a = where == NormOf::A ? c.view() : a2.view(),
+              .b = w2.view(),
+              .c = out.view(),
+              .residual = where == NormOf::A ? std::nullopt : std::optional(c.view()),
+              .norm = NormWeights{gm.view(), bt.view()},
+              .stats = {.in = written}});
       cl2.submit();
       std::vector<double> scale(want.c.size());
       const double store = dt == DType::F16 ? 1e-3 : 0;
@@ -694,8 +719,12 @@ TEST_P(GemmTest, RowStatisticsMisuseIsAClearError) {
   auto cl = ctx().command_list();
   auto message = [&](const Gemm& g, const GemmRowStats& st, bool norm) {
     try {
-      o.gemm(cl, g, x.view(), x.view(), x.view(), std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-             norm ? std::optional(NormWeights{x.view(), x.view()}) : std::nullopt, st);
+      o.gemm(cl, g,
+             {.a = x.view(),
+              .b = x.view(),
+              .c = x.view(),
+              .norm = norm ? std::optional(NormWeights{x.view(), x.view()}) : std::nullopt,
+              .stats = st});
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -720,8 +749,12 @@ TEST_P(GemmTest, FoldedLayerNormMisuseIsAClearError) {
   const NormWeights nw{x.view(), x.view()};
   auto message = [&](const Gemm& g, std::optional<NormWeights> w, bool residual) {
     try {
-      o.gemm(cl, g, x.view(), x.view(), x.view(), std::nullopt, residual ? std::optional(x.view()) : std::nullopt,
-             std::nullopt, std::nullopt, w);
+      o.gemm(cl, g,
+             {.a = x.view(),
+              .b = x.view(),
+              .c = x.view(),
+              .residual = residual ? std::optional(x.view()) : std::nullopt,
+              .norm = w});
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -790,8 +823,13 @@ TEST_P(GemmTest, SplitOutputGoesToItsOwnLayout) {
     Buffer c2 = poisoned(ctx(), size_t(t.batch) * rows2 * ld2, dtype(), "C2");
     Ops o = ops();
     auto cl = ctx().command_list();
-    o.gemm(cl, g, a.view(), w.view(), c.view(), bb.view(), std::nullopt,
-           t.stepped ? std::optional(DecodeStep{state.view(), step + 1}) : std::nullopt, c2.view());
+    o.gemm(cl, g,
+           {.a = a.view(),
+            .b = w.view(),
+            .c = c.view(),
+            .bias = bb.view(),
+            .step = t.stepped ? std::optional(DecodeStep{state.view(), step + 1}) : std::nullopt,
+            .split_out = c2.view()});
     cl.submit();
     std::vector<double> want1(size_t(t.batch) * t.M * t.split), scale1(want1.size());
     std::vector<double> want2(size_t(t.batch) * rows2 * ld2, std::nan("")), scale2(want2.size(), 0);
@@ -819,9 +857,10 @@ TEST_P(GemmTest, SplitOutputGoesToItsOwnLayout) {
   Ops o = ops();
   Gemm bad{.M = 1, .N = 8, .K = 4, .trans_b = true};
   bad.split.column = 4;
-  EXPECT_THROW(o.gemm(cl, bad, small.view(), small.view(), small.view()), Error);
+  EXPECT_THROW(o.gemm(cl, bad, {.a = small.view(), .b = small.view(), .c = small.view()}), Error);
   bad.split.column = 8;
-  EXPECT_THROW(o.gemm(cl, bad, small.view(), small.view(), small.view(), {}, {}, {}, small.view()), Error);
+  EXPECT_THROW(o.gemm(cl, bad, {.a = small.view(), .b = small.view(), .c = small.view(), .split_out = small.view()}),
+               Error);
   cl.submit();
 }
 

@@ -74,8 +74,8 @@ TEST_P(GemmTuningTest, InvalidTilesAreRefusedByName) {
   Buffer a = ctx().buffer(64 * 64 * 4), b = ctx().buffer(64 * 64 * 4), c = ctx().buffer(64 * 64 * 4);
   auto cl = ctx().command_list();
   try {
-    ops().gemm(cl, {.M = 64, .N = 64, .K = 64, .trans_b = true, .tiles = GemmTiles{32, 128, 6, 4, 16}}, a.view(),
-               b.view(), c.view());
+    ops().gemm(cl, {.M = 64, .N = 64, .K = 64, .trans_b = true, .tiles = GemmTiles{32, 128, 6, 4, 16}},
+               {.a = a.view(), .b = b.view(), .c = c.view()});
     ADD_FAILURE() << "invalid tiles ran";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tiles tiled 32x128x6/4x16 cannot run"), std::string::npos) << e.what();

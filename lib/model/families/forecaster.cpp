@@ -122,8 +122,9 @@ std::vector<float> Forecaster::predict(const std::vector<float>& windows) const 
   embed.stride_a = {c.window, 0};
   embed.stride_c = {uint64_t(P) * D, 0};
   embed.stride_r = {0, 0};  // the same positions for every window
-  ops.gemm(cl, embed, series.view(), m.patch_embed.weight.view(), buf.x.view(), m.patch_embed.bias.view(),
-           m.positions.view());
+  ops.gemm(cl, embed,
+           {.a = series.view(), .b = m.patch_embed.weight.view(), .c = buf.x.view(), .bias = m.patch_embed.bias.view(),
+            .residual = m.positions.view()});
   const model::LayerRecorder r{.ops = ops, .cl = cl, .rows = rows, .d_model = D, .norm_first = c.norm_first,
                                .eps = c.layer_norm_eps, .activation = c.activation};
   // The encoder as the encoder-decoders' (each LayerNorm folded into the GEMMs that read
@@ -141,8 +142,8 @@ std::vector<float> Forecaster::predict(const std::vector<float>& windows) const 
                  m.final_norm.beta.view(), y.view(), std::nullopt, std::nullopt,
                  s.pending ? std::optional(NormWeights{s.pending->gamma.view(), s.pending->beta.view()})
                            : std::nullopt);  // y = LN(LN_pending(x))
-  ops.gemm(cl, {.M = B, .N = c.horizon, .K = P * D, .trans_b = true}, y.view(), m.head.weight.view(), out.view(),
-           m.head.bias.view());
+  ops.gemm(cl, {.M = B, .N = c.horizon, .K = P * D, .trans_b = true},
+           {.a = y.view(), .b = m.head.weight.view(), .c = out.view(), .bias = m.head.bias.view()});
   cl.submit();
 
   std::vector<float> result = download_floats(ctx, out, uint64_t(B) * c.horizon, m.dtype);

@@ -20,9 +20,10 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
   qkv.split = {.column = D, .ld = uint32_t(cache.row_stride()), .stride = cache.self_batch_stride()};
   if (in_norm.norm) qkv.norm_of = NormOf::A;
   const uint64_t first_row = p.step ? 0 : p.t0;  // a step's rows start at its state's step
-  r.ops.gemm(r.cl, qkv, in, l.self_qkv.weight.view(), b.queries.view(), l.self_qkv.bias.view(), std::nullopt, p.step,
-             r.at(cache.self(index), first_row * cache.row_stride()), in_norm.weights(),
-             {.in = in_norm.norm ? in_stats : std::nullopt});
+  r.ops.gemm(r.cl, qkv,
+             {.a = in, .b = l.self_qkv.weight.view(), .c = b.queries.view(), .bias = l.self_qkv.bias.view(),
+              .step = p.step, .split_out = r.at(cache.self(index), first_row * cache.row_stride()),
+              .norm = in_norm.weights(), .stats = {.in = in_norm.norm ? in_stats : std::nullopt}});
   if (!b.rope_table) return;
   // Rotary positions: the new queries [rows, D] and keys (their cache rows) rotated in
   // place, in one dispatch.

@@ -382,8 +382,9 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
     Gemm g{.M = 1, .N = V, .K = D, .trans_b = true, .batch = batch_};
     g.stride_a = {uint64_t(o.n) * D, 0};
     g.stride_c = {V, 0};
-    ops_.gemm(cl, g, r.at(y, uint64_t(o.n - 1) * D), m_.generator.weight.view(), logits_.view(),
-              m_.generator.bias.view());  // logits [B, V]
+    ops_.gemm(cl, g,
+              {.a = r.at(y, uint64_t(o.n - 1) * D), .b = m_.generator.weight.view(), .c = logits_.view(),
+               .bias = m_.generator.bias.view()});  // logits [B, V]
   }
 }
 

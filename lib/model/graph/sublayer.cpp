@@ -6,11 +6,11 @@ void LayerRecorder::linear(const Linear& l, const BufferView& in, const BufferVi
                            const std::optional<BufferView>& residual, const ThenNorm* then) const {
   const Gemm g{.M = rows, .N = l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps, .norm_rms = rms_norm};
   if (!then) {
-    ops.gemm(cl, g, in, l.weight.view(), out, l.bias.view(), residual);
+    ops.gemm(cl, g, {.a = in, .b = l.weight.view(), .c = out, .bias = l.bias.view(), .residual = residual});
     return;
   }
   const Norm& n = *then->norm;
-  ops.gemm_normed(cl, g, in, l.weight.view(), out, l.bias.view(), residual,
+  ops.gemm_normed(cl, g, {.a = in, .b = l.weight.view(), .c = out, .bias = l.bias.view(), .residual = residual},
                   {.weights = {n.gamma.view(), (rms_norm ? n.gamma : n.beta).view()}, .out = then->out,
                    .tickets = norm_tickets});
 }
@@ -24,8 +24,9 @@ std::optional<RowStats> LayerRecorder::folded_linear(const Linear& l, const Buff
   g.norm_of = in_norm.norm ? NormOf::A : residual_norm.norm ? NormOf::Residual : NormOf::None;
   GemmRowStats st = stats;
   if (g.norm_of == NormOf::None) st.in.reset();  // statistics of rows no norm reads
-  return ops.gemm(cl, g, in, l.weight.view(), out, l.bias.view(), residual, std::nullopt, std::nullopt,
-                  in_norm.norm ? in_norm.weights() : residual_norm.weights(), st);
+  return ops.gemm(cl, g,
+                  {.a = in, .b = l.weight.view(), .c = out, .bias = l.bias.view(), .residual = residual,
+                   .norm = in_norm.norm ? in_norm.weights() : residual_norm.weights(), .stats = st});
 }
 
 void LayerRecorder::norm(const Norm& n, const BufferView& in, const BufferView& out) const {

@@ -1,0 +1,343 @@
+#include "gemm_plan.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "gemm_flags.h"  // shaders/: flag bits shared with the GLSL kernels
+#include "gemm_tiles.hpp"
+
+namespace vkf::ops {
+
+namespace {
+
+constexpr uint32_t kSmallM = GEMM_SMALL_M_MAX_M;  // MAX_M of gemm_small_m.comp
+static_assert(Ops::kMaxFoldedNormRows == kSmallM, "the decode-step kernel's rows");
+static_assert(uint32_t(Activation::Relu) == GEMM_ACT_RELU && uint32_t(Activation::Gelu) == GEMM_ACT_GELU &&
+                  uint32_t(Activation::GeluTanh) == GEMM_ACT_GELU_TANH && uint32_t(Activation::Silu) == GEMM_ACT_SILU,
+              "activation codes match gemm_flags.h");
+
+uint32_t narrow(uint64_t v, const char* what) {
+  if (v > 0xffffffffull) throw Error(std::string("gemm: ") + what + " does not fit 32 bits");
+  return uint32_t(v);
+}
+
+std::string device(const Capabilities& caps) { return "device '" + caps.name + "'"; }
+
+// Row statistics (RowStats) need the direct kernel's subgroups: shuffles for its rows,
+// arithmetic for the sums.
+bool direct_row_stats(const Capabilities& caps, const GemmTiles& t) {
+  return t.strategy == GemmStrategy::Direct && direct_gemm_shuffles(caps, t) && caps.subgroup_arithmetic;
+}
+
+// What the product is, before any kernel is chosen: the rules every kernel shares.
+void check(const Capabilities& caps, const GemmProblem& p) {
+  const Gemm& g = p.g;
+  const uint64_t e = dtype_bytes(p.dtype);
+  if (g.glu) {
+    if (!g.trans_b) throw Error("gemm: a gated (SwiGLU) product needs B as a Linear weight [2N, K] (trans_b)");
+    if (g.split.column) throw Error("gemm: a gated (SwiGLU) product has no split output");
+    if (uint64_t(2) * g.N * g.ldb * e > caps.max_storage_buffer_range)
+      throw Error("gemm: a gated (SwiGLU) product's weight of " + std::to_string(2ull * g.N * g.ldb * e) +
+                  " bytes is larger than one binding of " + device(caps) +
+                  " (run the gate and up as a plain product, then swiglu)");
+  }
+  const GemmSplit& sp = g.split;
+  if (sp.column && (sp.column >= g.N || !p.split_given || g.heads != 1))
+    throw Error("gemm: a split output needs its buffer, a split column inside N and heads = 1");
+  if (!sp.column && p.split_given) throw Error("gemm: a split output was given but no split column");
+  // Inputs may overlap (a sliding window over a series is A with lda < K); outputs may not.
+  if (g.ldc < (sp.column ? sp.column : g.N)) throw Error("gemm: ldc is smaller than a row of C");
+  if (sp.column && sp.ld && sp.ld < g.N - sp.column) throw Error("gemm: the split output's ld is smaller than its rows");
+  if (sp.column && g.batch > 1 && sp.stride == 0)
+    throw Error("gemm: batched products need a non-zero split output stride (they would overwrite each other)");
+  if (g.batch * g.heads > 1 && ((g.batch > 1 && g.stride_c.outer == 0) || (g.heads > 1 && g.stride_c.inner == 0)))
+    throw Error("gemm: batched products need a non-zero output stride (they would overwrite each other)");
+  if (g.norm_of != NormOf::None) {
+    if (!p.norm) throw Error("gemm: a folded LayerNorm needs its gamma and beta");
+    if (g.trans_a || g.heads != 1 || (g.M <= kSmallM && !g.trans_b))
+      throw Error("gemm: a LayerNorm folds only into a product whose A is not transposed, with one batch of heads "
+                  "(and, at most " + std::to_string(kSmallM) + " rows, B a Linear weight [N, K])");
+    if (g.norm_of == NormOf::Residual && !p.residual_given) throw Error("gemm: a norm of the residual needs a residual");
+    if (!(g.norm_eps >= 0)) throw Error("gemm: norm_eps must be a non-negative number");
+  } else if (p.norm) {
+    throw Error("gemm: norm weights were given but Gemm::norm_of is None");
+  }
+  if (p.stats_in_parts && g.norm_of == NormOf::None)
+    throw Error("gemm: row statistics in need a folded norm (Gemm::norm_of)");
+  if (p.stats_in_parts && *p.stats_in_parts == 0) throw Error("gemm: row statistics in with 0 partials per row");
+}
+
+// The push constants every kernel reads; the kernel's own parts are added by its plan.
+GemmPush push_of(const GemmProblem& p) {
+  const Gemm& g = p.g;
+  const GemmSplit& sp = g.split;
+  const uint32_t flags = (g.trans_a ? GEMM_FLAG_TRANS_A : 0u) | (g.trans_b ? GEMM_FLAG_TRANS_B : 0u) |
+                         (p.bias ? GEMM_FLAG_BIAS : 0u) | (p.residual_given ? GEMM_FLAG_RESIDUAL : 0u) |
+                         (p.step ? GEMM_FLAG_STEP_ROWS : 0u) | (uint32_t(g.act) << GEMM_ACT_SHIFT) |
+                         (g.norm_of == NormOf::A ? GEMM_FLAG_NORM_A : 0u) |
+                         (g.norm_of == NormOf::Residual ? GEMM_FLAG_NORM_R : 0u) |
+                         ((g.norm_of != NormOf::None || p.out_norm) && g.norm_rms ? GEMM_FLAG_NORM_RMS : 0u) |
+                         (g.glu ? GEMM_FLAG_GLU : 0u);
+  const uint32_t c2_cols = sp.column ? g.N - sp.column : 0;
+  GemmPush push{g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.ldr, g.heads,
+                {narrow(g.stride_a.outer, "stride"), narrow(g.stride_a.inner, "stride")},
+                {narrow(g.stride_b.outer, "stride"), narrow(g.stride_b.inner, "stride")},
+                {narrow(g.stride_c.outer, "stride"), narrow(g.stride_c.inner, "stride")},
+                {narrow(g.stride_r.outer, "stride"), narrow(g.stride_r.inner, "stride")},
+                g.alpha, flags, p.a.base, p.b.base, p.c.base, p.residual.base, sp.column,
+                sp.ld ? sp.ld : c2_cols, narrow(sp.stride, "stride"), p.split_out.base, g.norm_eps};
+  if (p.out_norm) push.ldc2 = g.N;  // y = LN(C) [M, N] at C2 (gemm_small_m.comp's NORM_OUT)
+  return push;
+}
+
+// Whether A's and B's rows, batches and offsets all start on multiples of `n` elements
+// and K is one: the kernels' vector loads (vec4s; the cooperative-matrix kernel's wide
+// staging, eight halves) read whole vectors only then.
+bool rows_on_vectors(const GemmProblem& p, const GemmPush& push, uint32_t n) {
+  const Gemm& g = p.g;
+  return g.K % n == 0 && g.lda % n == 0 && g.ldb % n == 0 && p.a.base % n == 0 && p.b.base % n == 0 &&
+         push.stride_a[0] % n == 0 && push.stride_a[1] % n == 0 && push.stride_b[0] % n == 0 &&
+         push.stride_b[1] % n == 0;
+}
+
+// Decode steps (at most kSmallM rows): the small-M kernel, streaming the weights once.
+void plan_small_m(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan) {
+  const Gemm& g = p.g;
+  const uint32_t batches = g.batch * g.heads;
+  plan.shader = "gemm_small_m.comp";
+  plan.bindings = p.out_norm ? GemmBindings::Normed : GemmBindings::Folded;  // it binds the fold's weights always
+  if (!small_m_subgroups(caps, g)) {
+    if (g.address_weights == true)
+      throw Error("gemm: A and B cannot be read through buffer addresses on " + device(caps) +
+                  " (the small-M kernel's address path needs subgroup arithmetic)");
+    if (g.texel_weights == true)
+      throw Error("gemm: B cannot be read as texels on " + device(caps) +
+                  " (the small-M kernel's texel path needs subgroup arithmetic)");
+    const uint32_t wg = std::min<uint32_t>(256, caps.max_workgroup_invocations);
+    const uint32_t lanes = std::min<uint32_t>(32, wg);
+    plan.defines = {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}};
+    if (g.norm_of != NormOf::None) plan.defines.emplace_back("NORM_FOLDED", "1");
+    const uint32_t cols = g.trans_b ? wg / lanes : wg;
+    plan.groups = {(g.N + cols - 1) / cols, 1, batches};
+    plan.variant = "small_m";
+    plan.label = "gemm_small_m";
+    return;
+  }
+  // One row (batch-1 decoding) as a variant of its own, whose loops run that row alone
+  // (faster on lavapipe); 2 to 4 rows share one, so a warm-up that runs one beam search
+  // has compiled every decode step. On CPU drivers, 8 columns a subgroup where K >= 2048
+  // (one load of A's texel per 8 of B's), else 4: each measured the faster there
+  // (docs/performance.md).
+  const uint32_t wg = std::max<uint32_t>(64, caps.subgroup_size);
+  // (at most the subgroup's lanes: each column's sum is stored by the lane of its index)
+  const uint32_t cols = std::min<uint32_t>(caps.type == DeviceType::Cpu && g.K >= 2048 ? 8 : 4, caps.subgroup_size);
+  const bool vec4 = rows_on_vectors(p, plan.push, 4);
+  Defines& d = plan.defines;
+  d = {{"SUBGROUP_REDUCE", "1"}, {"WG_SIZE", std::to_string(wg)}, {"COLS", std::to_string(cols)}};
+  if (g.M == 1) d.emplace_back("ROWS", "1");
+  if (vec4) d.emplace_back("VEC4_K", "1");
+  if (g.norm_of != NormOf::None) d.emplace_back("NORM_FOLDED", "1");
+  if (p.out_norm) d.emplace_back("NORM_OUT", "1");
+  bool addresses = vec4 && small_m_addresses(caps, g, p.dtype, p.a, p.b);
+  if (g.address_weights == true && !addresses) throw Error("gemm: A and B cannot be read through buffer addresses");
+  if (addresses && (p.a.address | p.b.address) % 16) {  // blocks' buffers start aligned on every driver seen; never assumed
+    if (g.address_weights == true)
+      throw Error("gemm: A or B lies at a buffer address that is not 16-byte aligned on " + device(caps));
+    addresses = false;
+  }
+  if (addresses) {
+    plan.push.address_a[0] = uint32_t(p.a.address), plan.push.address_a[1] = uint32_t(p.a.address >> 32);
+    plan.push.address_b[0] = uint32_t(p.b.address), plan.push.address_b[1] = uint32_t(p.b.address >> 32);
+  }
+  const bool texels = vec4 && !addresses && small_m_texels(caps, g, p.dtype, p.a, p.b);
+  if (g.texel_weights == true && !texels) throw Error("gemm: A and B cannot be read as texels");
+  if (texels || addresses) d.emplace_back("TEXEL_B", "1");  // the loop over 16-byte units
+  if (addresses) d.emplace_back("ADDRESS_AB", "1");       // ... read through addresses
+  const TexelFormat f = p.dtype == DType::F16 ? TexelFormat::Rgba32Ui : TexelFormat::Rgba32F;
+  if (texels) plan.texels = {f, f};
+  plan.variant = addresses ? "small_m addresses" : texels ? "small_m texels" : "small_m";
+  plan.label = "gemm_" + plan.variant + (p.out_norm ? " normed" : "");
+  const uint32_t per_group = wg / caps.subgroup_size * (g.glu ? cols / 2 : cols);  // outputs
+  plan.groups = {(g.N + per_group - 1) / per_group, 1, batches};
+}
+
+// Larger products: the tiled, direct or cooperative-matrix kernel with the planned tiles.
+void plan_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning* tuning, const GemmProblem& p,
+                GemmPlan& plan) {
+  const Gemm& g = p.g;
+  const uint32_t batches = g.batch * g.heads;
+  GemmTiles t = planned_gemm_tiles(caps, policy, tuning, g, p.dtype);
+  const bool folded = g.norm_of != NormOf::None;
+  if (g.glu) {
+    // Tiles that cannot pair gates with ups give way to the default table's (which can:
+    // every default TN is even); a product's own refuse.
+    std::string problem = gemm_glu_problem(t);
+    if (!problem.empty() && !g.tiles) problem = gemm_glu_problem(t = default_gemm_tiles(caps, g, p.dtype));
+    if (!problem.empty()) throw Error("gemm: " + t.name() + " on " + device(caps) + ": " + problem);
+  }
+  if (folded) {
+    // Tuned tiles that cannot hold the fold (the cooperative-matrix kernel, or too little
+    // shared memory for the statistics) give way to the default table's; a product's own refuse.
+    std::string problem = gemm_norm_fold_problem(caps, t);
+    if (!problem.empty() && !g.tiles) problem = gemm_norm_fold_problem(caps, t = default_gemm_tiles(caps, g, p.dtype));
+    if (!problem.empty()) throw Error("gemm: " + t.name() + " on " + device(caps) + ": " + problem);
+  }
+  // vec4 global loads when every row and batch of A and B starts 16-byte aligned.
+  const bool vec4_nt = !g.trans_a && g.trans_b && rows_on_vectors(p, plan.push, 4);
+  // Row statistics: read where given and this kernel can, written where asked and it can
+  // (the fold's variant, with ROW_STATS, runs both, its norm flags off when unused).
+  const bool write_stats = p.stats_out && !g.split.column && !g.glu;  // a split C: no whole rows
+  const bool row_stats = direct_row_stats(caps, t) && g.batch == 1 && g.heads == 1 && !p.step &&
+                         ((p.stats_in_parts && folded) || write_stats);
+  if (row_stats) {
+    if (p.stats_in_parts) {
+      plan.push.flags |= GEMM_FLAG_STATS_IN;
+      plan.push.stats_parts = *p.stats_in_parts;
+    }
+    if (write_stats) {
+      plan.push.flags |= GEMM_FLAG_STATS_OUT;
+      plan.stats_parts_out = (g.N + t.bn - 1) / t.bn * (t.invocations() / caps.subgroup_size);
+    }
+  }
+  Defines& d = plan.defines;
+  if (vec4_nt) d.emplace_back("VEC4_NT", "1");
+  if (folded || row_stats) {
+    d.emplace_back("NORM_FOLDED", "1");
+    if (t.strategy == GemmStrategy::Direct && direct_gemm_shuffles(caps, t) && caps.subgroup_arithmetic) {
+      // Each subgroup its rows' statistics, in registers (gemm_direct.comp).
+      d.emplace_back("NORM_SUBGROUP", "1");
+      d.emplace_back("NORM_PRIVATE_ROWS", std::to_string(t.tm));
+      if (row_stats) d.emplace_back("ROW_STATS", "1");
+    } else {
+      // Each workgroup its rows' statistics (gemm_norm_rows.glsl): NORM_ROWS rows in
+      // NORM_PARTS slices, one invocation each, in shared memory beside the tiles.
+      const GemmNormRows n = gemm_norm_rows(t);
+      d.emplace_back("NORM_ROWS", std::to_string(n.rows));
+      d.emplace_back("NORM_PARTS", std::to_string(n.parts));
+    }
+  }
+  plan.bindings = row_stats ? GemmBindings::RowStats : folded ? GemmBindings::Folded : GemmBindings::Plain;
+  // Split-K where the tiles ask for it (never with a fold: gemm_norm_fold_problem), and
+  // one pass where K is a single BK step or the partials would not fit one binding or the
+  // grid. Always the tiles' slice count, one pipeline per design: where K has fewer BK
+  // steps, the last slices sum nothing and write zeros.
+  if (t.split_k > 1 && !folded && !row_stats && g.K > t.bk) {
+    const uint64_t partial_bytes = uint64_t(batches) * t.split_k * g.M * g.N * 4;
+    if (partial_bytes <= caps.max_storage_buffer_range && uint64_t(batches) * t.split_k <= caps.max_workgroup_count[2]) {
+      plan.split_k = t.split_k;
+      plan.partial_bytes = partial_bytes;
+      d.emplace_back("SPLIT_K", std::to_string(t.split_k));
+    }
+  }
+  if (g.address_weights == true)
+    throw Error("gemm: A and B are read through buffer addresses only by the decode-step kernel (at most " +
+                std::to_string(kSmallM) + " rows), not by " + t.name());
+  if (g.texel_weights == true && t.strategy != GemmStrategy::Direct)
+    throw Error("gemm: A and B cannot be read as texels by " + t.name() + " (only the direct and decode-step kernels can)");
+  // Prefetch where the tiles ask for it and A's and B's rows are vec4s (else the same
+  // tiles without it).
+  const bool prefetch = t.prefetch && vec4_nt;
+  std::string texel_label;
+  if (t.strategy == GemmStrategy::CoopMatNV) {
+    d.clear();  // its only defines (it never folds)
+    if (plan.split_k > 1) d.emplace_back("SPLIT_K", std::to_string(plan.split_k));
+    if (prefetch) d.emplace_back("PREFETCH", "1");
+    // Wide staging where the rows are whole uvec4s of eight halves (else the design's
+    // f16vec4 prefetch, which gemm_tiles_problem also sizes it for).
+    if (t.wide && prefetch && rows_on_vectors(p, plan.push, 8)) d.emplace_back("WIDE", "1");
+    if (t.prefetch) d.emplace_back("PREFETCH_LAYOUT", "1");  // the design's padded rows and epilogue, either way
+    if (caps.cooperative_matrix_emulated) d.emplace_back("COOPMAT_EMULATED", "1");
+    plan.shader = "gemm_coopmat.comp";
+    plan.bindings = GemmBindings::Plain;
+    plan.spec = {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn};
+  } else if (t.strategy == GemmStrategy::Direct) {
+    const bool shuffle = direct_gemm_shuffles(caps, t);
+    if (shuffle) d.emplace_back("SHUFFLE_A", "1");
+    const bool texels = direct_texels(caps, g, p.dtype, vec4_nt, p.a, p.b);
+    if (texels) d.emplace_back("TEXEL_AB", "1");
+    const TexelFormat f = p.dtype == DType::F16 ? TexelFormat::Rgba32Ui : TexelFormat::Rgba32F;
+    plan.shader = "gemm_direct.comp";
+    plan.spec = shuffle ? std::vector<uint32_t>{t.invocations(), t.tm, t.tn, caps.subgroup_size}
+                        : std::vector<uint32_t>{t.invocations(), t.tm, t.tn};
+    if (texels) plan.texels = {f, f}, texel_label = " texels";
+  } else {
+    if (prefetch) d.emplace_back("PREFETCH", "1");
+    plan.shader = "gemm.comp";
+    plan.spec = {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn};
+  }
+  const uint32_t outputs = g.glu ? t.bn / 2 : t.bn;  // a gated product's tile: its gates', then their ups'
+  plan.groups = {(g.N + outputs - 1) / outputs, (g.M + t.bm - 1) / t.bm, batches};
+  plan.variant = t.name();
+  plan.label = "gemm " + t.name() + texel_label + ",";
+  if (plan.split_k > 1) {
+    plan.reduce_defines = {{"SLICES", std::to_string(plan.split_k)}};
+    plan.reduce_groups = {(g.N + 63) / 64, g.M, batches};
+  }
+}
+
+}  // namespace
+
+Gemm resolved_gemm(const Gemm& g0) {
+  Gemm g = g0;
+  if (g.M == 0 || g.N == 0 || g.K == 0 || g.batch == 0 || g.heads == 0)
+    throw Error("gemm: M, N, K, batch and heads must be at least 1 (got M=" + std::to_string(g.M) +
+                " N=" + std::to_string(g.N) + " K=" + std::to_string(g.K) + ")");
+  if (!g.lda) g.lda = g.trans_a ? g.M : g.K;
+  if (!g.ldb) g.ldb = g.trans_b ? g.K : g.N;
+  if (!g.ldc) g.ldc = g.split.column && g.split.column < g.N ? g.split.column : g.N;
+  if (!g.ldr) g.ldr = g.N;
+  return g;
+}
+
+GemmTiles default_gemm_tiles(const Capabilities& caps, const Gemm& g, DType dtype) {
+  const uint64_t large_tiles = uint64_t((g.M + 127) / 128) * ((g.N + 127) / 128) * g.batch * g.heads;
+  return choose_gemm_tiles(caps, dtype, g.M, g.N, large_tiles);
+}
+
+GemmTiles planned_gemm_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning* tuning, const Gemm& g,
+                             DType dtype) {
+  if (g.tiles) {
+    if (const std::string problem = gemm_tiles_problem(caps, *g.tiles, dtype); !problem.empty())
+      throw Error("gemm: tiles " + g.tiles->name() + " cannot run on " + device(caps) + ": " + problem);
+    return *g.tiles;
+  }
+  if (const auto& t = policy.gemm_tiles) {
+    if (const std::string problem = gemm_tiles_problem(caps, *t, dtype); !problem.empty())
+      throw Error("gemm: the policy's tiles " + t->name() + " (VKF_GEMM_TILES) cannot run on " + device(caps) + ": " +
+                  problem);
+    return *t;
+  }
+  if (tuning)
+    if (const auto& t = tuning->tiles[gemm_row_class(g.M)]) return *t;
+  if (const auto t = tuned_device_tiles(caps, dtype, g.M)) return *t;
+  return default_gemm_tiles(caps, g, dtype);
+}
+
+std::optional<uint32_t> gemm_weight_slice_rows(const Capabilities& caps, const Gemm& g, DType dtype, uint64_t b_bytes,
+                                               bool step) {
+  const uint64_t e = dtype_bytes(dtype), range = caps.max_storage_buffer_range;
+  if (!(g.trans_b && !g.glu && g.batch == 1 && g.heads == 1 && !g.split.column && g.norm_of != NormOf::Residual && !step &&
+        b_bytes > range && uint64_t(g.N) * g.ldb * e > range))
+    return std::nullopt;
+  const uint64_t fit = range / (uint64_t(g.ldb) * e);  // rows of B one binding holds
+  if (fit == 0) throw Error("gemm: a single row of B is larger than one binding of " + device(caps));
+  return uint32_t(std::min<uint64_t>(fit >= 64 ? fit / 64 * 64 : fit, g.N));
+}
+
+uint32_t gemm_row_stats_parts(const Capabilities& caps, const Gemm& g, const GemmTiles& t) {
+  if (g.M <= kSmallM || g.batch != 1 || g.heads != 1 || g.split.column || g.trans_a) return 0;
+  if (!direct_row_stats(caps, t)) return 0;
+  return (g.N + t.bn - 1) / t.bn * (t.invocations() / caps.subgroup_size);
+}
+
+GemmPlan gemm_plan(const Capabilities& caps, const Policy& policy, const GemmTuning* tuning, const GemmProblem& p) {
+  check(caps, p);
+  GemmPlan plan;
+  plan.push = push_of(p);
+  if (p.g.M <= kSmallM) plan_small_m(caps, p, plan);
+  else plan_tiles(caps, policy, tuning, p, plan);
+  plan.label += " " + std::to_string(p.g.M) + "x" + std::to_string(p.g.N) + "x" + std::to_string(p.g.K);
+  return plan;
+}
+
+}  // namespace vkf::ops

@@ -1,0 +1,441 @@
+// gemm_plan without a device: the kernel, defines, specialisation constants, bindings and
+// workgroups chosen for representative products on four capability sets, pinned; and the
+// rules that pick between them (policy, tuning, alignment, split-K's limits).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "gemm_plan.hpp"
+
+namespace vkf::test {
+namespace {
+
+using ops::GemmPlan;
+using ops::GemmProblem;
+
+// lavapipe as Mesa 25.0.7 reports it on a 2-core AMD EPYC (AVX2: no AVX-512).
+Capabilities lavapipe() {
+  Capabilities c;
+  c.name = "llvmpipe (LLVM 15.0.6, 256 bits)";
+  c.type = DeviceType::Cpu;
+  c.cpu_driver = true;
+  c.vendor_id = 0x10005;
+  c.max_shared_memory = 32768;
+  c.max_workgroup_invocations = 1024;
+  c.max_workgroup_size = {1024, 1024, 1024};
+  c.max_workgroup_count = {65535, 65535, 65535};
+  c.subgroup_size = c.min_subgroup_size = c.max_subgroup_size = 8;
+  c.subgroup_basic = c.subgroup_arithmetic = c.subgroup_shuffle = c.subgroup_size_control = true;
+  c.storage_16bit = c.rounding_rte_fp16 = true;
+  c.buffer_device_address = c.shader_int64 = true;
+  c.max_storage_buffer_range = 128u << 20;
+  c.max_texel_buffer_elements = 134217728;
+  c.min_storage_buffer_offset_alignment = c.min_texel_buffer_offset_alignment = 16;
+  return c;
+}
+
+// The portable profile over lavapipe (lib/gpu/device.cpp's clamps): a modest mobile GPU.
+Capabilities portable() {
+  Capabilities c = lavapipe();
+  c.type = DeviceType::IntegratedGpu;
+  c.max_shared_memory = 16384;
+  c.max_workgroup_invocations = 128;
+  c.max_workgroup_size = {128, 128, 128};
+  c.subgroup_arithmetic = c.subgroup_shuffle = false;
+  c.buffer_device_address = c.shader_int64 = false;
+  c.max_texel_buffer_elements = 65536;
+  return c;
+}
+
+// An NVIDIA-like discrete GPU with cooperative matrices (not a card in the tuned table).
+Capabilities nvidia_like() {
+  Capabilities c;
+  c.name = "NVIDIA-like";
+  c.type = DeviceType::DiscreteGpu;
+  c.vendor_id = 0x10de;
+  c.max_shared_memory = 49152;
+  c.max_workgroup_invocations = 1024;
+  c.max_workgroup_size = {1024, 1024, 64};
+  c.max_workgroup_count = {2147483647, 65535, 65535};
+  c.subgroup_size = c.min_subgroup_size = c.max_subgroup_size = 32;
+  c.subgroup_basic = c.subgroup_arithmetic = c.subgroup_shuffle = c.subgroup_size_control = true;
+  c.storage_16bit = c.rounding_rte_fp16 = c.float16_arithmetic = true;
+  c.cooperative_matrix_nv = true;
+  c.buffer_device_address = c.shader_int64 = true;
+  c.max_storage_buffer_range = 0xffffffffu;
+  c.max_texel_buffer_elements = 134217728;
+  c.min_storage_buffer_offset_alignment = c.min_texel_buffer_offset_alignment = 16;
+  return c;
+}
+
+// An AMD-like discrete GPU: subgroups of 32 or 64, 64 KiB of shared memory, no
+// cooperative matrices.
+Capabilities amd_like() {
+  Capabilities c = nvidia_like();
+  c.name = "AMD-like";
+  c.vendor_id = 0x1002;
+  c.max_shared_memory = 65536;
+  c.subgroup_size = 64;
+  c.min_subgroup_size = 32;
+  c.cooperative_matrix_nv = false;
+  return c;
+}
+
+// A product with A, B and C packed and starting aligned, as a layer's Linear has them.
+GemmProblem linear(uint32_t M, uint32_t N, uint32_t K, DType dt) {
+  GemmProblem p{.g = ops::resolved_gemm({.M = M, .N = N, .K = K, .trans_b = true}), .dtype = dt};
+  p.a.bytes = uint64_t(M) * K * dtype_bytes(dt);
+  p.b.bytes = uint64_t(N) * K * dtype_bytes(dt);
+  p.c.bytes = uint64_t(M) * N * dtype_bytes(dt);
+  p.bias = true;
+  return p;
+}
+
+std::string describe(const GemmPlan& p) {
+  std::ostringstream s;
+  s << p.shader << " [";
+  for (size_t i = 0; i < p.defines.size(); ++i) s << (i ? " " : "") << p.defines[i].first << "=" << p.defines[i].second;
+  s << "] spec [";
+  for (size_t i = 0; i < p.spec.size(); ++i) s << (i ? " " : "") << p.spec[i];
+  s << "] texels " << p.texels.size() << " bindings " << uint32_t(p.bindings) << " groups " << p.groups.x << "x"
+    << p.groups.y << "x" << p.groups.z;
+  if (p.split_k > 1) s << " split " << p.split_k << " reduce " << p.reduce_groups.x << "x" << p.reduce_groups.y << "x"
+                       << p.reduce_groups.z;
+  return s.str();
+}
+
+GemmPlan plan(const Capabilities& caps, const GemmProblem& p, const Policy& policy = {},
+              const GemmTuning* tuning = nullptr) {
+  return ops::gemm_plan(caps, policy, tuning, p);
+}
+
+struct Pin {
+  const char* device;
+  const char* product;
+  DType dtype;
+  std::string want;
+};
+
+// The products every family runs: a decode step's Linear (1 row; 4 rows: a beam), a
+// prompt's or encoder's Linear (24 rows; 256), a Linear with its input's LayerNorm
+// folded in, a gated FFN (SwiGLU) and attention's per-head products.
+GemmProblem product(const std::string& name, DType dt) {
+  if (name == "decode 1x2048x512") return linear(1, 2048, 512, dt);
+  if (name == "beam 4x512x2048") return linear(4, 512, 2048, dt);
+  if (name == "encoder 24x512x2048") return linear(24, 512, 2048, dt);
+  if (name == "prompt 256x1024x1024") return linear(256, 1024, 1024, dt);
+  if (name == "folded 24x1536x512") {
+    GemmProblem p = linear(24, 1536, 512, dt);
+    p.g.norm_of = NormOf::A;
+    p.norm = true;
+    return p;
+  }
+  if (name == "folded decode 1x1536x512") {
+    GemmProblem p = linear(1, 1536, 512, dt);
+    p.g.norm_of = NormOf::A;
+    p.norm = true;
+    return p;
+  }
+  if (name == "gated 24x1376x512") {
+    GemmProblem p = linear(24, 1376, 512, dt);
+    p.g.glu = true;
+    return p;
+  }
+  // scores[b, h] = Q K^T: 2 x 8 heads of 17 queries by 17 keys of 64.
+  Gemm qk{.M = 17, .N = 17, .K = 64, .trans_b = true, .alpha = 0.125f, .lda = 512, .ldb = 512, .batch = 2, .heads = 8};
+  qk.stride_a = qk.stride_b = {17 * 512, 64};
+  qk.stride_c = {8 * 17 * 17, 17 * 17};
+  GemmProblem p{.g = ops::resolved_gemm(qk), .dtype = dt};
+  p.a.bytes = p.b.bytes = 2 * 17 * 512 * dtype_bytes(dt);
+  return p;
+}
+
+const char* kProducts[] = {"decode 1x2048x512", "beam 4x512x2048",          "encoder 24x512x2048",
+                           "prompt 256x1024x1024", "folded 24x1536x512", "folded decode 1x1536x512",
+                           "gated 24x1376x512",  "heads 17x17x64"};
+
+// The H200 itself (its ids): the built-in table of tuned cards gives it cooperative
+// matrices with split-K in fp16.
+Capabilities h200() {
+  Capabilities c = nvidia_like();
+  c.device_id = 0x2335;
+  return c;
+}
+
+Capabilities device(const std::string& name) {
+  return name == "lavapipe"   ? lavapipe()
+         : name == "portable" ? portable()
+         : name == "nvidia"   ? nvidia_like()
+         : name == "h200"     ? h200()
+                              : amd_like();
+}
+
+// Pinned: a change in any choice shows here first, with what the plan now says. Why each
+// is what it is: lib/ops/gemm_default_table.cpp (tiles per device class and the cards we
+// tuned on), gemm_plan.cpp (the kernel and its reads for a product).
+const Pin kPins[] = {
+    {"lavapipe", "decode 1x2048x512", DType::F32,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1 TEXEL_B=1] spec [] texels 2 bindings 9 groups 64x1x1"},
+    {"lavapipe", "beam 4x512x2048", DType::F32,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=8 VEC4_K=1 TEXEL_B=1] spec [] texels 2 bindings 9 groups 8x1x1"},
+    {"lavapipe", "encoder 24x512x2048", DType::F32,
+     "gemm_direct.comp [VEC4_NT=1 SHUFFLE_A=1 TEXEL_AB=1] spec [32 16 8 8] texels 2 bindings 7 groups 2x2x1"},
+    {"lavapipe", "prompt 256x1024x1024", DType::F32,
+     "gemm_direct.comp [VEC4_NT=1 SHUFFLE_A=1 TEXEL_AB=1] spec [32 16 8 8] texels 2 bindings 7 groups 4x16x1"},
+    {"lavapipe", "folded 24x1536x512", DType::F32,
+     "gemm_direct.comp [VEC4_NT=1 NORM_FOLDED=1 NORM_SUBGROUP=1 NORM_PRIVATE_ROWS=16 SHUFFLE_A=1 TEXEL_AB=1] spec [32 16 8 8] texels 2 bindings 9 groups 6x2x1"},
+    {"lavapipe", "folded decode 1x1536x512", DType::F32,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1 NORM_FOLDED=1 TEXEL_B=1] spec [] texels 2 bindings 9 groups 48x1x1"},
+    {"lavapipe", "gated 24x1376x512", DType::F32,
+     "gemm_direct.comp [VEC4_NT=1 SHUFFLE_A=1 TEXEL_AB=1] spec [32 16 8 8] texels 2 bindings 7 groups 11x2x1"},
+    {"lavapipe", "heads 17x17x64", DType::F32,
+     "gemm_direct.comp [VEC4_NT=1 SHUFFLE_A=1 TEXEL_AB=1] spec [16 8 4 8] texels 2 bindings 7 groups 1x3x16"},
+    {"lavapipe", "decode 1x2048x512", DType::F16,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1 TEXEL_B=1] spec [] texels 2 bindings 9 groups 64x1x1"},
+    {"lavapipe", "beam 4x512x2048", DType::F16,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=8 VEC4_K=1 TEXEL_B=1] spec [] texels 2 bindings 9 groups 8x1x1"},
+    {"lavapipe", "encoder 24x512x2048", DType::F16,
+     "gemm_direct.comp [VEC4_NT=1 SHUFFLE_A=1 TEXEL_AB=1] spec [32 16 8 8] texels 2 bindings 7 groups 2x2x1"},
+    {"lavapipe", "prompt 256x1024x1024", DType::F16,
+     "gemm_direct.comp [VEC4_NT=1 SHUFFLE_A=1 TEXEL_AB=1] spec [32 16 8 8] texels 2 bindings 7 groups 4x16x1"},
+    {"lavapipe", "folded 24x1536x512", DType::F16,
+     "gemm_direct.comp [VEC4_NT=1 NORM_FOLDED=1 NORM_SUBGROUP=1 NORM_PRIVATE_ROWS=16 SHUFFLE_A=1 TEXEL_AB=1] spec [32 16 8 8] texels 2 bindings 9 groups 6x2x1"},
+    {"lavapipe", "folded decode 1x1536x512", DType::F16,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1 NORM_FOLDED=1 TEXEL_B=1] spec [] texels 2 bindings 9 groups 48x1x1"},
+    {"lavapipe", "gated 24x1376x512", DType::F16,
+     "gemm_direct.comp [VEC4_NT=1 SHUFFLE_A=1 TEXEL_AB=1] spec [32 16 8 8] texels 2 bindings 7 groups 11x2x1"},
+    {"lavapipe", "heads 17x17x64", DType::F16,
+     "gemm_direct.comp [VEC4_NT=1 SHUFFLE_A=1 TEXEL_AB=1] spec [16 8 4 8] texels 2 bindings 7 groups 1x3x16"},
+    {"portable", "decode 1x2048x512", DType::F32,
+     "gemm_small_m.comp [WG_SIZE=128 LANES=32] spec [] texels 0 bindings 9 groups 512x1x1"},
+    {"portable", "beam 4x512x2048", DType::F32,
+     "gemm_small_m.comp [WG_SIZE=128 LANES=32] spec [] texels 0 bindings 9 groups 128x1x1"},
+    {"portable", "encoder 24x512x2048", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [128 64 32 16 4 4] texels 0 bindings 7 groups 16x1x1"},
+    {"portable", "prompt 256x1024x1024", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [128 64 32 16 4 4] texels 0 bindings 7 groups 32x4x1"},
+    {"portable", "folded 24x1536x512", DType::F32,
+     "gemm.comp [VEC4_NT=1 NORM_FOLDED=1 NORM_ROWS=64 NORM_PARTS=2] spec [128 64 32 16 4 4] texels 0 bindings 9 groups 48x1x1"},
+    {"portable", "folded decode 1x1536x512", DType::F32,
+     "gemm_small_m.comp [WG_SIZE=128 LANES=32 NORM_FOLDED=1] spec [] texels 0 bindings 9 groups 384x1x1"},
+    {"portable", "gated 24x1376x512", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [128 64 32 16 4 4] texels 0 bindings 7 groups 86x1x1"},
+    {"portable", "heads 17x17x64", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [128 64 32 16 4 4] texels 0 bindings 7 groups 1x1x16"},
+    {"portable", "decode 1x2048x512", DType::F16,
+     "gemm_small_m.comp [WG_SIZE=128 LANES=32] spec [] texels 0 bindings 9 groups 512x1x1"},
+    {"portable", "beam 4x512x2048", DType::F16,
+     "gemm_small_m.comp [WG_SIZE=128 LANES=32] spec [] texels 0 bindings 9 groups 128x1x1"},
+    {"portable", "encoder 24x512x2048", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [128 64 32 16 4 4] texels 0 bindings 7 groups 16x1x1"},
+    {"portable", "prompt 256x1024x1024", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [128 64 32 16 4 4] texels 0 bindings 7 groups 32x4x1"},
+    {"portable", "folded 24x1536x512", DType::F16,
+     "gemm.comp [VEC4_NT=1 NORM_FOLDED=1 NORM_ROWS=64 NORM_PARTS=2] spec [128 64 32 16 4 4] texels 0 bindings 9 groups 48x1x1"},
+    {"portable", "folded decode 1x1536x512", DType::F16,
+     "gemm_small_m.comp [WG_SIZE=128 LANES=32 NORM_FOLDED=1] spec [] texels 0 bindings 9 groups 384x1x1"},
+    {"portable", "gated 24x1376x512", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [128 64 32 16 4 4] texels 0 bindings 7 groups 86x1x1"},
+    {"portable", "heads 17x17x64", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [128 64 32 16 4 4] texels 0 bindings 7 groups 1x1x16"},
+    {"nvidia", "decode 1x2048x512", DType::F32,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1] spec [] texels 0 bindings 9 groups 256x1x1"},
+    {"nvidia", "beam 4x512x2048", DType::F32,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 VEC4_K=1] spec [] texels 0 bindings 9 groups 64x1x1"},
+    {"nvidia", "encoder 24x512x2048", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 8x1x1"},
+    {"nvidia", "prompt 256x1024x1024", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 16x4x1"},
+    {"nvidia", "folded 24x1536x512", DType::F32,
+     "gemm.comp [VEC4_NT=1 NORM_FOLDED=1 NORM_ROWS=64 NORM_PARTS=4] spec [256 64 64 16 4 4] texels 0 bindings 9 groups 24x1x1"},
+    {"nvidia", "folded decode 1x1536x512", DType::F32,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1 NORM_FOLDED=1] spec [] texels 0 bindings 9 groups 192x1x1"},
+    {"nvidia", "gated 24x1376x512", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 43x1x1"},
+    {"nvidia", "heads 17x17x64", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 1x1x16"},
+    {"nvidia", "decode 1x2048x512", DType::F16,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1] spec [] texels 0 bindings 9 groups 256x1x1"},
+    {"nvidia", "beam 4x512x2048", DType::F16,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 VEC4_K=1] spec [] texels 0 bindings 9 groups 64x1x1"},
+    {"nvidia", "encoder 24x512x2048", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 8x1x1"},
+    {"nvidia", "prompt 256x1024x1024", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 16x4x1"},
+    {"nvidia", "folded 24x1536x512", DType::F16,
+     "gemm.comp [VEC4_NT=1 NORM_FOLDED=1 NORM_ROWS=64 NORM_PARTS=4] spec [256 64 64 16 4 4] texels 0 bindings 9 groups 24x1x1"},
+    {"nvidia", "folded decode 1x1536x512", DType::F16,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1 NORM_FOLDED=1] spec [] texels 0 bindings 9 groups 192x1x1"},
+    {"nvidia", "gated 24x1376x512", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 43x1x1"},
+    {"nvidia", "heads 17x17x64", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 1x1x16"},
+    {"h200", "decode 1x2048x512", DType::F32,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1] spec [] texels 0 bindings 9 groups 256x1x1"},
+    {"h200", "beam 4x512x2048", DType::F32,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 VEC4_K=1] spec [] texels 0 bindings 9 groups 64x1x1"},
+    {"h200", "encoder 24x512x2048", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 8x1x1"},
+    {"h200", "prompt 256x1024x1024", DType::F32,
+     "gemm.comp [VEC4_NT=1 SPLIT_K=4] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 16x4x1 split 4 reduce 16x256x1"},
+    {"h200", "folded 24x1536x512", DType::F32,
+     "gemm.comp [VEC4_NT=1 NORM_FOLDED=1 NORM_ROWS=64 NORM_PARTS=4] spec [256 64 64 16 4 4] texels 0 bindings 9 groups 24x1x1"},
+    {"h200", "folded decode 1x1536x512", DType::F32,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1 NORM_FOLDED=1] spec [] texels 0 bindings 9 groups 192x1x1"},
+    {"h200", "gated 24x1376x512", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 43x1x1"},
+    {"h200", "heads 17x17x64", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 1x1x16"},
+    {"h200", "decode 1x2048x512", DType::F16,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1] spec [] texels 0 bindings 9 groups 256x1x1"},
+    {"h200", "beam 4x512x2048", DType::F16,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 VEC4_K=1] spec [] texels 0 bindings 9 groups 64x1x1"},
+    {"h200", "encoder 24x512x2048", DType::F16,
+     "gemm_coopmat.comp [SPLIT_K=8 PREFETCH=1 PREFETCH_LAYOUT=1] spec [128 64 64 32 32 32] texels 0 bindings 7 groups 8x1x1 split 8 reduce 8x24x1"},
+    {"h200", "prompt 256x1024x1024", DType::F16,
+     "gemm_coopmat.comp [SPLIT_K=4 PREFETCH=1 PREFETCH_LAYOUT=1] spec [128 64 64 32 32 32] texels 0 bindings 7 groups 16x4x1 split 4 reduce 16x256x1"},
+    {"h200", "folded 24x1536x512", DType::F16,
+     "gemm.comp [VEC4_NT=1 NORM_FOLDED=1 NORM_ROWS=64 NORM_PARTS=4] spec [256 64 64 16 4 4] texels 0 bindings 9 groups 24x1x1"},
+    {"h200", "folded decode 1x1536x512", DType::F16,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1 NORM_FOLDED=1] spec [] texels 0 bindings 9 groups 192x1x1"},
+    {"h200", "gated 24x1376x512", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 43x1x1"},
+    {"h200", "heads 17x17x64", DType::F16,
+     "gemm_coopmat.comp [SPLIT_K=8 PREFETCH=1 PREFETCH_LAYOUT=1] spec [128 64 64 32 32 32] texels 0 bindings 7 groups 1x1x16 split 8 reduce 1x17x16"},
+    {"amd", "decode 1x2048x512", DType::F32,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1] spec [] texels 0 bindings 9 groups 512x1x1"},
+    {"amd", "beam 4x512x2048", DType::F32,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 VEC4_K=1] spec [] texels 0 bindings 9 groups 128x1x1"},
+    {"amd", "encoder 24x512x2048", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 8x1x1"},
+    {"amd", "prompt 256x1024x1024", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 16x4x1"},
+    {"amd", "folded 24x1536x512", DType::F32,
+     "gemm.comp [VEC4_NT=1 NORM_FOLDED=1 NORM_ROWS=64 NORM_PARTS=4] spec [256 64 64 16 4 4] texels 0 bindings 9 groups 24x1x1"},
+    {"amd", "folded decode 1x1536x512", DType::F32,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1 NORM_FOLDED=1] spec [] texels 0 bindings 9 groups 384x1x1"},
+    {"amd", "gated 24x1376x512", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 43x1x1"},
+    {"amd", "heads 17x17x64", DType::F32,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 1x1x16"},
+    {"amd", "decode 1x2048x512", DType::F16,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1] spec [] texels 0 bindings 9 groups 512x1x1"},
+    {"amd", "beam 4x512x2048", DType::F16,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 VEC4_K=1] spec [] texels 0 bindings 9 groups 128x1x1"},
+    {"amd", "encoder 24x512x2048", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 8x1x1"},
+    {"amd", "prompt 256x1024x1024", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 16x4x1"},
+    {"amd", "folded 24x1536x512", DType::F16,
+     "gemm.comp [VEC4_NT=1 NORM_FOLDED=1 NORM_ROWS=64 NORM_PARTS=4] spec [256 64 64 16 4 4] texels 0 bindings 9 groups 24x1x1"},
+    {"amd", "folded decode 1x1536x512", DType::F16,
+     "gemm_small_m.comp [SUBGROUP_REDUCE=1 WG_SIZE=64 COLS=4 ROWS=1 VEC4_K=1 NORM_FOLDED=1] spec [] texels 0 bindings 9 groups 384x1x1"},
+    {"amd", "gated 24x1376x512", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 43x1x1"},
+    {"amd", "heads 17x17x64", DType::F16,
+     "gemm.comp [VEC4_NT=1] spec [256 64 64 16 4 4] texels 0 bindings 7 groups 1x1x16"}
+};
+
+TEST(GemmPlan, PinnedForEachDeviceClass) {
+  for (const Pin& pin : kPins) {
+    SCOPED_TRACE(std::string(pin.device) + ", " + pin.product + (pin.dtype == DType::F16 ? ", fp16" : ", fp32"));
+    EXPECT_EQ(describe(plan(device(pin.device), product(pin.product, pin.dtype))), pin.want);
+  }
+  EXPECT_EQ(std::size(kPins), 5u * 2 * std::size(kProducts));  // every device, storage type and product
+}
+
+// The tiles: a product's own, else the policy's, else the tuning file's for its row
+// class, else the built-in table's for a tuned card, else the default table's.
+TEST(GemmPlan, TilesFromTheProductThePolicyTheTuningFileThenTheTables) {
+  const Capabilities nv = h200();
+  GemmProblem p = linear(100, 512, 512, DType::F16);
+  const GemmTiles tuned_card{64, 64, 32, 32, 32, GemmStrategy::CoopMatNV, 4, true};  // the H200's for M <= 256
+  EXPECT_EQ(plan(nv, p).variant, tuned_card.name());
+  GemmTuning file;
+  file.tiles[1] = GemmTiles{32, 64, 16, 4, 4};
+  EXPECT_EQ(plan(nv, p, {}, &file).variant, "tiled 32x64x16/4x4");
+  const Policy policy{.gemm_tiles = GemmTiles{64, 32, 16, 4, 4}};
+  EXPECT_EQ(plan(nv, p, policy, &file).variant, "tiled 64x32x16/4x4");
+  p.g.tiles = GemmTiles{32, 128, 16, 4, 16};
+  EXPECT_EQ(plan(nv, p, policy, &file).variant, "tiled 32x128x16/4x16");
+  // Tiles the device cannot run are refused by name, the policy's saying whose they are.
+  p.g.tiles.reset();
+  try {
+    plan(portable(), p, {.gemm_tiles = GemmTiles{128, 128, 16, 8, 8}});
+    ADD_FAILURE() << "256 invocations planned where 128 fit";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the policy's tiles tiled 128x128x16/8x8 (VKF_GEMM_TILES) cannot run"),
+              std::string::npos) << e.what();
+  }
+}
+
+// The decode-step kernel reads through buffer addresses in fp32 where the host gathers
+// in hardware, unless an operand's address is not 16-byte aligned: then texels.
+TEST(GemmPlan, AddressesWhereAlignedElseTexels) {
+  Capabilities xeon = lavapipe();
+  xeon.hardware_gathers = true;
+  GemmProblem p = linear(1, 2048, 512, DType::F32);
+  p.a.address = 1 << 20, p.b.address = 2 << 20;
+  GemmPlan got = plan(xeon, p);
+  EXPECT_EQ(got.variant, "small_m addresses");
+  EXPECT_EQ(uint64_t(got.push.address_b[0]) | uint64_t(got.push.address_b[1]) << 32, p.b.address);
+  EXPECT_EQ(plan(xeon, linear(1, 2048, 512, DType::F16)).variant, "small_m texels");  // fp16: 8 halves a texel
+  p.b.address += 8;
+  EXPECT_EQ(plan(xeon, p).variant, "small_m texels");
+  p.g.address_weights = true;
+  EXPECT_THROW(plan(xeon, p), Error);  // asked for, and impossible: refused, not ignored
+}
+
+// Split-K runs in one pass where its partial sums would not fit one binding.
+TEST(GemmPlan, SplitKWithinOneBinding) {
+  Capabilities nv = h200();
+  const GemmProblem p = linear(24, 512, 2048, DType::F16);
+  EXPECT_EQ(plan(nv, p).split_k, 8u);
+  EXPECT_EQ(plan(nv, p).partial_bytes, 8ull * 24 * 512 * 4);
+  nv.max_storage_buffer_range = 8 * 24 * 512 * 4 - 4;
+  EXPECT_EQ(plan(nv, p).split_k, 1u);
+  EXPECT_EQ(plan(nv, p).reduce_defines, Defines{});
+}
+
+// What no kernel can do is refused before anything is recorded.
+TEST(GemmPlan, RefusesWhatNoKernelCanDo) {
+  const Capabilities caps = lavapipe();
+  auto refused = [&](GemmProblem p, const std::string& words) {
+    try {
+      plan(caps, p);
+      ADD_FAILURE() << "planned: " << words;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  GemmProblem p = linear(24, 512, 512, DType::F32);
+  p.g.address_weights = true;
+  refused(p, "only by the decode-step kernel");
+  p = linear(24, 512, 512, DType::F32);
+  p.g.norm_of = NormOf::A;
+  refused(p, "needs its gamma and beta");
+  p = linear(24, 512, 512, DType::F32);
+  p.g.glu = true;
+  p.g.N = 40u << 20;  // 2N rows of 512 fp32: far past a 128 MiB binding
+  refused(p, "larger than one binding");
+  p = linear(24, 512, 512, DType::F32);
+  p.stats_in_parts = 4;
+  refused(p, "row statistics in need a folded norm");
+  EXPECT_THROW(ops::resolved_gemm({.M = 0}), Error);
+}
+
+// A Linear weight past one binding runs in slices of whole rows (64 at a time where
+// they fit); a gated product never slices (its plan refuses).
+TEST(GemmPlan, WeightsPastOneBindingInSlicesOfRows) {
+  const Capabilities caps = portable();  // 128 MiB bindings
+  const Gemm g = ops::resolved_gemm({.M = 1, .N = 50000, .K = 1024, .trans_b = true});
+  const uint64_t bytes = uint64_t(g.N) * g.K * 4;
+  EXPECT_EQ(ops::gemm_weight_slice_rows(caps, g, DType::F32, bytes, false), 32768u);  // 128 MiB / 4 KiB rows
+  EXPECT_EQ(ops::gemm_weight_slice_rows(caps, g, DType::F16, bytes / 2, false), std::nullopt);
+  Gemm gated = g;
+  gated.glu = true;
+  EXPECT_EQ(ops::gemm_weight_slice_rows(caps, gated, DType::F32, bytes, false), std::nullopt);
+}
+
+}  // namespace
+}  // namespace vkf::test
