@@ -27,6 +27,15 @@ namespace vkf {
 // directory (missing, a file, no config.json, neither field).
 std::string model_architecture(const ModelFiles& files);
 
+// What a model directory holds, by its family in vkformer's registry: a model that
+// generates (Model::load), a patch forecaster (Forecaster::load), or a name no family
+// has (Model::load then says which it knows).
+enum class ModelKind { Generator, Forecaster, Unknown };
+ModelKind model_kind(const ModelFiles& files);
+// The families this vkformer runs, as its messages name them ("torch-seq2seq, and
+// Hugging Face model_type marian, bart, ..."), from the registry.
+std::string supported_model_families();
+
 // What a Hugging Face model's generation_config.json (or config.json) asks of
 // generate(), read at load; GenerateOptions::defaults turns it into options.
 struct GenerationDefaults {

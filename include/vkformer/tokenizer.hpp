@@ -43,6 +43,9 @@ class Tokenizer {
   // The vocabulary may not be larger than the model's (config.json), which is checked
   // before its tables are built.
   static std::unique_ptr<Tokenizer> for_model(const ModelFiles& files);
+  // The files a directory's tokenizer is read from, by its family ("vocab.json",
+  // "tokenizer.json", ...): where none of them is there, the model takes ids only.
+  static std::vector<std::string> files_for_model(const ModelFiles& files);
 
  protected:
   // encode() for text already checked to be valid UTF-8 without NUL bytes.

@@ -27,7 +27,8 @@ struct vkf_context {
 struct vkf_model {
   std::shared_ptr<vkf::Context> ctx;  // the model's weights live on it
   std::shared_ptr<const vkf::Model> model;
-  std::shared_ptr<const vkf::Tokenizer> tokenizer;  // null without vocab.json
+  std::shared_ptr<const vkf::Tokenizer> tokenizer;  // null without its files
+  std::string no_tokenizer;  // why there is none: "has no tokenizer (vocab.json or ...)"
   std::string where;  // "model directory 'DIR'" or "model in memory", for messages
   std::shared_ptr<std::atomic<size_t>> text_limit = std::make_shared<std::atomic<size_t>>(0);  // 0: the default
 };

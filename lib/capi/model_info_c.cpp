@@ -51,8 +51,7 @@ vkf_status vkf_tokenize(const vkf_model* model, const char* text, uint32_t* ids,
   if (!text) return invalid(fn, "text is NULL");
   if (!count) return invalid(fn, "count is NULL");
   if (!model->tokenizer)
-    return capi::failed(fn, model->where + " has no tokenizer (vocab.json, Marian's source.spm, or a "
-                            "decoder-only model's tokenizer.json or tokenizer.model): give ids to vkf_generate");
+    return capi::failed(fn, model->where + " " + model->no_tokenizer + ": give ids to vkf_generate");
   return guarded(fn, [&] {
     if (const vkf_status s = capi::check_text(fn, text, *model->tokenizer, model->model->config(), model->text_limit->load());
         s != VKF_OK)
@@ -73,8 +72,7 @@ vkf_status vkf_detokenize(const vkf_model* model, const uint32_t* ids, size_t co
   if (!model) return invalid(fn, "model is NULL");
   if (!ids && count) return invalid(fn, "ids is NULL");
   if (!model->tokenizer)
-    return capi::failed(fn, model->where + " has no tokenizer (vocab.json, Marian's source.spm, or a "
-                            "decoder-only model's tokenizer.json or tokenizer.model)");
+    return capi::failed(fn, model->where + " " + model->no_tokenizer);
   const size_t size = model->tokenizer->size();
   for (size_t i = 0; i < count; ++i)
     if (ids[i] >= size)

@@ -244,9 +244,16 @@ vkf_status load_model(const char* fn, vkf_context* context, const vkf::ModelFile
     handle->ctx = context->ctx;
     handle->where = files.describe();
     handle->model = vkf::Model::load(*context->ctx, files, precision == VKF_PRECISION_FP16 ? vkf::DType::F16 : vkf::DType::F32);
-    if (files.has("vocab.json") ||
-        (handle->model->config().decoder_only && (files.has("tokenizer.json") || files.has("tokenizer.model"))))
-      handle->tokenizer = vkf::Tokenizer::for_model(files);
+    // A tokenizer where the directory has its family's files (one malformed is an error);
+    // none there: the model takes ids, and calls that need text say which files.
+    std::string names;
+    bool present = false;
+    for (const std::string& name : vkf::Tokenizer::files_for_model(files)) {
+      present = present || files.has(name);
+      names += (names.empty() ? "" : " or ") + name;
+    }
+    if (present) handle->tokenizer = vkf::Tokenizer::for_model(files);
+    else handle->no_tokenizer = "has no tokenizer (" + (names.empty() ? std::string("its family has none") : names) + ")";
     *model = handle.release();
     return VKF_OK;
   });

@@ -35,7 +35,7 @@ struct ModelArgs {
 
 ModelArgs model_args(const Args& args) {
   ModelArgs m;
-  m.dir = model_dir(args, "torch-seq2seq");
+  m.dir = model_dir(args, ModelKind::Generator);
   m.precision = precision(args);
   m.profile = args.flag("--profile");
   return m;

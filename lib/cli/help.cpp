@@ -1,6 +1,8 @@
 // Every command and its options: the one table the parser (args.cpp) and --help read.
 #include <cmath>
 #include <cstdio>
+#include <sstream>
+#include <string>
 
 #include "args.hpp"
 #include "vkformer/context.hpp"
@@ -19,10 +21,23 @@ const OptionSpec kPrecision{"--precision", "fp32|fp16", K::Text, "storage precis
 const OptionSpec kProfile{"--profile", nullptr, K::Switch, "per-dispatch GPU times and counters on stderr"};
 const OptionSpec kMaxNewTokens{"--max-new-tokens", "N", K::Integer, "at most N tokens per output", 1, 1 << 16};
 const OptionSpec kBeam{"--beam", "K", K::Integer, "beam search of width K (1: greedy)", 1, GenerateOptions::kMaxBeam};
-const OptionSpec kModel{"--model", "DIR", K::Text,
-                        "a model directory: vkformer's torch-seq2seq, or a Hugging Face directory\n"
-                        "as save_pretrained writes it: marian or bart (encoder-decoders); gpt2,\n"
-                        "llama, mistral or qwen2 (decoder-only)"};
+// The families as the registry lists them, in lines of at most ~76 characters.
+const char* model_help() {
+  static const std::string text = [] {
+    std::string out = "a model directory (config.json, model.safetensors, as save_pretrained\nwrites a Hugging Face one):";
+    size_t line = out.size() - out.rfind('\n') - 1;
+    std::string word;
+    std::istringstream words(supported_model_families());
+    while (words >> word) {
+      if (line + 1 + word.size() > 76) out += "\n", line = 0;
+      else out += " ", ++line;
+      out += word, line += word.size();
+    }
+    return out;
+  }();
+  return text.c_str();
+}
+const OptionSpec kModel{"--model", "DIR", K::Text, model_help()};
 
 }  // namespace
 

@@ -108,7 +108,7 @@ int info(const Args& args) {
   if (args.given("--precision") && !model) throw Error("--precision is for --model DIR (the precision to load it in)");
   if (model) {
     checked_model_dir(*model);  // a clear error for a missing directory, a file, no config.json
-    if (model_architecture(*model) == "torch-patch-forecaster")
+    if (model_kind(*model) == ModelKind::Forecaster)
       throw Error("model " + *model + " is a patch forecaster: `vkformer forecast --model " + *model +
                   "` runs it and prints its window and horizon; info --model describes generating models");
     return model_info(*model, json, options, precision(args));

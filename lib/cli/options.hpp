@@ -32,20 +32,18 @@ inline std::string checked_model_dir(const std::string& dir) {
   return dir;
 }
 
-// --model DIR, required, holding a model of `architecture`; a model of another kind
-// names the command that runs it.
-inline std::string model_dir(const Args& args, const std::string& architecture) {
+// --model DIR, required, holding a model of `kind` (by its family in the registry); a
+// model of another kind names the command that runs it.
+inline std::string model_dir(const Args& args, ModelKind kind) {
   auto dir = args.value("--model");
   if (!dir) throw Error("--model DIR is required (see --help)");
   checked_model_dir(*dir);
-  std::string found = model_architecture(*dir);
-  if (found == "marian" || found == "bart") found = "torch-seq2seq";  // Hugging Face encoder-decoders run the same way
-  if (found != architecture) {
-    if (found == "torch-patch-forecaster") throw Error("model " + *dir + " is a patch forecaster: run it with `vkformer forecast`");
-    if (found == "torch-seq2seq")
-      throw Error("model " + *dir + " is a sequence-to-sequence model: run it with `vkformer generate`, `translate` or `score`");
-  }
-  return *dir;  // an unknown architecture: the loader says which ones it knows
+  const ModelKind found = model_kind(*dir);
+  if (found != kind && found == ModelKind::Forecaster)
+    throw Error("model " + *dir + " is a patch forecaster: run it with `vkformer forecast`");
+  if (found != kind && found == ModelKind::Generator)
+    throw Error("model " + *dir + " is a sequence-to-sequence model: run it with `vkformer generate`, `translate` or `score`");
+  return *dir;  // an unknown family: the loader says which ones it knows
 }
 
 }  // namespace vkf::cli

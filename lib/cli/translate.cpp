@@ -16,7 +16,7 @@
 namespace vkf::cli {
 
 int translate(const Args& args) {
-  const std::string dir = model_dir(args, "torch-seq2seq");
+  const std::string dir = model_dir(args, ModelKind::Generator);
   const DType dtype = precision(args);
   // 0: not given, the model's default (a Hugging Face model's generation_config.json;
   // 32 tokens and greedy for vkformer's own models).

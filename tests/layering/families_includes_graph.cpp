@@ -2,4 +2,4 @@
 #include "encoder_layer.hpp"
 #include "family.hpp"
 #include "safetensors.hpp"
-#include "uploader.hpp"
+#include "checkpoint.hpp"

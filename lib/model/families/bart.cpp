@@ -1,8 +1,10 @@
 // The BART family (transformers' BartForConditionalGeneration, model_type "bart"): BART's
 // layout (hugging_face.cpp) with learned positions (offset by 2, as BartLearnedPositional-
-// Embedding does) and layernorm_embedding after each stack's embedding.
+// Embedding does), layernorm_embedding after each stack's embedding, and GPT-2's
+// byte-level BPE as its tokenizer.
 #include <filesystem>
 
+#include "bart_tokenizer.hpp"
 #include "family.hpp"
 #include "hugging_face.hpp"
 
@@ -21,8 +23,13 @@ ModelConfig read_config(const ModelFiles& files) {
   return c;
 }
 
+std::unique_ptr<Tokenizer> make_tokenizer(const ModelFiles& files, const ConfigReader& config) {
+  return std::make_unique<BartTokenizer>(files, config.count("vocab_size", 1));
+}
+
 }  // namespace
 
-const Family kBart{"bart", true, read_config, load_bart_layout_weights};
+const Family kBart{"bart", true, ModelKind::Generator, read_config, hf_checkpoint, declare_bart_layout_tensors,
+                   make_tokenizer, {"vocab.json", "merges.txt"}};
 
 }  // namespace vkf::model

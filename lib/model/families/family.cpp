@@ -1,35 +1,15 @@
-// Model::load: the family config.json names, its config, the checks every family's model
-// must pass on this device, then its weights.
+// Model::load: the family config.json names (the registry's), its config, the checks
+// every model must pass on this device, then its weights as the family declares them.
 #include "family.hpp"
 
 #include <filesystem>
 
-#include "config_reader.hpp"
 #include "safetensors.hpp"
 #include "vkformer/model.hpp"
 
 namespace vkf {
 
 namespace {
-
-const model::Family* const kFamilies[] = {&model::kTorchSeq2Seq, &model::kMarian, &model::kBart,
-                                          &model::kGpt2,         &model::kLlama,  &model::kMistral, &model::kQwen2};
-
-const model::Family& family_of(const ModelFiles& files) {
-  const std::string name = model_architecture(files);  // first: a clear error for a missing directory or file
-  const model::ConfigReader r(files, "config.json");
-  const bool hugging_face = !r.has("architecture");  // a Hugging Face directory names its model_type instead
-  for (const model::Family* f : kFamilies)
-    if (f->hugging_face == hugging_face && name == f->name) return *f;
-  const std::string file = files.where("config.json");
-  if (hugging_face)
-    throw Error("config " + file + ": model_type '" + name +
-                    "' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama, mistral and qwen2)",
-                ErrorKind::Unsupported);
-  throw Error("config " + file + ": unknown architecture '" + name +
-                  "' (this vkformer knows: torch-seq2seq, and Hugging Face model_type marian, bart, gpt2, llama, mistral and qwen2)",
-              ErrorKind::Unsupported);
-}
 
 const char* type_name(model::TensorType t) {
   switch (t) {
@@ -84,16 +64,17 @@ DType Model::precision() const { return impl_->dtype; }
 const CheckpointSummary& Model::checkpoint() const { return checkpoint_; }
 
 std::shared_ptr<const Model> Model::load(Context& ctx, const ModelFiles& files, DType precision) {
-  const model::Family& family = family_of(files);
+  const model::Family& family = model::family_of(files);
+  if (family.kind == ModelKind::Forecaster)
+    throw Error("model " + files.label() + " is a patch forecaster: Forecaster::load (`vkformer forecast`) runs it",
+                ErrorKind::Unsupported);
   const ModelConfig c = family.read_config(files);
-  if (precision == DType::F16 && !ctx.capabilities().storage_16bit)
-    throw Error("fp16 precision needs 16-bit storage, which device '" + ctx.capabilities().name + "' lacks",
-                ErrorKind::Unsupported);
-  if (!Ops(ctx, precision).fused_attention_fits(c.head_dim()))
-    throw Error("model " + files.label() + ": head_dim " + std::to_string(c.head_dim()) +
-                " does not fit vkformer's attention kernel on device '" + ctx.capabilities().name + "'",
-                ErrorKind::Unsupported);
-  std::shared_ptr<Model> model(new Model(family.load_weights(ctx, files, c, precision)));
+  model::check_runs_here(ctx, files, c.head_dim(), precision);
+  auto impl = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});
+  model::Checkpoint checkpoint(ctx, files, family.checkpoint(files), precision, c.architecture);
+  family.declare_tensors(checkpoint, *impl);  // (refusing more layers than the file holds first)
+  checkpoint.load();
+  std::shared_ptr<Model> model(new Model(std::move(impl)));
   model->checkpoint_ = summarize_checkpoint(files);
   return model;
 }

@@ -8,12 +8,18 @@
 
 #include "config_reader.hpp"
 #include "encoder_layer.hpp"
-#include "expected_tensors.hpp"
-#include "uploader.hpp"
+#include "family.hpp"
 #include "vkformer/model.hpp"
 #include "vkformer/tensor_io.hpp"
 
 namespace vkf {
+
+namespace model {
+// In the registry so that every command can tell a forecaster from a model that
+// generates; Forecaster::load reads it, not Model::load.
+const Family kForecaster{"torch-patch-forecaster", false, ModelKind::Forecaster, nullptr, nullptr, nullptr, nullptr,
+                           {}};
+}  // namespace model
 
 ForecasterConfig ForecasterConfig::from_file(const std::string& path) {
   const model::ConfigReader r(path);
@@ -49,34 +55,26 @@ const ForecasterConfig& Forecaster::config() const { return impl_->config; }
 
 std::shared_ptr<const Forecaster> Forecaster::load(Context& ctx, const std::string& dir, DType precision) {
   namespace fs = std::filesystem;
-  model_architecture(dir);  // a clear error for a missing directory, a file, no config.json
+  const ModelFiles files(dir);
+  model_architecture(files);  // a clear error for a missing directory, a file, no config.json
   auto c = ForecasterConfig::from_file((fs::path(dir) / "config.json").string());
-  model::SafeTensors file((fs::path(dir) / "model.safetensors").string());
-  const uint64_t D = c.d_model, P = c.patches();
-  // Layer count, then names and shapes: nothing is built or uploaded for a model that does not match.
-  model::check_layer_count(file, dir, "encoder.layers", c.num_layers, "num_layers");
-  model::ExpectedTensors expected;
-  expected.linear("patch_embed", D, c.patch_len);
-  for (uint32_t i = 0; i < c.num_layers; ++i)
-    expected.encoder_layer("encoder.layers." + std::to_string(i), D, c.dim_feedforward);
-  expected.norm("encoder.norm", D);
-  expected.linear("head", c.horizon, P * D);
-  expected.check(file, dir, "torch-patch-forecaster");
-  if (precision == DType::F16 && !ctx.capabilities().storage_16bit)
-    throw Error("fp16 precision needs 16-bit storage, which device '" + ctx.capabilities().name + "' lacks");
-  if (!Ops(ctx, precision).fused_attention_fits(uint32_t(D / c.nhead)))
-    throw Error("model " + dir + ": head_dim " + std::to_string(D / c.nhead) +
-                " does not fit vkformer's attention kernel on device '" + ctx.capabilities().name + "'");
-
+  const uint32_t D = c.d_model, P = c.patches();
+  model::check_runs_here(ctx, files, D / c.nhead, precision);
   auto m = std::make_unique<Impl>(Impl{ctx, c, precision, {}, {}, {}, {}, {}});
-  model::Uploader up(ctx, file, precision);
-  m->patch_embed = up.linear("patch_embed");
-  m->head = up.linear("head");
+  model::Checkpoint t(ctx, files, "model.safetensors", precision, "torch-patch-forecaster");
+  const std::string layers = "encoder.layers";
+  t.layers(layers, c.num_layers, "num_layers");
+  t.linear(m->patch_embed, "patch_embed", D, c.patch_len);
+  m->layers.resize(c.num_layers);
   for (uint32_t i = 0; i < c.num_layers; ++i)
-    m->layers.push_back(up.encoder_layer("encoder.layers." + std::to_string(i), c.d_model));
-  m->final_norm = up.norm("encoder.norm");
-  auto pe = sinusoidal_positions(uint32_t(P), c.d_model);
-  m->positions = upload_floats(ctx, pe, precision, "positions");
+    t.encoder_layer(m->layers[i], layers + "." + std::to_string(i), D, c.dim_feedforward);
+  t.norm(m->final_norm, "encoder.norm", D);
+  t.linear(m->head, "head", c.horizon, P * D);
+  t.then([&m = *m] {
+    const auto pe = sinusoidal_positions(m.config.patches(), m.config.d_model);
+    m.positions = upload_floats(m.ctx, pe, m.dtype, "positions");
+  });
+  t.load();  // names and shapes first: nothing is uploaded for a model that does not match
   return std::shared_ptr<const Forecaster>(new Forecaster(std::move(m)));
 }
 

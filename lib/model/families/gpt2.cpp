@@ -6,11 +6,9 @@
 // projection is already the one [3D, D] projection vkformer's self-attention takes.
 #include <filesystem>
 
-#include "config_reader.hpp"
-#include "expected_tensors.hpp"
+#include "bart_tokenizer.hpp"
 #include "family.hpp"
 #include "hugging_face.hpp"
-#include "uploader.hpp"
 #include "vkformer/tensor_io.hpp"
 
 namespace vkf::model {
@@ -31,9 +29,6 @@ ModelConfig read_gpt2_config(const ModelFiles& files) {
   c.nhead = r.count("n_head", 1);
   if (c.d_model % c.nhead)
     r.fail("n_embd " + std::to_string(c.d_model) + " is not divisible by n_head " + std::to_string(c.nhead));
-  if (c.head_dim() > Ops::kMaxFusedHeadDim)
-    r.fail("head_dim " + std::to_string(c.head_dim()) + " is larger than the " + std::to_string(Ops::kMaxFusedHeadDim) +
-           " vkformer's attention kernels support");
   c.dim_feedforward = r.has("n_inner") ? r.count("n_inner", 1) : 4 * c.d_model;  // null: 4 x n_embd
   c.num_encoder_layers = 0;
   c.num_decoder_layers = r.count("n_layer", 0);
@@ -78,8 +73,6 @@ ModelConfig read_gpt2_config(const ModelFiles& files) {
   return c;
 }
 
-namespace {
-
 // Tensor names with or without the "transformer." prefix (GPT2LMHeadModel writes it,
 // GPT2Model does not).
 struct Names {
@@ -87,72 +80,55 @@ struct Names {
   std::string operator()(const std::string& n) const { return prefix + n; }
 };
 
-Names names_of(const SafeTensors& f) {
-  return {f.tensors().count("transformer.wte.weight") ? "transformer." : ""};
+std::string checkpoint(const ModelFiles& files) { return hf_checkpoint(files); }
+
+void declare_tensors(Checkpoint& t, Model::Impl& m) {
+  const ModelConfig& c = m.config;
+  const std::string embedding = "wte.weight";
+  const Names n{t.has("transformer." + embedding) ? "transformer." : ""};
+  const uint32_t D = c.d_model, F = c.dim_feedforward, V = c.tgt_vocab_size;
+  const std::string blocks = n("h");
+  t.layers(blocks, c.num_decoder_layers, "n_layer");
+  t.tensor(m.tgt_embed, n(embedding), {V, D});
+  t.fp32_rows(m.tgt_positions, n("wpe.weight"), {c.max_position, D}, 0, c.max_position);
+  m.decoder.resize(c.num_decoder_layers);
+  for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
+    const std::string p = blocks + "." + std::to_string(i);
+    DecoderLayer& l = m.decoder[i];  // no cross-attention: cross_q, cross_kv and cross_out stay empty
+    t.norm(l.norm1, p + ".ln_1", D);  // before self-attention
+    t.conv1d(l.self_qkv, p + ".attn.c_attn", D, 3 * D);
+    t.conv1d(l.self_out, p + ".attn.c_proj", D, D);
+    t.norm(l.norm3, p + ".ln_2", D);  // before the MLP (norm2 belongs to cross-attention)
+    t.conv1d(l.ffn.linear1, p + ".mlp.c_fc", D, F);
+    t.conv1d(l.ffn.linear2, p + ".mlp.c_proj", F, D);
+    // The attention-mask buffers older files carry: not read.
+    for (const char* buffer : {".attn.bias", ".attn.masked_bias"}) t.unread(p + buffer);
+  }
+  t.norm(m.decoder_norm, n("ln_f"), D);
+  // lm_head.weight is the tied embedding unless config.json unties it (a file may carry
+  // the tied copy too).
+  const ConfigReader r(t.files(), "config.json");
+  const bool tied = !r.has("tie_word_embeddings") || r.flag("tie_word_embeddings");
+  const std::string head = "lm_head.weight";
+  if (!tied) t.linear_weight(m.generator, head, V, D);
+  else if (t.has(head)) t.unread(head, {V, D});
+  t.then([&m, tied] {
+    m.src_embed = m.tgt_embed;
+    m.positions = m.tgt_positions;
+    if (!tied) return;
+    m.generator.weight = m.tgt_embed;
+    m.generator.bias = upload_floats(m.ctx, std::vector<float>(m.config.tgt_vocab_size, 0.0f), m.dtype, "lm_head.bias");
+    m.generator.out = m.config.tgt_vocab_size, m.generator.in = m.config.d_model;
+  });
 }
 
-void conv1d(ExpectedTensors& t, const std::string& p, uint64_t in, uint64_t out) {
-  t.add(p + ".weight", {in, out});
-  t.add(p + ".bias", {out});
+std::unique_ptr<Tokenizer> make_tokenizer(const ModelFiles& files, const ConfigReader& config) {
+  return std::make_unique<BartTokenizer>(files, config.count("vocab_size", 1), BartTokenizer::Flavour::Gpt2);
 }
 
 }  // namespace
 
-std::unique_ptr<Model::Impl> load_gpt2_weights(Context& ctx, const ModelFiles& files, const ModelConfig& c,
-                                               DType precision) {
-  SafeTensors file(files, hf_checkpoint(files));
-  const Names n = names_of(file);
-  const uint64_t D = c.d_model, F = c.dim_feedforward, V = c.tgt_vocab_size;
-  check_layer_count(file, files.label(), n("h"), c.num_decoder_layers, "n_layer");
-  // Every tensor by name and shape; the attention-mask buffers older files carry
-  // (attn.bias, attn.masked_bias) are ignored, and lm_head.weight is the tied embedding
-  // unless config.json unties it.
-  const bool tied = !ConfigReader(files, "config.json").has("tie_word_embeddings") ||
-                    ConfigReader(files, "config.json").flag("tie_word_embeddings");
-  ExpectedTensors t;
-  t.add(n("wte.weight"), {V, D});
-  t.add(n("wpe.weight"), {c.max_position, D});
-  t.norm(n("ln_f"), D);
-  const bool has_head = file.tensors().count("lm_head.weight") > 0;
-  if (has_head || !tied) t.add("lm_head.weight", {V, D});
-  for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
-    const std::string p = n("h." + std::to_string(i));
-    t.norm(p + ".ln_1", D);
-    conv1d(t, p + ".attn.c_attn", D, 3 * D);
-    conv1d(t, p + ".attn.c_proj", D, D);
-    t.norm(p + ".ln_2", D);
-    conv1d(t, p + ".mlp.c_fc", D, F);
-    conv1d(t, p + ".mlp.c_proj", F, D);
-    for (const char* buffer : {".attn.bias", ".attn.masked_bias"})
-      if (const auto it = file.tensors().find(p + buffer); it != file.tensors().end()) t.add(p + buffer, it->second.shape);
-  }
-  t.check(file, files.label(), "gpt2");
-
-  auto m = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});
-  Uploader up(ctx, file, precision);
-  m->tgt_embed = up.tensor(n("wte.weight"));
-  m->src_embed = m->tgt_embed;
-  m->tgt_positions = up.fp32_rows(n("wpe.weight"), 0, c.max_position);
-  m->positions = m->tgt_positions;
-  for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
-    const std::string p = n("h." + std::to_string(i));
-    DecoderLayer l;  // no cross-attention: cross_q, cross_kv and cross_out stay empty
-    l.self_qkv = up.conv1d(p + ".attn.c_attn");
-    l.self_out = up.conv1d(p + ".attn.c_proj");
-    l.ffn = {up.conv1d(p + ".mlp.c_fc"), up.conv1d(p + ".mlp.c_proj")};
-    l.norm1 = up.norm(p + ".ln_1");  // before self-attention
-    l.norm3 = up.norm(p + ".ln_2");  // before the MLP (norm2 belongs to cross-attention)
-    m->decoder.push_back(std::move(l));
-  }
-  m->decoder_norm = up.norm(n("ln_f"));
-  const std::vector<float> zeros(V, 0.0f);  // lm_head has no bias
-  m->generator = {.weight = tied ? m->tgt_embed : up.tensor("lm_head.weight"),
-                  .bias = upload_floats(ctx, zeros, precision, "lm_head.bias"), .out = uint32_t(V), .in = uint32_t(D)};
-  return m;
-}
-
-}  // namespace
-
-const Family kGpt2{"gpt2", true, read_gpt2_config, load_gpt2_weights};
+const Family kGpt2{"gpt2", true, ModelKind::Generator, read_gpt2_config, checkpoint, declare_tensors, make_tokenizer,
+                 {"vocab.json", "merges.txt"}};
 
 }  // namespace vkf::model

@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "expected_tensors.hpp"
-#include "uploader.hpp"
 
 namespace vkf::model {
 
@@ -119,71 +117,6 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
   }
 }
 
-void hf_attention(ExpectedTensors& t, const std::string& p, uint64_t d) {
-  for (const char* n : {".q_proj", ".k_proj", ".v_proj", ".out_proj"}) t.linear(p + n, d, d);
-}
-
-// The names of the embeddings and the output projection: tied ones are absent from the
-// file (save_pretrained drops them) and fall back to model.shared.weight.
-struct Embeddings {
-  std::string src, tgt, generator;
-};
-
-Embeddings embeddings(const SafeTensors& f) {
-  auto has = [&](const std::string& n) { return f.tensors().count(n) > 0; };
-  Embeddings e;
-  e.src = has("model.encoder.embed_tokens.weight") ? "model.encoder.embed_tokens.weight" : "model.shared.weight";
-  e.tgt = has("model.decoder.embed_tokens.weight") ? "model.decoder.embed_tokens.weight" : "model.shared.weight";
-  e.generator = has("lm_head.weight") ? "lm_head.weight" : e.tgt;
-  return e;
-}
-
-ExpectedTensors expected_tensors(const ModelConfig& c, const SafeTensors& f, const Embeddings& e) {
-  const uint64_t D = c.d_model, F = c.dim_feedforward;
-  auto has = [&](const std::string& n) { return f.tensors().count(n) > 0; };
-  ExpectedTensors t;
-  if (e.src == "model.shared.weight" || e.tgt == "model.shared.weight" || has("model.shared.weight"))
-    t.add("model.shared.weight", {c.src_vocab_size, D});
-  if (e.src != "model.shared.weight") t.add(e.src, {c.src_vocab_size, D});
-  if (e.tgt != "model.shared.weight") t.add(e.tgt, {c.tgt_vocab_size, D});
-  if (e.generator == "lm_head.weight") t.add("lm_head.weight", {c.tgt_vocab_size, D});
-  t.add("final_logits_bias", {1, c.tgt_vocab_size});
-  for (const char* stack : {"model.encoder", "model.decoder"}) {
-    const std::string s = stack;
-    if (c.positions == ModelConfig::Positions::Learned) {
-      t.add(s + ".embed_positions.weight", {c.max_position + 2ull, D});  // BART's offset of 2
-    } else if (has(s + ".embed_positions.weight")) {
-      t.add(s + ".embed_positions.weight", {c.max_position, D});  // older Marian saves: recomputed, not read
-    }
-    if (c.embedding_norm) t.norm(s + ".layernorm_embedding", D);
-  }
-  for (uint32_t i = 0; i < c.num_encoder_layers; ++i) {
-    const std::string p = "model.encoder.layers." + std::to_string(i);
-    hf_attention(t, p + ".self_attn", D);
-    t.norm(p + ".self_attn_layer_norm", D);
-    t.linear(p + ".fc1", F, D);
-    t.linear(p + ".fc2", D, F);
-    t.norm(p + ".final_layer_norm", D);
-  }
-  for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
-    const std::string p = "model.decoder.layers." + std::to_string(i);
-    hf_attention(t, p + ".self_attn", D);
-    t.norm(p + ".self_attn_layer_norm", D);
-    hf_attention(t, p + ".encoder_attn", D);
-    t.norm(p + ".encoder_attn_layer_norm", D);
-    t.linear(p + ".fc1", F, D);
-    t.linear(p + ".fc2", D, F);
-    t.norm(p + ".final_layer_norm", D);
-  }
-  return t;
-}
-
-std::vector<std::string> with_suffixes(const std::string& p, std::initializer_list<const char*> suffixes) {
-  std::vector<std::string> out;
-  for (const char* s : suffixes) out.push_back(p + s);
-  return out;
-}
-
 }  // namespace
 
 void read_hf_generation(const ModelFiles& files, ModelConfig& c) {
@@ -206,9 +139,6 @@ ModelConfig read_bart_layout_config(const ConfigReader& r) {
     r.fail("decoder_ffn_dim differs from encoder_ffn_dim; vkformer runs one feed-forward width");
   if (c.d_model % c.nhead)
     r.fail("d_model " + std::to_string(c.d_model) + " is not divisible by encoder_attention_heads " + std::to_string(c.nhead));
-  if (c.head_dim() > Ops::kMaxFusedHeadDim)
-    r.fail("head_dim " + std::to_string(c.head_dim()) + " is larger than the " + std::to_string(Ops::kMaxFusedHeadDim) +
-           " vkformer's attention kernel supports");
   c.num_encoder_layers = r.count("encoder_layers", 0);
   c.num_decoder_layers = r.count("decoder_layers", 0);
   c.activation = hf_activation(r);
@@ -244,55 +174,81 @@ std::string hf_checkpoint(const ModelFiles& files) {
               ErrorKind::NotFound);
 }
 
-std::unique_ptr<Model::Impl> load_bart_layout_weights(Context& ctx, const ModelFiles& files, const ModelConfig& c,
-                                             DType precision) {
-  SafeTensors file(files, hf_checkpoint(files));
-  const Embeddings e = embeddings(file);
-  check_layer_count(file, files.label(), "model.encoder.layers", c.num_encoder_layers, "encoder_layers");
-  check_layer_count(file, files.label(), "model.decoder.layers", c.num_decoder_layers, "decoder_layers");
-  expected_tensors(c, file, e).check(file, files.label(), c.architecture);
-
-  auto m = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});
-  Uploader up(ctx, file, precision);
-  const uint32_t D = c.d_model;
-  m->src_embed = up.tensor(e.src);
-  m->tgt_embed = e.tgt == e.src ? m->src_embed : up.tensor(e.tgt);
-  m->generator = {.weight = e.generator == e.tgt ? m->tgt_embed : up.tensor(e.generator),
-                  .bias = up.tensor("final_logits_bias"), .out = c.tgt_vocab_size, .in = D};
-  if (c.positions == ModelConfig::Positions::Learned) {
-    m->positions = up.fp32_rows("model.encoder.embed_positions.weight", 2, c.max_position);
-    m->tgt_positions = up.fp32_rows("model.decoder.embed_positions.weight", 2, c.max_position);
-  } else {
-    const auto pe = sinusoidal_positions(c.max_position, D, /*halves=*/true);
-    m->positions = ctx.buffer(pe.size() * 4, "positions");  // fp32 in every precision
-    ctx.upload(m->positions, std::span<const float>(pe));
-    m->tgt_positions = m->positions;
+void declare_bart_layout_tensors(Checkpoint& t, Model::Impl& m) {
+  const ModelConfig& c = m.config;
+  const uint32_t D = c.d_model, F = c.dim_feedforward, Vs = c.src_vocab_size, Vt = c.tgt_vocab_size;
+  const std::string encoder = "model.encoder", decoder = "model.decoder";
+  t.layers(encoder + ".layers", c.num_encoder_layers, "encoder_layers");
+  t.layers(decoder + ".layers", c.num_decoder_layers, "decoder_layers");
+  // The embeddings and the output projection: a tied one is absent from the file
+  // (save_pretrained drops it) and is the shared embedding, or the target's.
+  const std::string shared = "model.shared.weight", src = encoder + ".embed_tokens.weight",
+                    tgt = decoder + ".embed_tokens.weight", head = "lm_head.weight";
+  const bool own_src = t.has(src), own_tgt = t.has(tgt);
+  t.tensor(m.src_embed, own_src ? src : shared, {Vs, D});
+  if (own_tgt) t.tensor(m.tgt_embed, tgt, {Vt, D});
+  else if (own_src) t.tensor(m.tgt_embed, shared, {Vs, D});
+  else t.then([&m] { m.tgt_embed = m.src_embed; });
+  if (own_src && own_tgt && t.has(shared)) t.unread(shared, {Vs, D});
+  m.generator.out = Vt, m.generator.in = D;
+  if (t.has(head)) t.tensor(m.generator.weight, head, {Vt, D});
+  else t.then([&m] { m.generator.weight = m.tgt_embed; });
+  t.tensor(m.generator.bias, "final_logits_bias", {1, Vt});
+  // Positions: BART's learned (offset by 2), or sinusoids computed here (older Marian
+  // saves carry them too: not read).
+  for (const auto& [stack, positions] : {std::pair{&encoder, &m.positions}, {&decoder, &m.tgt_positions}}) {
+    const std::string table = *stack + ".embed_positions.weight";
+    if (c.positions == ModelConfig::Positions::Learned)
+      t.fp32_rows(*positions, table, {c.max_position + 2ull, D}, 2, c.max_position);
+    else if (t.has(table))
+      t.unread(table, {c.max_position, D});
   }
+  if (c.positions != ModelConfig::Positions::Learned)
+    t.then([&m] {
+      const auto pe = sinusoidal_positions(m.config.max_position, m.config.d_model, /*halves=*/true);
+      m.positions = m.ctx.buffer(pe.size() * 4, "positions");  // fp32 in every precision
+      m.ctx.upload(m.positions, std::span<const float>(pe));
+      m.tgt_positions = m.positions;
+    });
   if (c.embedding_norm) {
-    m->encoder_embed_norm = up.norm("model.encoder.layernorm_embedding");
-    m->decoder_embed_norm = up.norm("model.decoder.layernorm_embedding");
+    for (const auto& [stack, norm] : {std::pair{&encoder, &m.encoder_embed_norm}, {&decoder, &m.decoder_embed_norm}})
+      t.norm(*norm, *stack + ".layernorm_embedding", D);
   }
+  auto projections = [&](const std::string& attention, std::initializer_list<const char*> names) {
+    std::vector<Checkpoint::Part> parts;
+    for (const char* n : names) parts.push_back({attention + n, D});
+    return parts;
+  };
+  // What encoder and decoder layers share: self-attention (q, k and v stacked) and its
+  // norm, the feed-forward block and its norm.
+  auto self_attention = [&](const std::string& p, Linear& qkv, Linear& out, Norm& norm) {
+    t.stacked(qkv, projections(p + ".self_attn", {".q_proj", ".k_proj", ".v_proj"}), D, true);
+    t.linear(out, p + ".self_attn.out_proj", D, D);
+    t.norm(norm, p + ".self_attn_layer_norm", D);
+  };
+  auto feed_forward = [&](const std::string& p, FeedForward& ffn, Norm& norm) {
+    t.linear(ffn.linear1, p + ".fc1", F, D);
+    t.linear(ffn.linear2, p + ".fc2", D, F);
+    t.norm(norm, p + ".final_layer_norm", D);
+  };
+  m.encoder.resize(c.num_encoder_layers);
   for (uint32_t i = 0; i < c.num_encoder_layers; ++i) {
-    const std::string p = "model.encoder.layers." + std::to_string(i);
-    m->encoder.push_back({.self_qkv = up.stacked_linear(with_suffixes(p + ".self_attn", {".q_proj", ".k_proj", ".v_proj"})),
-                          .self_out = up.linear(p + ".self_attn.out_proj"),
-                          .ffn = {up.linear(p + ".fc1"), up.linear(p + ".fc2")},
-                          .norm1 = up.norm(p + ".self_attn_layer_norm"),
-                          .norm2 = up.norm(p + ".final_layer_norm")});
+    const std::string p = encoder + ".layers." + std::to_string(i);
+    EncoderLayer& l = m.encoder[i];
+    self_attention(p, l.self_qkv, l.self_out, l.norm1);
+    feed_forward(p, l.ffn, l.norm2);
   }
+  m.decoder.resize(c.num_decoder_layers);
   for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
-    const std::string p = "model.decoder.layers." + std::to_string(i);
-    m->decoder.push_back({.self_qkv = up.stacked_linear(with_suffixes(p + ".self_attn", {".q_proj", ".k_proj", ".v_proj"})),
-                          .self_out = up.linear(p + ".self_attn.out_proj"),
-                          .cross_q = up.linear(p + ".encoder_attn.q_proj"),
-                          .cross_kv = up.stacked_linear(with_suffixes(p + ".encoder_attn", {".k_proj", ".v_proj"})),
-                          .cross_out = up.linear(p + ".encoder_attn.out_proj"),
-                          .ffn = {up.linear(p + ".fc1"), up.linear(p + ".fc2")},
-                          .norm1 = up.norm(p + ".self_attn_layer_norm"),
-                          .norm2 = up.norm(p + ".encoder_attn_layer_norm"),
-                          .norm3 = up.norm(p + ".final_layer_norm")});
+    const std::string p = decoder + ".layers." + std::to_string(i);
+    DecoderLayer& l = m.decoder[i];
+    self_attention(p, l.self_qkv, l.self_out, l.norm1);
+    t.linear(l.cross_q, p + ".encoder_attn.q_proj", D, D);
+    t.stacked(l.cross_kv, projections(p + ".encoder_attn", {".k_proj", ".v_proj"}), D, true);
+    t.linear(l.cross_out, p + ".encoder_attn.out_proj", D, D);
+    t.norm(l.norm2, p + ".encoder_attn_layer_norm", D);
+    feed_forward(p, l.ffn, l.norm3);
   }
-  return m;
 }
 
 }  // namespace vkf::model

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "checkpoint.hpp"
 #include "config_reader.hpp"
 #include "seq2seq.hpp"
 
@@ -31,10 +32,9 @@ ModelConfig read_bart_layout_config(const ConfigReader& r);
 // The special ids and the generation settings, once the vocabularies are known.
 void finish_bart_layout_config(const ConfigReader& r, const ModelFiles& files, ModelConfig& c);
 
-// The weights under BART's names (q/k/v stacked into one projection, the shared
+// The tensors under BART's names (q/k/v stacked into one projection, the shared
 // embedding serving both stacks and, tied, the output projection, whose bias is
-// final_logits_bias), checked by name and shape before anything is uploaded.
-std::unique_ptr<Model::Impl> load_bart_layout_weights(Context& ctx, const ModelFiles& files,
-                                                      const ModelConfig& config, DType precision);
+// final_logits_bias).
+void declare_bart_layout_tensors(Checkpoint& checkpoint, Model::Impl& model);
 
 }  // namespace vkf::model

@@ -9,11 +9,10 @@
 #include <cmath>
 #include <filesystem>
 
-#include "config_reader.hpp"
-#include "expected_tensors.hpp"
+#include "bart_tokenizer.hpp"
 #include "family.hpp"
 #include "hugging_face.hpp"
-#include "uploader.hpp"
+#include "llama_tokenizer.hpp"
 #include "vkformer/tensor_io.hpp"
 
 namespace vkf::model {
@@ -79,9 +78,6 @@ ModelConfig read_llama_config(const ModelFiles& files) {
     r.fail("hidden_size " + std::to_string(c.d_model) + " is not divisible by num_attention_heads " + std::to_string(c.nhead));
   if (r.has("head_dim") && r.count("head_dim", 1) != c.head_dim())
     r.fail("field 'head_dim' differs from hidden_size / num_attention_heads, which vkformer does not run");
-  if (c.head_dim() > Ops::kMaxFusedHeadDim)
-    r.fail("head_dim " + std::to_string(c.head_dim()) + " is larger than the " + std::to_string(Ops::kMaxFusedHeadDim) +
-           " vkformer's attention kernels support");
   c.kv_heads = r.has("num_key_value_heads") ? r.count("num_key_value_heads", 1) : c.nhead;
   if (c.nhead % c.kv_heads)
     r.fail("num_key_value_heads " + std::to_string(c.kv_heads) + " does not divide num_attention_heads " +
@@ -131,83 +127,64 @@ ModelConfig read_llama_config(const ModelFiles& files) {
   return c;
 }
 
-std::unique_ptr<Model::Impl> load_llama_weights(Context& ctx, const ModelFiles& files, const ModelConfig& c,
-                                                DType precision) {
-  SafeTensors file(files, hf_checkpoint(files));
-  const uint64_t D = c.d_model, F = c.dim_feedforward, V = c.tgt_vocab_size, KV = uint64_t(c.kv_head_count()) * c.head_dim();
-  check_layer_count(file, files.label(), "model.layers", c.num_decoder_layers, "num_hidden_layers");
-  const ConfigReader r(files, "config.json");
-  const bool tied = r.has("tie_word_embeddings") && r.flag("tie_word_embeddings");  // LlamaConfig's default: false
-  ExpectedTensors t;
-  t.add("model.embed_tokens.weight", {V, D});
-  t.add("model.norm.weight", {D});
-  const bool has_head = file.tensors().count("lm_head.weight") > 0;
-  const bool qkv_bias = c.architecture == "qwen2";  // Qwen2's only biases
-  if (has_head || !tied) t.add("lm_head.weight", {V, D});
+void declare_tensors(Checkpoint& t, Model::Impl& m) {
+  const ModelConfig& c = m.config;
+  const uint32_t D = c.d_model, F = c.dim_feedforward, V = c.tgt_vocab_size, KV = c.kv_head_count() * c.head_dim();
+  const std::string layers = "model.layers";
+  t.layers(layers, c.num_decoder_layers, "num_hidden_layers");
+  const bool qkv_bias = c.architecture == "qwen2";  // Qwen2's only biases; Llama has none (zeros)
+  t.tensor(m.tgt_embed, "model.embed_tokens.weight", {V, D});
+  m.decoder.resize(c.num_decoder_layers);
   for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i);
-    t.add(p + ".self_attn.q_proj.weight", {D, D});
-    t.add(p + ".self_attn.k_proj.weight", {KV, D});
-    t.add(p + ".self_attn.v_proj.weight", {KV, D});
-    if (qkv_bias) {
-      t.add(p + ".self_attn.q_proj.bias", {D});
-      t.add(p + ".self_attn.k_proj.bias", {KV});
-      t.add(p + ".self_attn.v_proj.bias", {KV});
+    const std::string p = layers + "." + std::to_string(i);
+    DecoderLayer& l = m.decoder[i];  // no cross-attention: cross_q, cross_kv and cross_out stay empty
+    t.rms_norm(l.norm1, p + ".input_layernorm.weight", D);  // before self-attention
+    const std::string a = p + ".self_attn";
+    t.stacked(l.self_qkv, {{a + ".q_proj", D}, {a + ".k_proj", KV}, {a + ".v_proj", KV}}, D, qkv_bias);
+    t.linear_weight(l.self_out, a + ".o_proj.weight", D, D);
+    t.rms_norm(l.norm3, p + ".post_attention_layernorm.weight", D);  // before the MLP
+    t.stacked(l.ffn.linear1, {{p + ".mlp.gate_proj", F}, {p + ".mlp.up_proj", F}}, D, false);
+    t.linear_weight(l.ffn.linear2, p + ".mlp.down_proj.weight", D, F);
+    t.unread(a + ".rotary_emb.inv_freq");  // older files' rotary frequencies: recomputed from config.json
+  }
+  t.rms_norm(m.decoder_norm, "model.norm.weight", D);
+  // The output projection: its own, or the token embedding where config.json ties them
+  // (LlamaConfig's default: not tied) and the file has none.
+  const ConfigReader r(t.files(), "config.json");
+  const bool tied = r.has("tie_word_embeddings") && r.flag("tie_word_embeddings");
+  const std::string head = "lm_head.weight";
+  const bool own_head = t.has(head) || !tied;
+  if (own_head) t.linear_weight(m.generator, head, V, D);
+  t.then([&m, own_head] {
+    m.src_embed = m.tgt_embed;
+    const ModelConfig& c = m.config;
+    if (!own_head) {
+      m.generator.weight = m.tgt_embed;
+      m.generator.bias = upload_floats(m.ctx, std::vector<float>(c.tgt_vocab_size, 0.0f), m.dtype, "lm_head.bias");
+      m.generator.out = c.tgt_vocab_size, m.generator.in = c.d_model;
     }
-    t.add(p + ".self_attn.o_proj.weight", {D, D});
-    t.add(p + ".mlp.gate_proj.weight", {F, D});
-    t.add(p + ".mlp.up_proj.weight", {F, D});
-    t.add(p + ".mlp.down_proj.weight", {D, F});
-    t.add(p + ".input_layernorm.weight", {D});
-    t.add(p + ".post_attention_layernorm.weight", {D});
-    // Older files carry the rotary frequencies as a buffer: recomputed from config.json.
-    if (const auto it = file.tensors().find(p + ".self_attn.rotary_emb.inv_freq"); it != file.tensors().end())
-      t.add(it->first, it->second.shape);
-  }
-  t.check(file, files.label(), c.architecture);
+    const auto table = rotary_positions(c.max_position, c.rope_inv_freq, c.rope_position_scale);
+    m.rope_table = upload_floats(m.ctx, table, DType::F32, "rope_table");  // [max_position, d / 2, 2]
+  });
+}
 
-  auto m = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});
-  Uploader up(ctx, file, precision);
-  auto zeros = [&](uint64_t n, const std::string& name) {
-    return upload_floats(ctx, std::vector<float>(n, 0.0f), precision, name);  // Llama has no biases
-  };
-  auto linear = [&](const std::vector<std::string>& names) {
-    uint64_t out = 0;
-    for (const auto& n : names) out += file.at(n).shape[0];
-    return Linear{.weight = names.size() == 1 ? up.tensor(names[0]) : up.stacked(names),
-                  .bias = zeros(out, names[0] + ".bias"), .out = uint32_t(out),
-                  .in = uint32_t(file.at(names[0]).shape[1])};
-  };
-  auto rms = [&](const std::string& name) {
-    // An RMSNorm has no beta: the norm kernel reads gamma's view only; a GEMM that folds
-    // it adds a beta as a LayerNorm's, so it gets zeros.
-    return Norm{up.tensor(name), zeros(c.d_model, name + ".beta")};
-  };
-  m->tgt_embed = up.tensor("model.embed_tokens.weight");
-  m->src_embed = m->tgt_embed;
-  for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i);
-    DecoderLayer l;  // no cross-attention: cross_q, cross_kv and cross_out stay empty
-    const std::string q = p + ".self_attn.q_proj", k = p + ".self_attn.k_proj", v = p + ".self_attn.v_proj";
-    l.self_qkv = qkv_bias ? up.stacked_linear({q, k, v}) : linear({q + ".weight", k + ".weight", v + ".weight"});
-    l.self_out = linear({p + ".self_attn.o_proj.weight"});
-    l.ffn = {linear({p + ".mlp.gate_proj.weight", p + ".mlp.up_proj.weight"}), linear({p + ".mlp.down_proj.weight"})};
-    l.norm1 = rms(p + ".input_layernorm.weight");           // before self-attention
-    l.norm3 = rms(p + ".post_attention_layernorm.weight");  // before the MLP
-    m->decoder.push_back(std::move(l));
-  }
-  m->decoder_norm = rms("model.norm.weight");
-  m->generator = {.weight = tied && !has_head ? m->tgt_embed : up.tensor("lm_head.weight"),
-                  .bias = zeros(V, "lm_head.bias"), .out = uint32_t(V), .in = uint32_t(D)};
-  const auto table = rotary_positions(c.max_position, c.rope_inv_freq, c.rope_position_scale);
-  m->rope_table = upload_floats(ctx, table, DType::F32, "rope_table");  // [max_position, d / 2, 2]
-  return m;
+// Llama 2 and TinyLlama ship tokenizer.model (SentencePiece BPE with byte fallback)
+// beside a tokenizer.json converted from it: the model itself is read, through
+// libsentencepiece. Llama 3, SmolLM and Qwen2 ship tokenizer.json alone (byte-level BPE).
+std::unique_ptr<Tokenizer> make_tokenizer(const ModelFiles& files, const ConfigReader& config) {
+  if (files.has("tokenizer.model")) return std::make_unique<LlamaTokenizer>(files, config.count("vocab_size", 1));
+  if (files.has("tokenizer.json")) return BartTokenizer::from_tokenizer_json(files, config.count("vocab_size", 1));
+  throw Error("model " + files.label() + " has no tokenizer (tokenizer.model, SentencePiece's, or tokenizer.json): "
+              "give token ids instead", ErrorKind::NotFound);
 }
 
 }  // namespace
 
-const Family kLlama{"llama", true, read_llama_config, load_llama_weights};
-const Family kMistral{"mistral", true, read_llama_config, load_llama_weights};
-const Family kQwen2{"qwen2", true, read_llama_config, load_llama_weights};
+const Family kLlama{"llama", true, ModelKind::Generator, read_llama_config, hf_checkpoint, declare_tensors,
+                    make_tokenizer, {"tokenizer.model", "tokenizer.json"}};
+const Family kMistral{"mistral", true, ModelKind::Generator, read_llama_config, hf_checkpoint, declare_tensors,
+                      make_tokenizer, {"tokenizer.model", "tokenizer.json"}};
+const Family kQwen2{"qwen2", true, ModelKind::Generator, read_llama_config, hf_checkpoint, declare_tensors,
+                    make_tokenizer, {"tokenizer.model", "tokenizer.json"}};
 
 }  // namespace vkf::model

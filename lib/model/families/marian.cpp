@@ -1,11 +1,13 @@
 // The Marian family (transformers' MarianMTModel, model_type "marian"): BART's layout
 // (hugging_face.cpp) with sinusoidal positions computed, not read (sines in the first
-// half of each row, cosines in the second), no embedding norm, and a target vocabulary
-// of its own where config.json gives decoder_vocab_size.
+// half of each row, cosines in the second), no embedding norm, a target vocabulary of
+// its own where config.json gives decoder_vocab_size, and SentencePiece's tokenizer.
+#include <algorithm>
 #include <filesystem>
 
 #include "family.hpp"
 #include "hugging_face.hpp"
+#include "marian_tokenizer.hpp"
 
 namespace vkf::model {
 
@@ -20,8 +22,15 @@ ModelConfig read_config(const ModelFiles& files) {
   return c;
 }
 
+std::unique_ptr<Tokenizer> make_tokenizer(const ModelFiles& files, const ConfigReader& config) {
+  uint32_t vocab = config.count("vocab_size", 1);
+  if (config.has("decoder_vocab_size")) vocab = std::max(vocab, config.count("decoder_vocab_size", 1));
+  return std::make_unique<MarianTokenizer>(files, vocab);
+}
+
 }  // namespace
 
-const Family kMarian{"marian", true, read_config, load_bart_layout_weights};
+const Family kMarian{"marian", true, ModelKind::Generator, read_config, hf_checkpoint, declare_bart_layout_tensors,
+                     make_tokenizer, {"vocab.json", "source.spm"}};
 
 }  // namespace vkf::model

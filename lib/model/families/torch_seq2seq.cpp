@@ -1,13 +1,11 @@
 // The torch-seq2seq family: PyTorch's nn.Transformer as tools/seq2seq.py saves it
 // (vkformer's own format): config.json with "architecture": "torch-seq2seq" and
-// model.safetensors under nn.Transformer's names. Every tensor is checked against the
-// config before anything reaches the GPU, then uploaded in the chosen precision.
+// model.safetensors under nn.Transformer's names, each declared once below with its
+// shape and place; a character vocabulary (vocab.json) as its tokenizer.
+#include <algorithm>
 #include <filesystem>
 
-#include "config_reader.hpp"
-#include "expected_tensors.hpp"
 #include "family.hpp"
-#include "uploader.hpp"
 
 namespace vkf {
 
@@ -15,73 +13,91 @@ namespace model {
 
 namespace {
 
-// Every tensor name the config implies, with its shape.
-ExpectedTensors expected_tensors(const ModelConfig& c) {
-  const uint64_t D = c.d_model, F = c.dim_feedforward;
-  ExpectedTensors t;
-  t.add("src_embed.weight", {c.src_vocab_size, D});
-  t.add("tgt_embed.weight", {c.tgt_vocab_size, D});
-  t.linear("generator", c.tgt_vocab_size, D);
-  t.norm("transformer.encoder.norm", D);
-  t.norm("transformer.decoder.norm", D);
-  for (uint32_t i = 0; i < c.num_encoder_layers; ++i)
-    t.encoder_layer("transformer.encoder.layers." + std::to_string(i), D, F);
-  for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
-    const std::string p = "transformer.decoder.layers." + std::to_string(i);
-    t.attention(p + ".self_attn", D);
-    t.attention(p + ".multihead_attn", D);
-    t.linear(p + ".linear1", F, D);
-    t.linear(p + ".linear2", D, F);
-    for (const char* n : {".norm1", ".norm2", ".norm3"}) t.norm(p + n, D);
-  }
-  return t;
-}
-
-
 ModelConfig read_config(const ModelFiles& files) {
   return model::torch_seq2seq_config(model::ConfigReader(files, "config.json"));
 }
 
-std::unique_ptr<Model::Impl> load_weights(Context& ctx, const ModelFiles& files, const ModelConfig& c,
-                                          DType precision) {
-  SafeTensors file(files, "model.safetensors");
-  // Layer counts, then names and shapes: nothing is built or uploaded for a model that does not match.
-  check_layer_count(file, files.label(), "transformer.encoder.layers", c.num_encoder_layers, "num_encoder_layers");
-  check_layer_count(file, files.label(), "transformer.decoder.layers", c.num_decoder_layers, "num_decoder_layers");
-  expected_tensors(c).check(file, files.label(), "torch-seq2seq");
+std::string checkpoint(const ModelFiles&) { return "model.safetensors"; }
 
-  auto m = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});
-  Uploader up(ctx, file, precision);
-  const uint32_t D = c.d_model;
-  m->src_embed = up.tensor("src_embed.weight");
-  m->tgt_embed = up.tensor("tgt_embed.weight");
-  auto pe = sinusoidal_positions(c.max_position, D);
-  m->positions = ctx.buffer(pe.size() * 4, "positions");  // fp32 in every precision
-  ctx.upload(m->positions, std::span<const float>(pe));
-  m->tgt_positions = m->positions;
+void declare_tensors(Checkpoint& t, Model::Impl& m) {
+  const ModelConfig& c = m.config;
+  const uint32_t D = c.d_model, F = c.dim_feedforward;
+  const std::string encoder = "transformer.encoder", decoder = "transformer.decoder";
+  t.layers(encoder + ".layers", c.num_encoder_layers, "num_encoder_layers");
+  t.layers(decoder + ".layers", c.num_decoder_layers, "num_decoder_layers");
+  t.tensor(m.src_embed, "src_embed.weight", {c.src_vocab_size, D});
+  t.tensor(m.tgt_embed, "tgt_embed.weight", {c.tgt_vocab_size, D});
+  m.encoder.resize(c.num_encoder_layers);
   for (uint32_t i = 0; i < c.num_encoder_layers; ++i)
-    m->encoder.push_back(up.encoder_layer("transformer.encoder.layers." + std::to_string(i), D));
-  for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
-    const std::string p = "transformer.decoder.layers." + std::to_string(i);
-    m->decoder.push_back({.self_qkv = up.in_proj(p + ".self_attn", 0, 3 * D, D),
-                          .self_out = up.linear(p + ".self_attn.out_proj"),
-                          .cross_q = up.in_proj(p + ".multihead_attn", 0, D, D),
-                          .cross_kv = up.in_proj(p + ".multihead_attn", D, 2 * D, D),
-                          .cross_out = up.linear(p + ".multihead_attn.out_proj"),
-                          .ffn = up.feed_forward(p),
-                          .norm1 = up.norm(p + ".norm1"),
-                          .norm2 = up.norm(p + ".norm2"),
-                          .norm3 = up.norm(p + ".norm3")});
+    t.encoder_layer(m.encoder[i], encoder + ".layers." + std::to_string(i), D, F);
+  m.decoder.resize(c.num_decoder_layers);
+  for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {  // nn.TransformerDecoderLayer
+    const std::string p = decoder + ".layers." + std::to_string(i);
+    DecoderLayer& l = m.decoder[i];
+    t.in_proj(l.self_qkv, p + ".self_attn", D);
+    t.linear(l.self_out, p + ".self_attn.out_proj", D, D);
+    t.in_proj(l.cross_q, l.cross_kv, p + ".multihead_attn", D);
+    t.linear(l.cross_out, p + ".multihead_attn.out_proj", D, D);
+    t.linear(l.ffn.linear1, p + ".linear1", F, D);
+    t.linear(l.ffn.linear2, p + ".linear2", D, F);
+    t.norm(l.norm1, p + ".norm1", D);
+    t.norm(l.norm2, p + ".norm2", D);
+    t.norm(l.norm3, p + ".norm3", D);
   }
-  m->encoder_norm = up.norm("transformer.encoder.norm");
-  m->decoder_norm = up.norm("transformer.decoder.norm");
-  m->generator = up.linear("generator");
-  return m;
+  t.norm(m.encoder_norm, encoder + ".norm", D);
+  t.norm(m.decoder_norm, decoder + ".norm", D);
+  t.linear(m.generator, "generator", c.tgt_vocab_size, D);
+  t.then([&m] {
+    const auto pe = sinusoidal_positions(m.config.max_position, m.config.d_model);
+    m.positions = m.ctx.buffer(pe.size() * 4, "positions");  // fp32 in every precision
+    m.ctx.upload(m.positions, std::span<const float>(pe));
+    m.tgt_positions = m.positions;
+  });
+}
+
+std::unique_ptr<Tokenizer> make_tokenizer(const ModelFiles& files, const ConfigReader& config) {
+  const uint32_t vocab = std::max(config.count("src_vocab_size", 1), config.count("tgt_vocab_size", 1));
+  if (!files.has("vocab.json"))
+    throw Error("model " + files.label() + " has no vocab.json, the character vocabulary that text needs (its format: "
+                "README, \"Bring your own PyTorch model\"; tools/export.py writes it given tokens=[...]); "
+                "without one, give token ids instead", ErrorKind::NotFound);
+  return std::make_unique<CharTokenizer>(CharTokenizer::from_file(files, "vocab.json", vocab));
 }
 
 }  // namespace
 
-const Family kTorchSeq2Seq{"torch-seq2seq", false, read_config, load_weights};
+const Family kTorchSeq2Seq{"torch-seq2seq", false, ModelKind::Generator, read_config, checkpoint, declare_tensors,
+                           make_tokenizer, {"vocab.json"}};
 
 }  // namespace model
+
+// vkformer's own config.json, as tools/seq2seq.py writes it.
+ModelConfig ModelConfig::from_file(const std::string& path) { return model::torch_seq2seq_config(model::ConfigReader(path)); }
+
+ModelConfig model::torch_seq2seq_config(const model::ConfigReader& r) {
+  ModelConfig c;
+  c.architecture = r.string("architecture");
+  if (c.architecture != "torch-seq2seq")
+    r.fail("unknown architecture '" + c.architecture + "' (this vkformer knows: " + supported_model_families() + ")");
+  model::set_stack(c, r.stack());
+  c.num_encoder_layers = r.count("num_encoder_layers", 0);
+  c.num_decoder_layers = r.count("num_decoder_layers", 0);
+  c.src_vocab_size = r.count("src_vocab_size", 1);
+  c.tgt_vocab_size = r.count("tgt_vocab_size", 1);
+  // Positions are a table computed at load ([max_position, d_model] doubles) and bound
+  // every buffer a decode reserves: a far larger value than any model uses is an error,
+  // not minutes of work and gigabytes of memory.
+  c.max_position = r.count("max_position", 1, 1u << 16);
+  if (uint64_t(c.max_position) * c.d_model > (1ull << 26))
+    r.fail("max_position x d_model is " + std::to_string(uint64_t(c.max_position) * c.d_model) +
+           ", more than the 2^26 positional values vkformer computes");
+  c.scale_embedding = r.flag("scale_embedding");
+  c.pad_id = r.count("pad_id", 0);
+  c.bos_id = r.count("bos_id", 0);
+  c.eos_id = r.count("eos_id", 0);
+  if (c.pad_id >= c.src_vocab_size) r.fail("pad_id is outside the source vocabulary");
+  if (c.bos_id >= c.tgt_vocab_size || c.eos_id >= c.tgt_vocab_size) r.fail("bos_id or eos_id is outside the target vocabulary");
+  return c;
+}
+
 }  // namespace vkf

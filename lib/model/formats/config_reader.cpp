@@ -64,9 +64,6 @@ StackSettings ConfigReader::stack() const {
   t.layer_norm_eps = number("layer_norm_eps", 0, 0.1);  // real models: 1e-12 .. 1e-5
   if (t.d_model % t.nhead)
     fail("d_model " + std::to_string(t.d_model) + " is not divisible by nhead " + std::to_string(t.nhead));
-  if (t.d_model / t.nhead > Ops::kMaxFusedHeadDim)
-    fail("head_dim " + std::to_string(t.d_model / t.nhead) + " (d_model / nhead) is larger than the " +
-         std::to_string(Ops::kMaxFusedHeadDim) + " vkformer's attention kernel supports");
   return t;
 }
 

@@ -1,0 +1,134 @@
+#include "checkpoint.hpp"
+
+#include "vkformer/tensor_io.hpp"
+
+namespace vkf::model {
+
+Checkpoint::Checkpoint(Context& ctx, const ModelFiles& files, const std::string& file, DType precision,
+                       const std::string& architecture)
+    : ctx_(ctx), files_(files), file_(files, file), precision_(precision), label_(files.label()), architecture_(architecture) {}
+
+void Checkpoint::layers(const std::string& prefix, uint32_t count, const std::string& field) const {
+  check_layer_count(file_, label_, prefix, count, field);
+}
+
+Buffer Checkpoint::upload(const std::string& name, std::vector<float> values, DType type) const {
+  return upload_floats(ctx_, std::span<const float>(values), type, name);
+}
+
+Buffer Checkpoint::zeros(uint64_t n, const std::string& name) const {
+  return upload(name, std::vector<float>(n, 0.0f), precision_);
+}
+
+void Checkpoint::tensor(Buffer& to, const std::string& name, Shape shape) {
+  expect(name, std::move(shape));
+  uploads_.push_back([this, &to, name] { to = upload(name, file_.floats(name), precision_); });
+}
+
+void Checkpoint::fp32_rows(Buffer& to, const std::string& name, Shape shape, uint64_t row0, uint64_t rows) {
+  const uint64_t width = shape.size() > 1 ? shape[1] : 1;
+  expect(name, std::move(shape));
+  uploads_.push_back([this, &to, name, row0, rows, width] {
+    const std::vector<float> f = file_.floats(name);
+    to = upload_floats(ctx_, std::span<const float>(f.data() + row0 * width, rows * width), DType::F32, name);
+  });
+}
+
+void Checkpoint::linear(Linear& to, const std::string& prefix, uint32_t out, uint32_t in) {
+  to.out = out, to.in = in;
+  tensor(to.weight, prefix + ".weight", {out, in});
+  tensor(to.bias, prefix + ".bias", {out});
+}
+
+void Checkpoint::linear_weight(Linear& to, const std::string& name, uint32_t out, uint32_t in) {
+  to.out = out, to.in = in;
+  tensor(to.weight, name, {out, in});
+  uploads_.push_back([this, &to, name, out] { to.bias = zeros(out, name + " bias"); });
+}
+
+void Checkpoint::stacked(Linear& to, const std::vector<Part>& parts, uint32_t in, bool biases) {
+  to.out = 0, to.in = in;
+  for (const Part& p : parts) {
+    to.out += p.out;
+    expect(p.prefix + ".weight", {p.out, in});
+    if (biases) expect(p.prefix + ".bias", {p.out});
+  }
+  uploads_.push_back([this, &to, parts, biases] {
+    std::vector<float> weight, bias;
+    for (const Part& p : parts) {
+      const auto w = file_.floats(p.prefix + ".weight");
+      weight.insert(weight.end(), w.begin(), w.end());
+      if (!biases) continue;
+      const auto b = file_.floats(p.prefix + ".bias");
+      bias.insert(bias.end(), b.begin(), b.end());
+    }
+    to.weight = upload(parts.front().prefix + ".weight", std::move(weight), precision_);
+    to.bias = biases ? upload(parts.front().prefix + ".bias", std::move(bias), precision_)
+                     : zeros(to.out, parts.front().prefix + " bias");
+  });
+}
+
+void Checkpoint::conv1d(Linear& to, const std::string& prefix, uint32_t in, uint32_t out) {
+  to.out = out, to.in = in;
+  expect(prefix + ".weight", {in, out});
+  uploads_.push_back([this, &to, prefix, in, out] {
+    const auto w = file_.floats(prefix + ".weight");
+    std::vector<float> t(w.size());
+    for (uint64_t i = 0; i < in; ++i)
+      for (uint64_t o = 0; o < out; ++o) t[o * in + i] = w[i * out + o];
+    to.weight = upload(prefix + ".weight", std::move(t), precision_);
+  });
+  tensor(to.bias, prefix + ".bias", {out});
+}
+
+void Checkpoint::in_proj(Linear& qkv, const std::string& prefix, uint32_t d) {
+  qkv.out = 3 * d, qkv.in = d;
+  tensor(qkv.weight, prefix + ".in_proj_weight", {3ull * d, d});
+  tensor(qkv.bias, prefix + ".in_proj_bias", {3ull * d});
+}
+
+void Checkpoint::in_proj(Linear& q, Linear& kv, const std::string& prefix, uint32_t d) {
+  const std::string weight = prefix + ".in_proj_weight", bias = prefix + ".in_proj_bias";
+  expect(weight, {3ull * d, d});
+  expect(bias, {3ull * d});
+  q.out = d, kv.out = 2 * d, q.in = kv.in = d;
+  uploads_.push_back([this, &q, &kv, weight, bias, d] {
+    auto rows = [&](const std::string& name, const std::vector<float>& f, uint64_t row0, uint64_t n, uint64_t width) {
+      return upload(name, std::vector<float>(f.begin() + row0 * width, f.begin() + (row0 + n) * width), precision_);
+    };
+    const auto w = file_.floats(weight), b = file_.floats(bias);
+    q = {rows(weight, w, 0, d, d), rows(bias, b, 0, d, 1), d, d};
+    kv = {rows(weight, w, d, 2ull * d, d), rows(bias, b, d, 2ull * d, 1), 2 * d, d};
+  });
+}
+
+void Checkpoint::encoder_layer(EncoderLayer& to, const std::string& p, uint32_t d, uint32_t ffn) {
+  in_proj(to.self_qkv, p + ".self_attn", d);
+  linear(to.self_out, p + ".self_attn.out_proj", d, d);
+  linear(to.ffn.linear1, p + ".linear1", ffn, d);
+  linear(to.ffn.linear2, p + ".linear2", d, ffn);
+  norm(to.norm1, p + ".norm1", d);
+  norm(to.norm2, p + ".norm2", d);
+}
+
+void Checkpoint::norm(Norm& to, const std::string& prefix, uint32_t d) {
+  tensor(to.gamma, prefix + ".weight", {d});
+  tensor(to.beta, prefix + ".bias", {d});
+}
+
+void Checkpoint::rms_norm(Norm& to, const std::string& name, uint32_t d) {
+  tensor(to.gamma, name, {d});
+  uploads_.push_back([this, &to, name, d] { to.beta = zeros(d, name + " beta"); });
+}
+
+void Checkpoint::unread(const std::string& name) {
+  if (const auto it = file_.tensors().find(name); it != file_.tensors().end()) expect(name, it->second.shape);
+}
+
+void Checkpoint::load() {
+  expected_.check(file_, label_, architecture_);
+  for (const auto& up : uploads_) up();
+  for (const auto& step : after_) step();
+}
+
+}  // namespace vkf::model

@@ -1,0 +1,83 @@
+#pragma once
+// A family's checkpoint, each tensor declared once: its name, its shape, and what it
+// becomes on the GPU (a buffer in the model's precision or in fp32, a Linear with or
+// without a bias, rows transposed or stacked with other tensors', a LayerNorm or an
+// RMSNorm). load() then checks the whole declaration against the file (every tensor
+// present with its shape, nothing else there) before anything is uploaded, uploads each
+// into the model's weights, and runs the steps that follow (tied weights, computed
+// tables). Errors name the model and the tensor.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "expected_tensors.hpp"
+#include "safetensors.hpp"
+#include "weights.hpp"
+
+namespace vkf::model {
+
+class Checkpoint {
+ public:
+  Checkpoint(Context& ctx, const ModelFiles& files, const std::string& file, DType precision,
+             const std::string& architecture);
+  const ModelFiles& files() const { return files_; }
+  const SafeTensors& file() const { return file_; }
+  bool has(const std::string& name) const { return file_.tensors().count(name) > 0; }
+  // Refuses a config asking for more layers under `prefix` than the file holds, before
+  // anything is declared per layer (check_layer_count).
+  void layers(const std::string& prefix, uint32_t count, const std::string& field) const;
+
+  // `name` [shape], in the model's precision.
+  void tensor(Buffer& to, const std::string& name, Shape shape);
+  // Rows [row0, row0 + rows) of `name` [shape] in fp32 (positional tables).
+  void fp32_rows(Buffer& to, const std::string& name, Shape shape, uint64_t row0, uint64_t rows);
+  // prefix.weight [out, in] and prefix.bias [out].
+  void linear(Linear& to, const std::string& prefix, uint32_t out, uint32_t in);
+  // A weight [out, in] without a bias (the kernels add zeros).
+  void linear_weight(Linear& to, const std::string& name, uint32_t out, uint32_t in);
+  // Separate projections, each prefix.weight [out_i, in] (and prefix.bias [out_i] with
+  // biases), as one Linear of their rows one after another (q, k, v; gate, up).
+  struct Part {
+    std::string prefix;
+    uint32_t out;
+  };
+  void stacked(Linear& to, const std::vector<Part>& parts, uint32_t in, bool biases);
+  // A Conv1D (GPT-2): prefix.weight [in, out] transposed to Linear's [out, in], prefix.bias [out].
+  void conv1d(Linear& to, const std::string& prefix, uint32_t in, uint32_t out);
+  // nn.MultiheadAttention's prefix.in_proj_weight [3d, d] and in_proj_bias [3d]: rows
+  // [0, 3d) into one projection, or [0, d) into `q` and [d, 3d) into `kv` (cross-attention).
+  void in_proj(Linear& qkv, const std::string& prefix, uint32_t d);
+  void in_proj(Linear& q, Linear& kv, const std::string& prefix, uint32_t d);
+  // nn.TransformerEncoderLayer under `prefix`: self_attn (in_proj, out_proj), linear1,
+  // linear2, norm1, norm2.
+  void encoder_layer(EncoderLayer& to, const std::string& prefix, uint32_t d, uint32_t ffn);
+  // prefix.weight and prefix.bias [d].
+  void norm(Norm& to, const std::string& prefix, uint32_t d);
+  // An RMSNorm's `name` [d]; its beta is zeros (a GEMM that folds it adds one as a LayerNorm's).
+  void rms_norm(Norm& to, const std::string& name, uint32_t d);
+  // A tensor older saves carry that nothing reads (attention-mask buffers, rotary
+  // frequencies recomputed from config.json): allowed where present, whatever its shape.
+  void unread(const std::string& name);
+  // A tensor that must be there with this shape, though nothing reads it (a tied
+  // embedding's copy, positions computed from the config instead).
+  void unread(const std::string& name, Shape shape) { expect(name, std::move(shape)); }
+  // Run after every upload: weights shared between places, tables computed from the config.
+  void then(std::function<void()> step) { after_.push_back(std::move(step)); }
+
+  void load();
+
+ private:
+  Buffer upload(const std::string& name, std::vector<float> values, DType type) const;
+  Buffer zeros(uint64_t n, const std::string& name) const;
+  void expect(const std::string& name, Shape shape) { expected_.add(name, std::move(shape)); }
+
+  Context& ctx_;
+  const ModelFiles& files_;
+  SafeTensors file_;
+  DType precision_;
+  std::string label_, architecture_;
+  ExpectedTensors expected_;
+  std::vector<std::function<void()>> uploads_, after_;
+};
+
+}  // namespace vkf::model
