@@ -8,7 +8,9 @@
 
 #ifndef GEMM_SKIP_AB  // kernels that read A and B as vectors declare them themselves
 layout(std430, set = 0, binding = 0) readonly buffer BufA { store_t A[]; };
+#ifndef GEMM_SKIP_B  // ... and B in blocks (blocks.glsl)
 layout(std430, set = 0, binding = 1) readonly buffer BufB { store_t B[]; };
+#endif
 #endif
 #ifdef SPLIT_K
 // Split-K (host: GemmTiles::split_k > 1, SPLIT_K slices): the workgroups along z are
@@ -187,7 +189,9 @@ void store_glu(uint z, uint m, uint n, float gate, float up) { store_glu_at(z, m
 #ifndef GEMM_SKIP_AB
 // Element (m, k) of op(A) and (k, n) of op(B).
 float a_at(uint off, uint m, uint k) { return float(A[off + (flag(FLAG_TRANS_A) ? k * pc.lda + m : m * pc.lda + k)]); }
+#ifndef GEMM_SKIP_B
 float b_at(uint off, uint k, uint n) { return float(B[off + (flag(FLAG_TRANS_B) ? n * pc.ldb + k : k * pc.ldb + n)]); }
+#endif
 #endif
 
 #endif

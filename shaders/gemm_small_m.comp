@@ -57,10 +57,14 @@ uvec4 words(u64vec2 w) { return uvec4(unpackUint2x32(w.x), unpackUint2x32(w.y));
 #endif
 #elif defined(VKF_FP16_STORAGE)
 layout(set = 0, binding = 0, rgba32ui) uniform restrict readonly uimageBuffer A_texels;
+#ifndef QTYPE  // (blocks.glsl reads a weight in blocks)
 layout(set = 0, binding = 1, rgba32ui) uniform restrict readonly uimageBuffer B_texels;
+#endif
 #else
 layout(set = 0, binding = 0, rgba32f) uniform restrict readonly imageBuffer A_texels;
+#ifndef QTYPE
 layout(set = 0, binding = 1, rgba32f) uniform restrict readonly imageBuffer B_texels;
+#endif
 #endif
 #ifndef ADDRESS_AB
 #define A_UNIT(i) imageLoad(A_texels, int(i))
@@ -68,7 +72,9 @@ layout(set = 0, binding = 1, rgba32f) uniform restrict readonly imageBuffer B_te
 #endif
 #else
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
+#ifndef QTYPE
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
+#endif
 vec4 a_vec4(uint i4) { return vec4(A4[i4]); }
 #endif
 #ifdef NORM_FOLDED
@@ -78,7 +84,15 @@ layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm
 #endif
 #define GEMM_SKIP_AB
 #endif
+// QTYPE (host: Gemm::b_blocks, a Linear weight in llama.cpp's blocks): B through
+// blocks.glsl, each block's codes and scale loaded once and dequantized in registers.
+#ifdef QTYPE
+#define GEMM_SKIP_B
+#endif
 #include "gemm_common.glsl"
+#ifdef QTYPE
+#include "blocks.glsl"
+#endif
 #if defined(VEC4_K) && defined(TEXEL_B)
 // vec4 i4 of A (element 4 * i4 on); after the push constants, which hold ADDRESS_AB's addresses.
 vec4 a_vec4(uint i4) { return texel_vec4(A_UNIT(i4 / TEXEL_VEC4S), i4 % TEXEL_VEC4S); }
@@ -281,7 +295,48 @@ void main() {
     cols[c] = !glu ? min(n0 + c, pc.N - 1) : c < COLS / 2u ? min(n0 + c, pc.N - 1) : min(n0 + c - COLS / 2u, pc.N - 1) + pc.N;
   float acc[MAX_M * COLS];
   UNROLL for (uint i = 0; i < MAX_M * COLS; ++i) acc[i] = 0.0;
-#if defined(VEC4_K) && defined(TEXEL_B)
+#if defined(QTYPE)
+  // A block (32 values of K) a lane at a time: A's 8 vec4s of it for every row, then
+  // each column's codes and scale, d * dot(a, codes) (+ m * sum(a)).
+  const uint nb = pc.K / 32u, lda4 = pc.lda / 4u, blocks = (glu ? 2u * pc.N : pc.N) * nb;
+  for (uint b = lane; b < nb; b += gl_SubgroupSize) {
+    vec4 a[MAX_M * 8];
+    UNROLL for (uint i = 0; i < 8u; ++i) {
+      UNROLL for (uint m = 0; m < MAX_M; ++m) a[m * 8u + i] = ROW_USED(m) ? a_vec4(a_off / 4u + m * lda4 + b * 8u + i) : vec4(0.0);
+#ifdef NORM_FOLDED
+      if (flag(FLAG_NORM_A)) {
+        const vec4 g = vec4(norm_gamma4[b * 8u + i]), be = vec4(norm_beta4[b * 8u + i]);
+        UNROLL for (uint m = 0; m < MAX_M; ++m)
+          if (ROW_USED(m)) a[m * 8u + i] = (a[m * 8u + i] - norm_mean[m]) * norm_rstd[m] * g + be;
+      }
+#endif
+    }
+#ifdef Q_MIN
+    float a_sum[MAX_M];
+    UNROLL for (uint m = 0; m < MAX_M; ++m) {
+      vec4 s = vec4(0.0);
+      UNROLL for (uint i = 0; i < 8u; ++i) s += a[m * 8u + i];
+      a_sum[m] = s.x + s.y + s.z + s.w;
+    }
+#endif
+    UNROLL for (uint c = 0; c < COLS; ++c) {
+      const uint blk = cols[c] * nb + b;
+      vec4 q[8];
+      block_codes(blk, blocks, q);
+      const vec2 dm = block_scale(blk, blocks);
+      UNROLL for (uint m = 0; m < MAX_M; ++m)
+        if (ROW_USED(m)) {
+          float s = 0.0;
+          UNROLL for (uint i = 0; i < 8u; ++i) s += dot(a[m * 8u + i], q[i]);
+#ifdef Q_MIN
+          acc[m * COLS + c] += dm.x * s + dm.y * a_sum[m];
+#else
+          acc[m * COLS + c] += dm.x * s;
+#endif
+        }
+    }
+  }
+#elif defined(VEC4_K) && defined(TEXEL_B)
   // The same loop over texels of TEXEL_VEC4S vec4s.
   const uint KT = pc.K / (4u * TEXEL_VEC4S), lda4 = pc.lda / 4, ldbt = pc.ldb / (4u * TEXEL_VEC4S);
   const uint b_t = b_off / (4u * TEXEL_VEC4S);
@@ -371,6 +426,13 @@ void main() {
 
 #else
 
+// Element k of B's row n (a Linear weight's), as stored or from its block.
+#ifdef QTYPE
+#define B_AT(n, k) block_value(n, k, (flag(FLAG_GLU) ? 2u * pc.N : pc.N) * (pc.K / 32u))
+#else
+#define B_AT(n, k) float(B[b_off + (n) * pc.ldb + (k)])
+#endif
+
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint z = gl_WorkGroupID.z;
@@ -389,9 +451,9 @@ void main() {
     const uint n = gl_WorkGroupID.x * cols + col;
     if (n < pc.N) {
       for (uint k = lane; k < pc.K; k += LANES) {
-        const float b = float(B[b_off + n * pc.ldb + k]);
+        const float b = B_AT(n, k);
         if (glu) {  // uniform
-          const float b_up = float(B[b_off + (pc.N + n) * pc.ldb + k]);
+          const float b_up = B_AT(pc.N + n, k);
           UNROLL for (uint m = 0; m < MAX_M; ++m)
             if (m < pc.M) {
               const float a = a_read(a_off, m, k);
@@ -428,6 +490,7 @@ void main() {
       barrier();
     }
   } else {
+#ifndef QTYPE  // (a weight in blocks is always a Linear weight: host)
     const uint n = gl_WorkGroupID.x * WG_SIZE + tid;
     if (n >= pc.N) return;
     for (uint k = 0; k < pc.K; ++k) {
@@ -437,6 +500,7 @@ void main() {
     }
     UNROLL for (uint m = 0; m < MAX_M; ++m)
       if (m < pc.M) store_c(z, m, n, acc[m]);
+#endif
   }
 }
 #endif

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "vkformer/blocks.hpp"
 #include "vkformer/buffer.hpp"
 
 namespace vkf {
@@ -149,6 +150,13 @@ struct Gemm {
   // true refused where the device has no buffer addresses or the operands do not start
   // and run on whole 16-byte units, and together with texel_weights = true.
   std::optional<bool> address_weights;
+  // B is a Linear weight [N, K] ([2N, K] gated) in llama.cpp's blocks of this type, as
+  // upload_blocks lays it out (vkformer/tensor_io.hpp): each block dequantized in
+  // registers. K a multiple of 32, one batch of heads, B not transposed against A's rows
+  // (trans_b), the whole weight one binding. The decode-step kernel (at most
+  // kMaxFoldedNormRows rows) reads blocks, with every epilogue; larger products are
+  // refused by name until the direct and tiled kernels read them (issue 48).
+  std::optional<BlockType> b_blocks;
 };
 
 // A LayerNorm's weights, [cols] each.

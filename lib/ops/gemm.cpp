@@ -5,6 +5,7 @@
 #include "gemm_tiles.hpp"
 #include "vkformer/gemm_tuning.hpp"
 #include "vkformer/ops.hpp"
+#include "vkformer/tensor_io.hpp"
 
 namespace vkf {
 
@@ -41,10 +42,11 @@ bool Ops::fits_one_binding(uint64_t bytes) const { return bytes <= ctx_.capabili
 // The plan for `g` with A and B assumed to start aligned (the views are not known here).
 std::string Ops::gemm_variant(const Gemm& g0) const {
   const Gemm g = ops::resolved_gemm(g0);
-  if (g.M > kSmallM) return gemm_tiles(g).name();
+  if (g.M > kSmallM && !g.b_blocks) return gemm_tiles(g).name();
   ops::GemmProblem p{.g = g, .dtype = dtype_};
   p.a.bytes = (uint64_t(g.M - 1) * g.lda + g.K) * dtype_bytes(dtype_);
-  p.b.bytes = (uint64_t(g.N - 1) * g.ldb + g.K) * dtype_bytes(dtype_);
+  p.b.bytes = g.b_blocks ? block_weight_bytes(*g.b_blocks, uint64_t(g.glu ? 2 : 1) * g.N, g.K)
+                         : (uint64_t(g.N - 1) * g.ldb + g.K) * dtype_bytes(dtype_);
   p.split_given = g.split.column != 0;
   p.norm = g.norm_of != NormOf::None;
   p.residual_given = g.norm_of == NormOf::Residual;
@@ -118,6 +120,7 @@ std::optional<RowStats> Ops::record_gemm(CommandList& cl, const Gemm& g0, const 
   const Placed pbias = o.bias ? place(*o.bias, "gemm") : placeholder, pr = place(o.residual ? *o.residual : o.a, "gemm");
   const Placed pc2 = place(o.split_out ? *o.split_out : out_norm ? out_norm->out : o.c, "gemm");
   if (pbias.base) throw Error("gemm: the bias view must start at a descriptor-aligned offset");
+  if (g.b_blocks && pb.base) throw Error("gemm: B in blocks must start at a descriptor-aligned offset");
   const std::optional<NormWeights> weights = out_norm ? std::optional(out_norm->weights) : o.norm;
   const Placed pgamma = weights ? place(weights->gamma, "gemm") : placeholder;
   const Placed pbeta = weights ? place(weights->beta, "gemm") : placeholder;
@@ -171,7 +174,15 @@ void Ops::check_gemm_views(const Gemm& g, const GemmOperands& o) const {
   const uint64_t a_rows = g.trans_a ? g.K : g.M, a_cols = g.trans_a ? g.M : g.K;
   const uint64_t b_rows = g.trans_b ? uint64_t(g.glu ? 2 : 1) * g.N : g.K, b_cols = g.trans_b ? g.K : g.N;
   need(o.a, last(g.stride_a) + (a_rows - 1) * g.lda + a_cols, "gemm", "A");
-  need(o.b, last(g.stride_b) + (b_rows - 1) * g.ldb + b_cols, "gemm", "B");
+  if (g.b_blocks) {
+    const uint64_t bytes = block_weight_bytes(*g.b_blocks, b_rows, g.K);
+    if (!o.b.alloc || o.b.size < bytes)
+      throw Error("gemm: B in " + std::string(block_type_name(*g.b_blocks)) + " blocks needs " + std::to_string(bytes) +
+                  " bytes (upload_blocks of [" + std::to_string(b_rows) + ", " + std::to_string(g.K) +
+                  "]) but its buffer view holds " + std::to_string(o.b.size));
+  } else {
+    need(o.b, last(g.stride_b) + (b_rows - 1) * g.ldb + b_cols, "gemm", "B");
+  }
   const uint64_t step_rows = o.step ? o.step->max_step : 0;  // stepping, the cache's rows start at row `step`
   need(o.c, last(g.stride_c) + (g.M + (sp.column ? 0 : step_rows) - 1) * g.ldc + c_cols, "gemm", "C");
   if (sp.column && o.split_out)

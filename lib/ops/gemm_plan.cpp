@@ -5,6 +5,8 @@
 
 #include "gemm_flags.h"  // shaders/: flag bits shared with the GLSL kernels
 #include "gemm_tiles.hpp"
+#include "texels.hpp"
+#include "vkformer/tensor_io.hpp"
 
 namespace vkf::ops {
 
@@ -40,6 +42,20 @@ void check(const Capabilities& caps, const GemmProblem& p) {
       throw Error("gemm: a gated (SwiGLU) product's weight of " + std::to_string(2ull * g.N * g.ldb * e) +
                   " bytes is larger than one binding of " + device(caps) +
                   " (run the gate and up as a plain product, then swiglu)");
+  }
+  if (g.b_blocks) {
+    const std::string type = block_type_name(*g.b_blocks);
+    if (!g.trans_b || g.batch != 1 || g.heads != 1 || g.trans_a)
+      throw Error("gemm: B in " + type + " blocks is a Linear weight [N, K] (trans_b) of one batch of heads, A not "
+                  "transposed");
+    if (g.K % kBlockValues || g.ldb != g.K)
+      throw Error("gemm: B in " + type + " blocks needs K a multiple of " + std::to_string(kBlockValues) +
+                  " and its rows packed (ldb = K), not K " + std::to_string(g.K) + ", ldb " + std::to_string(g.ldb));
+    if (g.M > kSmallM)
+      throw Error("gemm: B in " + type + " blocks is read by the decode-step kernel (at most " + std::to_string(kSmallM) +
+                  " rows) only so far, not by a product of " + std::to_string(g.M) + " rows");
+    if (block_weight_bytes(*g.b_blocks, uint64_t(g.glu ? 2 : 1) * g.N, g.K) > caps.max_storage_buffer_range)
+      throw Error("gemm: a weight in " + type + " blocks larger than one binding of " + device(caps));
   }
   const GemmSplit& sp = g.split;
   if (sp.column && (sp.column >= g.N || !p.split_given || g.heads != 1))
@@ -100,12 +116,78 @@ bool rows_on_vectors(const GemmProblem& p, const GemmPush& push, uint32_t n) {
          push.stride_b[1] % n == 0;
 }
 
+// The block type's defines for shaders/blocks.glsl.
+Defines block_defines(BlockType t) {
+  Defines d = {{"QTYPE", std::to_string(uint32_t(t))},
+               {"Q_CODE_WORDS", t == BlockType::Q8_0 ? "8" : "4"},
+               {"Q_OFFSET", t == BlockType::Q4_0 ? "8.0" : t == BlockType::Q5_0 ? "16.0" : "0.0"}};
+  if (t == BlockType::Q5_0 || t == BlockType::Q5_1) d.emplace_back("Q_HIGH_BIT", "1");
+  if (t == BlockType::Q4_1 || t == BlockType::Q5_1) d.emplace_back("Q_MIN", "1");
+  return d;
+}
+
+// The decode-step kernel over a weight in blocks (Gemm::b_blocks): with subgroup
+// arithmetic a lane takes whole blocks (A's 8 vec4s of one, then each column's codes and
+// scale), reading A and B as texels on CPU drivers where both fit; without, LANES
+// invocations per column take its values one at a time.
+void plan_small_m_blocks(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan) {
+  const Gemm& g = p.g;
+  const BlockType t = *g.b_blocks;
+  const uint32_t batches = g.batch * g.heads;
+  plan.variant = std::string("small_m ") + block_type_name(t);
+  if (g.address_weights == true)
+    throw Error("gemm: B in blocks is not read through buffer addresses (address_weights)");
+  if (!small_m_subgroups(caps, g)) {
+    if (g.texel_weights == true) throw Error("gemm: B in blocks is read as texels only with subgroup arithmetic");
+    const uint32_t wg = std::min<uint32_t>(256, caps.max_workgroup_invocations);
+    const uint32_t lanes = std::min<uint32_t>(32, wg);
+    plan.defines = {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}};
+    if (g.norm_of != NormOf::None) plan.defines.emplace_back("NORM_FOLDED", "1");
+    for (auto& d : block_defines(t)) plan.defines.push_back(d);
+    plan.groups = {(g.N + wg / lanes - 1) / (wg / lanes), 1, batches};
+    plan.label = "gemm_" + plan.variant;
+    return;
+  }
+  // A's rows as vec4s (the activations' rows always are: K is whole blocks).
+  if (g.lda % 4 || p.a.base % 4 || plan.push.stride_a[0] % 4 || plan.push.stride_a[1] % 4)
+    throw Error("gemm: with B in blocks, A's rows must start on whole vec4s (lda and A's offset multiples of 4)");
+  const uint32_t wg = std::max<uint32_t>(64, caps.subgroup_size);
+  const uint32_t cols = std::min<uint32_t>(caps.type == DeviceType::Cpu && g.K >= 2048 ? 8 : 4, caps.subgroup_size);
+  Defines& d = plan.defines;
+  d = {{"SUBGROUP_REDUCE", "1"}, {"WG_SIZE", std::to_string(wg)}, {"COLS", std::to_string(cols)}, {"VEC4_K", "1"}};
+  if (g.M == 1) d.emplace_back("ROWS", "1");
+  if (g.norm_of != NormOf::None) d.emplace_back("NORM_FOLDED", "1");
+  if (p.out_norm) d.emplace_back("NORM_OUT", "1");
+  for (auto& q : block_defines(t)) d.push_back(q);
+  // Texels where a CPU driver reads them well and both views hold whole ones (A's rows,
+  // batches and start on 16-byte units).
+  const uint32_t per_unit = 16 / dtype_bytes(p.dtype);
+  const bool a_units = g.lda % per_unit == 0 && p.a.base % per_unit == 0 && plan.push.stride_a[0] % per_unit == 0 &&
+                       plan.push.stride_a[1] % per_unit == 0 && g.K % per_unit == 0;
+  const bool fit = a_units && texel_view_fits(caps, p.a.start, p.a.bytes) && texel_view_fits(caps, p.b.start, p.b.bytes);
+  if (g.texel_weights == true && !fit)
+    throw Error("gemm: A and B in blocks cannot be read as texels on " + device(caps));
+  const bool texels = fit && g.texel_weights.value_or(caps.type == DeviceType::Cpu);
+  if (texels) {
+    d.emplace_back("TEXEL_B", "1");
+    plan.texels = {p.dtype == DType::F16 ? TexelFormat::Rgba32Ui : TexelFormat::Rgba32F, TexelFormat::Rgba32Ui};
+    plan.variant += " texels";
+  }
+  plan.label = "gemm_" + plan.variant + (p.out_norm ? " normed" : "");
+  const uint32_t per_group = wg / caps.subgroup_size * (g.glu ? cols / 2 : cols);
+  plan.groups = {(g.N + per_group - 1) / per_group, 1, batches};
+}
+
 // Decode steps (at most kSmallM rows): the small-M kernel, streaming the weights once.
 void plan_small_m(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan) {
   const Gemm& g = p.g;
   const uint32_t batches = g.batch * g.heads;
   plan.shader = "gemm_small_m.comp";
   plan.bindings = p.out_norm ? GemmBindings::Normed : GemmBindings::Folded;  // it binds the fold's weights always
+  if (g.b_blocks) {
+    plan_small_m_blocks(caps, p, plan);
+    return;
+  }
   if (!small_m_subgroups(caps, g)) {
     if (g.address_weights == true)
       throw Error("gemm: A and B cannot be read through buffer addresses on " + device(caps) +
@@ -316,7 +398,7 @@ GemmTiles planned_gemm_tiles(const Capabilities& caps, const Policy& policy, con
 std::optional<uint32_t> gemm_weight_slice_rows(const Capabilities& caps, const Gemm& g, DType dtype, uint64_t b_bytes,
                                                bool step) {
   const uint64_t e = dtype_bytes(dtype), range = caps.max_storage_buffer_range;
-  if (!(g.trans_b && !g.glu && g.batch == 1 && g.heads == 1 && !g.split.column && g.norm_of != NormOf::Residual && !step &&
+  if (!(g.trans_b && !g.glu && !g.b_blocks && g.batch == 1 && g.heads == 1 && !g.split.column && g.norm_of != NormOf::Residual && !step &&
         b_bytes > range && uint64_t(g.N) * g.ldb * e > range))
     return std::nullopt;
   const uint64_t fit = range / (uint64_t(g.ldb) * e);  // rows of B one binding holds

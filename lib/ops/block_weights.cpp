@@ -1,0 +1,66 @@
+// Weights in llama.cpp's blocks on the device (vkformer/tensor_io.hpp: upload_blocks):
+// repacked from llama.cpp's 18-34-byte blocks into regions of 32-bit words that the
+// kernels load 16 bytes at a time (shaders/blocks.glsl describes the layout; the two
+// must agree, and tests/ops/gemm_blocks_test.cpp checks that they do).
+#include <algorithm>
+#include <cstring>
+
+#include "vkformer/tensor_io.hpp"
+
+namespace vkf {
+
+namespace {
+
+struct Layout {
+  uint32_t code_words;  // per block
+  bool high_bit, min;
+  uint64_t blocks, qh_at, scales_at, words;  // words from the buffer's start
+};
+
+uint64_t align4(uint64_t words) { return (words + 3) & ~uint64_t(3); }
+
+Layout layout(BlockType t, uint64_t rows, uint64_t cols) {
+  Layout l{.code_words = t == BlockType::Q8_0 ? 8u : 4u,
+           .high_bit = t == BlockType::Q5_0 || t == BlockType::Q5_1,
+           .min = t == BlockType::Q4_1 || t == BlockType::Q5_1,
+           .blocks = rows * (cols / kBlockValues)};
+  l.qh_at = align4(l.blocks * l.code_words);
+  l.scales_at = l.high_bit ? align4(l.qh_at + l.blocks) : l.qh_at;
+  l.words = align4(l.scales_at + (l.min ? l.blocks : (l.blocks + 1) / 2));
+  return l;
+}
+
+uint32_t word_at(const uint8_t* b) { return uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24; }
+uint16_t half_at(const uint8_t* b) { return uint16_t(b[0] | b[1] << 8); }
+
+}  // namespace
+
+uint64_t block_weight_bytes(BlockType type, uint64_t rows, uint64_t cols) { return layout(type, rows, cols).words * 4; }
+
+Buffer upload_blocks(Context& ctx, BlockType t, std::span<const uint8_t> blocks, uint32_t rows, uint32_t cols,
+                     std::string_view name) {
+  if (cols == 0 || cols % kBlockValues || rows == 0)
+    throw Error("upload_blocks: " + std::string(name) + " is [" + std::to_string(rows) + ", " + std::to_string(cols) +
+                "]: its rows must be whole blocks of " + std::to_string(kBlockValues));
+  const Layout l = layout(t, rows, cols);
+  if (blocks.size() != l.blocks * block_bytes(t))
+    throw Error("upload_blocks: " + std::string(name) + " holds " + std::to_string(blocks.size()) + " bytes, not the " +
+                std::to_string(l.blocks * block_bytes(t)) + " of " + std::to_string(l.blocks) + " " +
+                block_type_name(t) + " blocks");
+  std::vector<uint32_t> words(l.words, 0);
+  for (uint64_t i = 0; i < l.blocks; ++i) {
+    const uint8_t* b = blocks.data() + i * block_bytes(t);
+    const uint16_t d = half_at(b);
+    const uint8_t* codes = b + (t == BlockType::Q8_0 ? 2 : t == BlockType::Q4_0 ? 2 : t == BlockType::Q4_1 ? 4
+                                : t == BlockType::Q5_0 ? 6 : 8);
+    std::memcpy(&words[i * l.code_words], codes, l.code_words * 4);  // little-endian words, as the device reads them
+    if (l.high_bit) words[l.qh_at + i] = word_at(b + (l.min ? 4 : 2));
+    if (l.min) words[l.scales_at + i] = uint32_t(d) | uint32_t(half_at(b + 2)) << 16;
+    else words[l.scales_at + i / 2] |= uint32_t(d) << (16 * (i % 2));
+  }
+  Buffer buffer = ctx.buffer(l.words * 4, name);
+  ctx.upload(buffer, words.data(), l.words * 4);
+  return buffer;
+}
+
+}  // namespace vkf

@@ -1,0 +1,109 @@
+// llama.cpp's block types on the host (vkformer/blocks.hpp): our quantizer's blocks and
+// their dequantized values against the gguf package's (llama.cpp's reference quantizers
+// in numpy; tools/block_references/make_block_references.py wrote the JSON), bit for bit,
+// on random blocks from 1e-6 to 1e4 and on edge cases (zeros, a constant, ties).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "vkformer/blocks.hpp"
+#include "vkformer/error.hpp"
+
+namespace vkf::test {
+namespace {
+
+std::vector<uint8_t> from_hex(const std::string& hex) {
+  std::vector<uint8_t> out(hex.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = uint8_t(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  return out;
+}
+
+std::vector<float> floats(const std::vector<uint8_t>& bytes) {
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+const nlohmann::json& references() {
+  static const nlohmann::json j = [] {
+    std::ifstream in(std::string(VKF_OPS_SOURCE_DIR) + "/block_references.json");
+    return nlohmann::json::parse(in);
+  }();
+  return j;
+}
+
+TEST(Blocks, QuantizeAndDequantizeAsLlamaCppDoesBitForBit) {
+  const std::vector<float> values = floats(from_hex(references()["values"]));
+  ASSERT_EQ(values.size() % kBlockValues, 0u);
+  for (BlockType t : kBlockTypes) {
+    SCOPED_TRACE(block_type_name(t));
+    const std::vector<uint8_t> want = from_hex(references()["blocks"][block_type_name(t)]);
+    const std::vector<uint8_t> got = quantize_blocks(t, values);
+    ASSERT_EQ(got.size(), want.size());
+    size_t differing = 0;
+    for (size_t b = 0; b < got.size() / block_bytes(t); ++b)
+      differing += std::memcmp(got.data() + b * block_bytes(t), want.data() + b * block_bytes(t), block_bytes(t)) != 0;
+    EXPECT_EQ(differing, 0u) << "blocks differing from the gguf package's, of " << got.size() / block_bytes(t);
+    const std::vector<float> back = dequantize_blocks(t, want);
+    const std::vector<float> want_back = floats(from_hex(references()["dequantized"][block_type_name(t)]));
+    ASSERT_EQ(back.size(), want_back.size());
+    EXPECT_EQ(std::memcmp(back.data(), want_back.data(), back.size() * 4), 0);
+  }
+}
+
+// The codes carry the values to within half a step of the block's scale (Q8_0) or a
+// step (the others), and the scale and minimum to within fp16's rounding.
+TEST(Blocks, RoundTripWithinTheScale) {
+  const std::vector<float> values = floats(from_hex(references()["values"]));
+  for (BlockType t : kBlockTypes) {
+    SCOPED_TRACE(block_type_name(t));
+    const std::vector<uint8_t> blocks = quantize_blocks(t, values);
+    const std::vector<float> back = dequantize_blocks(t, blocks);
+    for (size_t b = 0; b < values.size() / kBlockValues; ++b) {
+      float amax = 0, lo = values[b * kBlockValues], hi = lo;
+      for (uint32_t j = 0; j < kBlockValues; ++j) {
+        const float v = values[b * kBlockValues + j];
+        amax = std::max(amax, std::fabs(v)), lo = std::min(lo, v), hi = std::max(hi, v);
+      }
+      const double levels = t == BlockType::Q8_0 ? 127 : t == BlockType::Q4_0 ? 8 : t == BlockType::Q5_0 ? 16
+                            : t == BlockType::Q4_1 ? 15 : 31;
+      const bool with_min = t == BlockType::Q4_1 || t == BlockType::Q5_1;
+      const double step = with_min ? (hi - lo) / levels : amax / levels;
+      // Half a step for Q8_0 (rounded, symmetric); a whole one for the others (Q4_0's and
+      // Q5_0's codes reach 8 and 16 steps on their extreme's side but 7 and 15 on the
+      // other; with a minimum, truncation after the shift), plus the
+      // scale's and the minimum's rounding to fp16 (2^-11 relative, 2^-25 absolute where
+      // subnormal: a block of values near 1e-6 has a scale that fp16 barely holds).
+      const double fp16 = std::ldexp(1.0, -11), tiny = std::ldexp(1.0, -24);
+      const double bound = (t == BlockType::Q8_0 ? 0.5 : 1.0) * step * 1.0001 + levels * (step * fp16 + tiny) +
+                           (with_min ? std::fabs(lo) * fp16 + tiny : 0.0);
+      for (uint32_t j = 0; j < kBlockValues; ++j)
+        ASSERT_LE(std::fabs(double(back[b * kBlockValues + j]) - values[b * kBlockValues + j]), bound)
+            << "block " << b << " value " << j;
+    }
+  }
+}
+
+TEST(Blocks, NamesSizesAndRefusals) {
+  for (BlockType t : kBlockTypes) EXPECT_EQ(block_type_from_name(block_type_name(t)), t);
+  EXPECT_EQ(block_type_from_name("q4_k"), std::nullopt);
+  EXPECT_EQ(block_bits_per_value(BlockType::Q8_0), 8.5);
+  EXPECT_EQ(block_bits_per_value(BlockType::Q4_0), 4.5);
+  std::vector<float> x(33, 1.0f);
+  EXPECT_THROW(quantize_blocks(BlockType::Q8_0, x), Error);  // not whole blocks
+  x.resize(32);
+  x[7] = NAN;
+  try {
+    quantize_blocks(BlockType::Q4_0, x);
+    ADD_FAILURE() << "a NaN quantized";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("value 7 (block 0) is not finite"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(dequantize_blocks(BlockType::Q5_1, std::vector<uint8_t>(25)), Error);
+}
+
+}  // namespace
+}  // namespace vkf::test

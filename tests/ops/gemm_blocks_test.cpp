@@ -1,0 +1,142 @@
+// The decode-step GEMM over weights in llama.cpp's blocks (Gemm::b_blocks, upload_blocks)
+// against a double-precision reference on the same weights dequantized on the host
+// (vkformer/blocks.hpp, itself checked against the gguf package: blocks_test.cpp): every
+// type, 1 to 4 rows, K of one block, several and many, N not a multiple of the kernel's
+// columns, bias, activation, residual, the gated pair and a folded RMSNorm, both storage
+// types, as the device is and under the portable profile (no subgroups: one value at a
+// time), poisoned outputs. A kernel that read a scale from the wrong block, or the
+// nibbles in the wrong order, fails here: TamperedLayoutIsCaught shows a reference with
+// the nibbles swapped does not pass.
+//
+// Tolerance: the kernel sums d * dot(a, codes) in fp32 per block (the codes are small
+// integers, exact), so each output carries a small multiple of 2^-24 of sum |a w|, checked
+// at 1e-5 of it (gemm_check.hpp); fp16 storage rounds the stored result once more.
+#include "ops/gemm_check.hpp"
+#include "ops/reference.hpp"
+#include "support/ops_test.hpp"
+#include "vkformer/blocks.hpp"
+#include "vkformer/tensor_io.hpp"
+
+namespace vkf::test {
+namespace {
+
+class GemmBlocksTest : public OpsTest {
+ protected:
+  struct Case {
+    BlockType type;
+    uint32_t M, N, K;
+    bool glu = false, rms = false;
+    Activation act = Activation::None;
+  };
+  // The weights as the kernel must see them: random, quantized, dequantized on the host.
+  std::vector<double> weights(const Case& t, uint32_t rows, std::mt19937_64& rng, std::vector<uint8_t>& blocks) {
+    std::vector<float> w(size_t(rows) * t.K);
+    for (auto& x : w) x = float(random_values(1, rng, -0.5, 0.5)[0]);
+    blocks = quantize_blocks(t.type, w);
+    const std::vector<float> back = dequantize_blocks(t.type, blocks);
+    return {back.begin(), back.end()};
+  }
+
+  void check(const Case& t, std::mt19937_64& rng) {
+    const DType dt = dtype();
+    SCOPED_TRACE(std::string(block_type_name(t.type)) + " M=" + std::to_string(t.M) + " N=" + std::to_string(t.N) +
+                 " K=" + std::to_string(t.K) + (t.glu ? " gated" : "") + (t.rms ? " RMSNorm" : ""));
+    const uint32_t rows = t.glu ? 2 * t.N : t.N;
+    std::vector<uint8_t> blocks;
+    const std::vector<double> W = weights(t, rows, rng, blocks);
+    Gemm g{.M = t.M, .N = t.N, .K = t.K, .trans_b = true, .act = t.act, .glu = t.glu, .b_blocks = t.type};
+    auto A = random_values(size_t(t.M) * t.K, rng, t.rms ? 1 : -1, t.rms ? 3 : 1);
+    auto bias = random_values(rows, rng), R = random_values(size_t(t.M) * t.N, rng);
+    auto gamma = random_values(t.K, rng, 0.5, 1.5);
+    const std::vector<double> zeros(t.K, 0.0);
+    for (auto* v : {&A, &bias, &R, &gamma})
+      for (auto& x : *v) x = stored(x, dt);
+    if (t.rms) g.norm_of = NormOf::A, g.norm_rms = true, g.norm_eps = 1e-5f;
+    Gemm plain = g;
+    plain.norm_of = NormOf::None;
+    const auto input =
+        t.rms ? ref::layer_norm({.rows = t.M, .cols = t.K, .eps = g.norm_eps, .rms = true}, A, gamma, zeros, nullptr) : A;
+    const auto want = t.glu ? ref::gemm_glu(plain, input, W, &bias, &R) : ref::gemm(plain, input, W, &bias, &R);
+
+    Context& c_ = ctx();
+    Buffer a = upload_as(c_, A, dt, "A"), bb = upload_as(c_, bias, dt, "bias"), r = upload_as(c_, R, dt, "R");
+    Buffer gm = upload_as(c_, gamma, dt, "gamma"), bt = upload_as(c_, zeros, dt, "beta");
+    Buffer w = upload_blocks(c_, t.type, blocks, rows, t.K, "W blocks");
+    Buffer c = poisoned(c_, want.c.size(), dt, "C");
+    auto cl = c_.command_list();
+    ops().gemm(cl, g,
+               {.a = a.view(), .b = w.view(), .c = c.view(), .bias = bb.view(), .residual = r.view(),
+                .norm = t.rms ? std::optional(NormWeights{gm.view(), bt.view()}) : std::nullopt});
+    cl.submit();
+    EXPECT_TRUE(gemm_close(download_as(c_, c, want.c.size(), dt), want, dt));
+    EXPECT_EQ(ops().gemm_variant(g).rfind(std::string("small_m ") + block_type_name(t.type), 0), 0u)
+        << ops().gemm_variant(g);
+  }
+};
+
+TEST_P(GemmBlocksTest, EveryTypeAgainstTheDequantizedWeights) {
+  const auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t Ks[] = {32, 96, 544};
+  uint32_t i = 0;
+  for (BlockType type : kBlockTypes) {
+    // One row (batch-1 decoding: its own variant) and three, at a K each.
+    check({.type = type, .M = 1, .N = 37, .K = Ks[i % 3], .act = Activation::GeluTanh}, rng);
+    check({.type = type, .M = 3, .N = 17, .K = Ks[(i + 1) % 3]}, rng);
+    ++i;
+  }
+  // The gated pair and a folded RMSNorm (Llama's FFN up projection), four rows.
+  check({.type = BlockType::Q4_0, .M = 4, .N = 33, .K = 96, .glu = true, .act = Activation::Silu}, rng);
+  check({.type = BlockType::Q8_0, .M = 1, .N = 20, .K = 64, .rms = true}, rng);
+}
+
+// The same reference with each byte's nibbles swapped (code j + 16 read as code j) does
+// not pass: the check above sees a kernel that reads the layout wrong.
+TEST_P(GemmBlocksTest, TamperedLayoutIsCaught) {
+  if (dtype() != DType::F32 || GetParam().portable) GTEST_SKIP() << "once is enough";
+  std::mt19937_64 rng(7);
+  const uint32_t M = 1, N = 8, K = 64;
+  std::vector<float> w(size_t(N) * K);
+  for (auto& x : w) x = float(random_values(1, rng)[0]);
+  std::vector<uint8_t> blocks = quantize_blocks(BlockType::Q4_0, w), swapped = blocks;
+  for (size_t b = 0; b < swapped.size() / 18; ++b)
+    for (int j = 2; j < 18; ++j) swapped[b * 18 + j] = uint8_t(swapped[b * 18 + j] << 4 | swapped[b * 18 + j] >> 4);
+  const auto wrong = dequantize_blocks(BlockType::Q4_0, swapped);
+  const auto A = random_values(K, rng);
+  const Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .b_blocks = BlockType::Q4_0};
+  const auto want = ref::gemm(g, A, std::vector<double>(wrong.begin(), wrong.end()), nullptr, nullptr);
+  Buffer a = upload_as(ctx(), A, DType::F32, "A"), c = poisoned(ctx(), N, DType::F32, "C");
+  Buffer wb = upload_blocks(ctx(), BlockType::Q4_0, blocks, N, K, "W");
+  auto cl = ctx().command_list();
+  ops().gemm(cl, g, {.a = a.view(), .b = wb.view(), .c = c.view()});
+  cl.submit();
+  EXPECT_FALSE(gemm_close(download_as(ctx(), c, N, DType::F32), want, DType::F32));
+}
+
+// What the kernels do not read yet, and weights that do not fit, are refused by name.
+TEST_P(GemmBlocksTest, RefusedByName) {
+  std::vector<float> w(64 * 64, 0.5f);
+  Buffer wb = upload_blocks(ctx(), BlockType::Q8_0, quantize_blocks(BlockType::Q8_0, w), 64, 64, "W");
+  Buffer x = ctx().buffer(64 * 64 * 4, "x");
+  auto refused = [&](const Gemm& g, const std::string& words) {
+    auto cl = ctx().command_list();
+    try {
+      ops().gemm(cl, g, {.a = x.view(), .b = wb.view(), .c = x.view()});
+      ADD_FAILURE() << "accepted: " << words;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused({.M = 24, .N = 64, .K = 64, .trans_b = true, .b_blocks = BlockType::Q8_0}, "decode-step kernel");
+  refused({.M = 1, .N = 64, .K = 48, .trans_b = true, .b_blocks = BlockType::Q8_0}, "K a multiple of 32");
+  refused({.M = 1, .N = 64, .K = 64, .b_blocks = BlockType::Q8_0}, "Linear weight");
+  refused({.M = 1, .N = 128, .K = 64, .trans_b = true, .b_blocks = BlockType::Q8_0}, "needs 8704 bytes");
+  EXPECT_THROW(upload_blocks(ctx(), BlockType::Q8_0, std::vector<uint8_t>(33), 1, 32, "W"), Error);
+  EXPECT_THROW(upload_blocks(ctx(), BlockType::Q8_0, std::vector<uint8_t>(34), 1, 31, "W"), Error);
+}
+
+VKF_FOR_EACH_DTYPE(GemmBlocksTest);
+
+}  // namespace
+}  // namespace vkf::test
