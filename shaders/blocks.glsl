@@ -11,11 +11,14 @@
 #ifndef VKF_BLOCKS_GLSL
 #define VKF_BLOCKS_GLSL
 
+#ifndef BLOCKS_BINDING
+#define BLOCKS_BINDING 1  // the GEMMs' B
+#endif
 #ifdef TEXEL_B
-layout(set = 0, binding = 1, rgba32ui) uniform restrict readonly uimageBuffer Bq_texels;
+layout(set = 0, binding = BLOCKS_BINDING, rgba32ui) uniform restrict readonly uimageBuffer Bq_texels;
 uvec4 bq_unit(uint i) { return imageLoad(Bq_texels, int(i)); }
 #else
-layout(std430, set = 0, binding = 1) readonly buffer BlockUnits { uvec4 Bq4[]; };
+layout(std430, set = 0, binding = BLOCKS_BINDING) readonly buffer BlockUnits { uvec4 Bq4[]; };
 uvec4 bq_unit(uint i) { return Bq4[i]; }
 #endif
 uint bq_word(uint i) { return bq_unit(i >> 2u)[i & 3u]; }
@@ -66,7 +69,7 @@ void block_codes(uint blk, uint blocks, out vec4 q[8]) {
 #endif
 }
 
-// Value k of row `row` (K values a row), one at a time: the kernels without subgroups.
+// Value k of row `row` (K values a row: pc.K), one at a time: the kernels without subgroups.
 float block_value(uint row, uint k, uint blocks) {
   const uint blk = row * (pc.K / 32u) + k / 32u, j = k % 32u;
   const vec2 dm = block_scale(blk, blocks);

@@ -301,8 +301,18 @@ void main() {
   const uint nb = pc.K / 32u, lda4 = pc.lda / 4u, blocks = (glu ? 2u * pc.N : pc.N) * nb;
   for (uint b = lane; b < nb; b += gl_SubgroupSize) {
     vec4 a[MAX_M * 8];
+#ifdef TEXEL_B
+    // A's block in 8 / TEXEL_VEC4S texels, each loaded once (an fp16 texel holds two vec4s).
+    UNROLL for (uint m = 0; m < MAX_M; ++m)
+      UNROLL for (uint u = 0; u < 8u / TEXEL_VEC4S; ++u) {
+        const texel_t t = ROW_USED(m) ? A_UNIT((a_off / 4u + m * lda4 + b * 8u) / TEXEL_VEC4S + u) : texel_t(0);
+        UNROLL for (uint p = 0; p < TEXEL_VEC4S; ++p) a[m * 8u + u * TEXEL_VEC4S + p] = texel_vec4(t, p);
+      }
+#else
+    UNROLL for (uint m = 0; m < MAX_M; ++m)
+      UNROLL for (uint i = 0; i < 8u; ++i) a[m * 8u + i] = ROW_USED(m) ? a_vec4(a_off / 4u + m * lda4 + b * 8u + i) : vec4(0.0);
+#endif
     UNROLL for (uint i = 0; i < 8u; ++i) {
-      UNROLL for (uint m = 0; m < MAX_M; ++m) a[m * 8u + i] = ROW_USED(m) ? a_vec4(a_off / 4u + m * lda4 + b * 8u + i) : vec4(0.0);
 #ifdef NORM_FOLDED
       if (flag(FLAG_NORM_A)) {
         const vec4 g = vec4(norm_gamma4[b * 8u + i]), be = vec4(norm_beta4[b * 8u + i]);

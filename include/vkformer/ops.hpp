@@ -179,6 +179,10 @@ struct GemmOperands {
   std::optional<BufferView> split_out;   // columns [split.column, N) of the result (GemmSplit)
   std::optional<NormWeights> norm;       // the folded LayerNorm's gamma and beta (Gemm::norm_of)
   GemmRowStats stats;                    // row statistics read and written (RowStats)
+  // B in blocks (Gemm::b_blocks) in a product of more rows than the decode-step kernel
+  // takes (a prompt): room for the weight dequantized, [rows, K] of the storage type,
+  // which the product then reads. One scratch serves every product of a command list.
+  std::optional<BufferView> scratch;
 };
 
 namespace ops {
@@ -329,6 +333,10 @@ class Ops {
               uint32_t cols, const DecodeStep& step);
   void decode_advance(CommandList& cl, const DecodeAdvance& a, const BufferView& next_ids, const BufferView& input_ids,
                       const BufferView& done, const BufferView& tokens, const DecodeStep& step);
+  // A weight [rows, cols] in blocks (upload_blocks) as values of this storage type, rows
+  // x cols of them in `out`: each d (code - offset) (+ m), as dequantize_blocks on the host.
+  void dequantize_blocks(CommandList& cl, BlockType type, const BufferView& blocks, const BufferView& out, uint32_t rows,
+                         uint32_t cols);
   // Between storage types, for count elements.
   void convert(CommandList& cl, const BufferView& src, DType from, const BufferView& dst, DType to, uint32_t count);
 

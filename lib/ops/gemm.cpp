@@ -93,6 +93,21 @@ std::optional<RowStats> Ops::record_gemm(CommandList& cl, const Gemm& g0, const 
   const Gemm g = ops::resolved_gemm(g0);
   const Capabilities& caps = ctx_.capabilities();
   const uint64_t e = dtype_bytes(dtype_);
+  if (g.b_blocks && g.M > kSmallM) {
+    // A prompt's product: the weight dequantized into the scratch, then the plain product.
+    const uint32_t rows = g.glu ? 2 * g.N : g.N;
+    if (!o.scratch)
+      throw Error("gemm: a product of " + std::to_string(g.M) + " rows reads B in " + block_type_name(*g.b_blocks) +
+                  " blocks dequantized first: give GemmOperands::scratch ([" + std::to_string(rows) + ", " +
+                  std::to_string(g.K) + "] values)");
+    dequantize_blocks(cl, *g.b_blocks, o.b, *o.scratch, rows, g.K);
+    Gemm plain = g;
+    plain.b_blocks.reset();
+    GemmOperands dequantized = o;
+    dequantized.b = BufferView{o.scratch->alloc, o.scratch->offset, uint64_t(rows) * g.K * e};
+    dequantized.scratch.reset();
+    return record_gemm(cl, plain, dequantized, out_norm);
+  }
   if (const auto rows = ops::gemm_weight_slice_rows(caps, g, dtype_, o.b.size, o.step.has_value())) {
     // Each slice of B's rows a product of its own, a column range of C, the bias and the
     // residual, every slice a binding of its own.

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gemm_flags.h"  // shaders/: flag bits shared with the GLSL kernels
+#include "block_weights.hpp"
 #include "gemm_tiles.hpp"
 #include "texels.hpp"
 #include "vkformer/tensor_io.hpp"
@@ -51,9 +52,9 @@ void check(const Capabilities& caps, const GemmProblem& p) {
     if (g.K % kBlockValues || g.ldb != g.K)
       throw Error("gemm: B in " + type + " blocks needs K a multiple of " + std::to_string(kBlockValues) +
                   " and its rows packed (ldb = K), not K " + std::to_string(g.K) + ", ldb " + std::to_string(g.ldb));
-    if (g.M > kSmallM)
+    if (g.M > kSmallM)  // (Ops::gemm dequantizes such a weight first, then plans the plain product)
       throw Error("gemm: B in " + type + " blocks is read by the decode-step kernel (at most " + std::to_string(kSmallM) +
-                  " rows) only so far, not by a product of " + std::to_string(g.M) + " rows");
+                  " rows), not by a product of " + std::to_string(g.M) + " rows");
     if (block_weight_bytes(*g.b_blocks, uint64_t(g.glu ? 2 : 1) * g.N, g.K) > caps.max_storage_buffer_range)
       throw Error("gemm: a weight in " + type + " blocks larger than one binding of " + device(caps));
   }
@@ -114,16 +115,6 @@ bool rows_on_vectors(const GemmProblem& p, const GemmPush& push, uint32_t n) {
   return g.K % n == 0 && g.lda % n == 0 && g.ldb % n == 0 && p.a.base % n == 0 && p.b.base % n == 0 &&
          push.stride_a[0] % n == 0 && push.stride_a[1] % n == 0 && push.stride_b[0] % n == 0 &&
          push.stride_b[1] % n == 0;
-}
-
-// The block type's defines for shaders/blocks.glsl.
-Defines block_defines(BlockType t) {
-  Defines d = {{"QTYPE", std::to_string(uint32_t(t))},
-               {"Q_CODE_WORDS", t == BlockType::Q8_0 ? "8" : "4"},
-               {"Q_OFFSET", t == BlockType::Q4_0 ? "8.0" : t == BlockType::Q5_0 ? "16.0" : "0.0"}};
-  if (t == BlockType::Q5_0 || t == BlockType::Q5_1) d.emplace_back("Q_HIGH_BIT", "1");
-  if (t == BlockType::Q4_1 || t == BlockType::Q5_1) d.emplace_back("Q_MIN", "1");
-  return d;
 }
 
 // The decode-step kernel over a weight in blocks (Gemm::b_blocks): with subgroup

@@ -10,7 +10,9 @@
 //
 // Tolerance: the kernel sums d * dot(a, codes) in fp32 per block (the codes are small
 // integers, exact), so each output carries a small multiple of 2^-24 of sum |a w|, checked
-// at 1e-5 of it (gemm_check.hpp); fp16 storage rounds the stored result once more.
+// at 1e-5 of it (gemm_check.hpp); fp16 storage rounds the stored result once more. A
+// prompt's product reads the weight dequantized into the storage type: its reference
+// takes the weights so rounded.
 #include "ops/gemm_check.hpp"
 #include "ops/reference.hpp"
 #include "support/ops_test.hpp"
@@ -38,12 +40,17 @@ class GemmBlocksTest : public OpsTest {
   }
 
   void check(const Case& t, std::mt19937_64& rng) {
+    const uint32_t rows_of_b = t.glu ? 2 * t.N : t.N;
     const DType dt = dtype();
     SCOPED_TRACE(std::string(block_type_name(t.type)) + " M=" + std::to_string(t.M) + " N=" + std::to_string(t.N) +
                  " K=" + std::to_string(t.K) + (t.glu ? " gated" : "") + (t.rms ? " RMSNorm" : ""));
     const uint32_t rows = t.glu ? 2 * t.N : t.N;
     std::vector<uint8_t> blocks;
-    const std::vector<double> W = weights(t, rows, rng, blocks);
+    std::vector<double> W = weights(t, rows, rng, blocks);
+    // A product of more rows reads the weight dequantized into the storage type (fp16:
+    // each value rounded once more), the decode-step kernel the blocks themselves.
+    if (t.M > Ops::kMaxFoldedNormRows)
+      for (auto& x : W) x = stored(x, dt);
     Gemm g{.M = t.M, .N = t.N, .K = t.K, .trans_b = true, .act = t.act, .glu = t.glu, .b_blocks = t.type};
     auto A = random_values(size_t(t.M) * t.K, rng, t.rms ? 1 : -1, t.rms ? 3 : 1);
     auto bias = random_values(rows, rng), R = random_values(size_t(t.M) * t.N, rng);
@@ -63,14 +70,17 @@ class GemmBlocksTest : public OpsTest {
     Buffer gm = upload_as(c_, gamma, dt, "gamma"), bt = upload_as(c_, zeros, dt, "beta");
     Buffer w = upload_blocks(c_, t.type, blocks, rows, t.K, "W blocks");
     Buffer c = poisoned(c_, want.c.size(), dt, "C");
+    Buffer scratch = poisoned(c_, size_t(rows_of_b) * t.K, dt, "scratch");  // products of more than 4 rows
     auto cl = c_.command_list();
     ops().gemm(cl, g,
                {.a = a.view(), .b = w.view(), .c = c.view(), .bias = bb.view(), .residual = r.view(),
-                .norm = t.rms ? std::optional(NormWeights{gm.view(), bt.view()}) : std::nullopt});
+                .norm = t.rms ? std::optional(NormWeights{gm.view(), bt.view()}) : std::nullopt,
+                .scratch = scratch.view()});
     cl.submit();
     EXPECT_TRUE(gemm_close(download_as(c_, c, want.c.size(), dt), want, dt));
-    EXPECT_EQ(ops().gemm_variant(g).rfind(std::string("small_m ") + block_type_name(t.type), 0), 0u)
-        << ops().gemm_variant(g);
+    if (t.M <= Ops::kMaxFoldedNormRows)
+      EXPECT_EQ(ops().gemm_variant(g).rfind(std::string("small_m ") + block_type_name(t.type), 0), 0u)
+          << ops().gemm_variant(g);
   }
 };
 
@@ -89,6 +99,36 @@ TEST_P(GemmBlocksTest, EveryTypeAgainstTheDequantizedWeights) {
   // The gated pair and a folded RMSNorm (Llama's FFN up projection), four rows.
   check({.type = BlockType::Q4_0, .M = 4, .N = 33, .K = 96, .glu = true, .act = Activation::Silu}, rng);
   check({.type = BlockType::Q8_0, .M = 1, .N = 20, .K = 64, .rms = true}, rng);
+}
+
+// Products of more rows (a prompt) read the weight dequantized into the scratch: the
+// direct and tiled kernels with every epilogue, and the folded norm.
+TEST_P(GemmBlocksTest, PromptProductsReadTheWeightDequantized) {
+  const auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  check({.type = BlockType::Q4_1, .M = 17, .N = 37, .K = 96, .act = Activation::Relu}, rng);
+  check({.type = BlockType::Q5_0, .M = 5, .N = 40, .K = 64, .glu = true, .act = Activation::Silu}, rng);
+  check({.type = BlockType::Q8_0, .M = 9, .N = 33, .K = 32, .rms = true}, rng);
+}
+
+// The dequantizing kernel gives the host's values: d (code - offset) (+ m), rounded once.
+TEST_P(GemmBlocksTest, DequantizedAsTheHostDoes) {
+  std::mt19937_64 rng(11);
+  const uint32_t rows = 3, cols = 96;
+  std::vector<float> w(size_t(rows) * cols);
+  for (auto& x : w) x = float(random_values(1, rng, -2, 2)[0]);
+  for (BlockType t : kBlockTypes) {
+    SCOPED_TRACE(block_type_name(t));
+    const auto blocks = quantize_blocks(t, w);
+    const auto host = dequantize_blocks(t, blocks);
+    Buffer b = upload_blocks(ctx(), t, blocks, rows, cols, "W"), out = poisoned(ctx(), host.size(), dtype(), "out");
+    auto cl = ctx().command_list();
+    ops().dequantize_blocks(cl, t, b.view(), out.view(), rows, cols);
+    cl.submit();
+    const auto got = download_as(ctx(), out, host.size(), dtype());
+    for (size_t i = 0; i < host.size(); ++i) ASSERT_EQ(got[i], stored(host[i], dtype())) << "value " << i;
+  }
 }
 
 // The same reference with each byte's nibbles swapped (code j + 16 read as code j) does
@@ -128,7 +168,7 @@ TEST_P(GemmBlocksTest, RefusedByName) {
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
     }
   };
-  refused({.M = 24, .N = 64, .K = 64, .trans_b = true, .b_blocks = BlockType::Q8_0}, "decode-step kernel");
+  refused({.M = 24, .N = 64, .K = 64, .trans_b = true, .b_blocks = BlockType::Q8_0}, "give GemmOperands::scratch");
   refused({.M = 1, .N = 64, .K = 48, .trans_b = true, .b_blocks = BlockType::Q8_0}, "K a multiple of 32");
   refused({.M = 1, .N = 64, .K = 64, .b_blocks = BlockType::Q8_0}, "Linear weight");
   refused({.M = 1, .N = 128, .K = 64, .trans_b = true, .b_blocks = BlockType::Q8_0}, "needs 8704 bytes");

@@ -1,0 +1,30 @@
+#version 450
+// A weight in llama.cpp's blocks (blocks.glsl) dequantized into the storage type, a
+// block an invocation: a product of more rows than the decode-step kernel takes (a
+// prompt) reads the copy as any weight. Each value is d (code - Q_OFFSET) + m rounded
+// once (precise: no fused multiply-add), as the host's dequantize_blocks computes it.
+#extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
+
+layout(local_size_x = 64) in;
+#include "grid.glsl"
+layout(push_constant) uniform Push { uint blocks, K; } pc;  // blocks: rows * K / 32
+#define BLOCKS_BINDING 0
+#include "blocks.glsl"
+layout(std430, set = 0, binding = 1) writeonly buffer Dst { store_t dst[]; };
+
+void main() {
+  const uint blk = flat_index();
+  if (blk >= pc.blocks) return;
+  vec4 q[8];
+  block_codes(blk, pc.blocks, q);
+  const vec2 dm = block_scale(blk, pc.blocks);
+  UNROLL for (uint i = 0u; i < 8u; ++i)
+    UNROLL for (uint c = 0u; c < 4u; ++c) {
+      precise float v = dm.x * q[i][c];
+#ifdef Q_MIN
+      v = v + dm.y;
+#endif
+      dst[blk * 32u + 4u * i + c] = store_t(v);
+    }
+}
