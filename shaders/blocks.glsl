@@ -11,6 +11,11 @@
 #ifndef VKF_BLOCKS_GLSL
 #define VKF_BLOCKS_GLSL
 
+#ifndef QTYPE  // (compiled alone, as the shader tests do: Q8_0's)
+#define QTYPE 0
+#define Q_CODE_WORDS 8
+#define Q_OFFSET 0.0
+#endif
 #ifndef BLOCKS_BINDING
 #define BLOCKS_BINDING 1  // the GEMMs' B
 #endif

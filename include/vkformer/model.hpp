@@ -111,6 +111,23 @@ struct CheckpointSummary {
   std::string file;                         // "model.safetensors", or a sharded checkpoint's index
   uint64_t tensors = 0, parameters = 0, bytes = 0;
   std::map<std::string, uint64_t> dtypes;  // "F32", "F16", "BF16" -> parameters stored so
+  // The linear layers' weights on the device, by storage ("q8_0", ..., or the model's
+  // precision, "fp32" or "fp16"): their bytes, and the weights that stayed in the model's
+  // precision although blocks were asked for (rows not whole blocks), by name.
+  std::map<std::string, uint64_t> weight_bytes;
+  std::vector<std::string> weights_not_in_blocks;
+};
+
+// How Model::load stores a model.
+struct LoadOptions {
+  // Activations, norms, biases, positions, embeddings and the KV cache; the linear layers'
+  // weights too, unless `weights` says otherwise.
+  DType precision = DType::F32;
+  // The linear layers' weights (QKV, attention output, FFN, output projection: a tied one a
+  // copy of the embedding) in llama.cpp's blocks of this type, quantized at load with its
+  // reference quantizer; a weight whose rows are not whole 32-value blocks stays in
+  // `precision` (CheckpointSummary names it). Unset: every weight in `precision`.
+  std::optional<BlockType> weights;
 };
 
 struct GenerateOptions {
@@ -209,6 +226,7 @@ struct GenerateStats {
 class Model {
  public:
   static std::shared_ptr<const Model> load(Context& ctx, const ModelFiles& files, DType precision = DType::F32);
+  static std::shared_ptr<const Model> load(Context& ctx, const ModelFiles& files, const LoadOptions& options);
   ~Model();
   const ModelConfig& config() const;
   DType precision() const;

@@ -5,11 +5,12 @@
 
 #include "args.hpp"
 #include "vkformer/context.hpp"
+#include "vkformer/model.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf::cli {
 
-int model_info(const std::string& dir, bool json, const ContextOptions& options, DType precision);  // info --model
+int model_info(const std::string& dir, bool json, const ContextOptions& options, const LoadOptions& load);  // info --model
 int info(const Args& args);
 int selftest(const Args& args);
 int bench(const Args& args);

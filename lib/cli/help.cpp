@@ -18,6 +18,9 @@ using K = OptionKind;
 // Options several commands share, spelled once so that their ranges agree.
 const OptionSpec kJson{"--json", nullptr, K::Switch, "one JSON object (schema: docs/cli.md)"};
 const OptionSpec kPrecision{"--precision", "fp32|fp16", K::Text, "storage precision of weights and activations (default fp32)"};
+const OptionSpec kWeights{"--weights", "q8_0|q5_1|q5_0|q4_1|q4_0", K::Text,
+                          "the linear layers' weights in llama.cpp's blocks, quantized at load\n"
+                          "(--precision stays the activations'; default: weights in --precision)"};
 const OptionSpec kProfile{"--profile", nullptr, K::Switch, "per-dispatch GPU times and counters on stderr"};
 const OptionSpec kMaxNewTokens{"--max-new-tokens", "N", K::Integer, "at most N tokens per output", 1, 1 << 16};
 const OptionSpec kBeam{"--beam", "K", K::Integer, "beam search of width K (1: greedy)", 1, GenerateOptions::kMaxBeam};
@@ -61,6 +64,8 @@ const std::vector<CommandSpec>& commands() {
          "heads, positions, parameters, the checkpoint's storage, tokenizer,\n"
          "generation defaults), loaded on the chosen device"},
         {"--precision", "fp32|fp16", K::Text, "with --model: the precision to load it in (default fp32)"},
+        {"--weights", "q8_0|q5_1|q5_0|q4_1|q4_0", K::Text,
+         "with --model: its linear layers' weights in these blocks (their bytes listed)"},
         kJson}},
       {"help", "this overview, or one command's options", "usage: vkformer help [COMMAND]",
        "Prints the list of commands, or with COMMAND its usage and options (as\n"
@@ -118,7 +123,7 @@ const std::vector<CommandSpec>& commands() {
          "sampling seed (default: a fresh one each run, printed on stderr and in\n"
          "--json as \"seed\"); one seed always draws the same tokens",
          0, 18446744073709551615.0},
-        kPrecision,
+        kPrecision, kWeights,
         {"--submit-budget-ms", "MS", K::Number, "GPU time per submit (default 2; 0: no budget)", 0, 1e6},
         {"--max-steps-per-submit", "N", K::Integer, "decoding steps recorded into one submit (default 64)", 1, 4096},
         {"--warmup", nullptr, K::Switch, "generate once untimed first (pipelines compiled, caches warm)"},
@@ -138,7 +143,7 @@ const std::vector<CommandSpec>& commands() {
         {"--tgt-ids", "IDS", K::Text, "its target's ids, starting with BOS"},
         {"--ids", "IDS", K::Text, "a decoder-only model's token ids, used as given"},
         {"--logits-out", "FILE", K::Text, "also write the logits to this .npy file"},
-        kPrecision, kProfile,
+        kPrecision, kWeights, kProfile,
         {"--json", nullptr, K::Switch, "one JSON object describing what was written (schema: docs/cli.md)"}}},
       {"translate", "text in, text out with the model's tokenizer",
        "usage: vkformer translate --model DIR [options] [--] [\"text\" ...]",
@@ -156,7 +161,7 @@ const std::vector<CommandSpec>& commands() {
         {"--max-new-tokens", "N", K::Integer, "at most N tokens per output (default: the model's max_length - 1, else 32)",
          1, 1 << 16},
         {"--truncate", nullptr, K::Switch, "cut inputs longer than the model allows, with a warning"},
-        kPrecision,
+        kPrecision, kWeights,
         {"--profile", nullptr, K::Switch, "per-dispatch GPU times of the last batch on stderr"},
         {"--json", nullptr, K::Switch, "one JSON object per input, one per line (schema: docs/cli.md)"}},
        "TEXT"},

@@ -111,7 +111,8 @@ int info(const Args& args) {
     if (model_kind(*model) == ModelKind::Forecaster)
       throw Error("model " + *model + " is a patch forecaster: `vkformer forecast --model " + *model +
                   "` runs it and prints its window and horizon; info --model describes generating models");
-    return model_info(*model, json, options, precision(args));
+    if (args.given("--weights") && !model) throw Error("--weights is for --model DIR (the blocks to load it in)");
+    return model_info(*model, json, options, load_options(args));
   }
   auto devices = list_devices(options);
   std::string choice = options.device;

@@ -55,6 +55,7 @@ nlohmann::ordered_json describe(const ModelConfig& c, const CheckpointSummary& f
       {"checkpoint",
        {{"file", file.file}, {"tensors", file.tensors}, {"bytes", file.bytes}, {"dtypes", file.dtypes}}},
       {"precision", precision == DType::F16 ? "fp16" : "fp32"},
+      {"weights", {{"bytes", file.weight_bytes}, {"not_in_blocks", file.weights_not_in_blocks}}},
       {"tokenizer", tokenizer},
       {"generation",
        {{"num_beams", g.beam},
@@ -87,9 +88,9 @@ std::string plain(const nlohmann::ordered_json& v) { return v.is_string() ? v.ge
 
 }  // namespace
 
-int model_info(const std::string& dir, bool json, const ContextOptions& options, DType precision) {
+int model_info(const std::string& dir, bool json, const ContextOptions& options, const LoadOptions& load) {
   Context ctx(options);
-  const auto model = Model::load(ctx, dir, precision);
+  const auto model = Model::load(ctx, dir, load);
   const ModelConfig& c = model->config();
   std::string tokenizer;
   try {
@@ -104,7 +105,7 @@ int model_info(const std::string& dir, bool json, const ContextOptions& options,
   }
   std::printf("model %s\n", dir.c_str());
   for (const auto& [key, value] : out.items()) {
-    if (key == "generation" || key == "positions" || key == "checkpoint") continue;
+    if (key == "generation" || key == "positions" || key == "checkpoint" || key == "weights") continue;
     std::string text = plain(value);
     if (key == "parameters") text = short_count(value.get<uint64_t>(), "") + " (" + text + ")";
     std::printf("  %-18s %s\n", key.c_str(), text.c_str());
@@ -121,6 +122,12 @@ int model_info(const std::string& dir, bool json, const ContextOptions& options,
     dtypes += (dtypes.empty() ? "" : ", ") + type + " " + short_count(count.get<uint64_t>(), "");
   std::printf("  %-18s %s: %s in %s tensors (%s)\n", "checkpoint", file["file"].get<std::string>().c_str(),
               short_count(file["bytes"].get<uint64_t>(), "B").c_str(), file["tensors"].dump().c_str(), dtypes.c_str());
+  std::string weights;
+  for (const auto& [storage, bytes] : out["weights"]["bytes"].items())
+    weights += (weights.empty() ? "" : ", ") + storage + " " + short_count(bytes.get<uint64_t>(), "B");
+  std::printf("  %-18s %s on the device\n", "weights", weights.c_str());
+  for (const auto& name : out["weights"]["not_in_blocks"])
+    std::printf("  %-18s %s: its rows are not whole 32-value blocks\n", "  not in blocks", name.get<std::string>().c_str());
   std::printf("  generation defaults%s:\n",
               c.decoder_only ? " (max_new_tokens within max_position with the prompt)"
                              : c.hugging_face ? " (generation_config.json)" : "");

@@ -22,6 +22,20 @@ inline DType precision(const Args& args) {
   return args.choice("--precision", "fp32", {"fp32", "fp16"}) == "fp16" ? DType::F16 : DType::F32;
 }
 
+// --precision and --weights as Model::load takes them.
+inline LoadOptions load_options(const Args& args) {
+  LoadOptions o{.precision = precision(args)};
+  if (const auto w = args.value("--weights")) {
+    o.weights = block_type_from_name(*w);
+    if (!o.weights) {
+      std::string names;
+      for (BlockType t : kBlockTypes) names += (names.empty() ? "" : ", ") + std::string(block_type_name(t));
+      throw Error("--weights must be one of " + names + ", not '" + *w + "'");
+    }
+  }
+  return o;
+}
+
 // A model directory as the user named it: a missing one, a file or a directory without
 // config.json is an error that says what --model takes.
 inline std::string checked_model_dir(const std::string& dir) {

@@ -46,9 +46,9 @@ void check(const Capabilities& caps, const GemmProblem& p) {
   }
   if (g.b_blocks) {
     const std::string type = block_type_name(*g.b_blocks);
-    if (!g.trans_b || g.batch != 1 || g.heads != 1 || g.trans_a)
-      throw Error("gemm: B in " + type + " blocks is a Linear weight [N, K] (trans_b) of one batch of heads, A not "
-                  "transposed");
+    if (!g.trans_b || g.heads != 1 || g.stride_b.outer || g.stride_b.inner || g.trans_a)
+      throw Error("gemm: B in " + type + " blocks is one Linear weight [N, K] (trans_b) shared by every batch item "
+                  "(one head, no B strides), A not transposed");
     if (g.K % kBlockValues || g.ldb != g.K)
       throw Error("gemm: B in " + type + " blocks needs K a multiple of " + std::to_string(kBlockValues) +
                   " and its rows packed (ldb = K), not K " + std::to_string(g.K) + ", ldb " + std::to_string(g.ldb));

@@ -112,25 +112,6 @@ TEST_P(GemmBlocksTest, PromptProductsReadTheWeightDequantized) {
   check({.type = BlockType::Q8_0, .M = 9, .N = 33, .K = 32, .rms = true}, rng);
 }
 
-// The dequantizing kernel gives the host's values: d (code - offset) (+ m), rounded once.
-TEST_P(GemmBlocksTest, DequantizedAsTheHostDoes) {
-  std::mt19937_64 rng(11);
-  const uint32_t rows = 3, cols = 96;
-  std::vector<float> w(size_t(rows) * cols);
-  for (auto& x : w) x = float(random_values(1, rng, -2, 2)[0]);
-  for (BlockType t : kBlockTypes) {
-    SCOPED_TRACE(block_type_name(t));
-    const auto blocks = quantize_blocks(t, w);
-    const auto host = dequantize_blocks(t, blocks);
-    Buffer b = upload_blocks(ctx(), t, blocks, rows, cols, "W"), out = poisoned(ctx(), host.size(), dtype(), "out");
-    auto cl = ctx().command_list();
-    ops().dequantize_blocks(cl, t, b.view(), out.view(), rows, cols);
-    cl.submit();
-    const auto got = download_as(ctx(), out, host.size(), dtype());
-    for (size_t i = 0; i < host.size(); ++i) ASSERT_EQ(got[i], stored(host[i], dtype())) << "value " << i;
-  }
-}
-
 // The same reference with each byte's nibbles swapped (code j + 16 read as code j) does
 // not pass: the check above sees a kernel that reads the layout wrong.
 TEST_P(GemmBlocksTest, TamperedLayoutIsCaught) {

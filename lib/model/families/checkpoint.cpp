@@ -1,12 +1,36 @@
 #include "checkpoint.hpp"
 
+#include <algorithm>
+
 #include "vkformer/tensor_io.hpp"
 
 namespace vkf::model {
 
 Checkpoint::Checkpoint(Context& ctx, const ModelFiles& files, const std::string& file, DType precision,
-                       const std::string& architecture)
-    : ctx_(ctx), files_(files), file_(files, file), precision_(precision), label_(files.label()), architecture_(architecture) {}
+                       const std::string& architecture, std::optional<BlockType> weights)
+    : ctx_(ctx), files_(files), file_(files, file), precision_(precision), label_(files.label()),
+      architecture_(architecture), weights_(weights) {}
+
+void Checkpoint::put_weight(Linear& to, const std::string& name, std::vector<float> values, uint32_t rows,
+                            uint32_t cols) {
+  to.out = rows, to.in = cols;
+  if (weights_ && cols % kBlockValues == 0) {
+    std::vector<uint8_t> blocks;
+    try {
+      blocks = quantize_blocks(*weights_, values);
+    } catch (const Error& e) {
+      throw Error("model " + label_ + ": tensor '" + name + "': " + e.what());
+    }
+    to.blocks = weights_;
+    to.weight = upload_blocks(ctx_, *weights_, blocks, rows, cols, name);
+    largest_ = std::max<uint64_t>(largest_, uint64_t(rows) * cols);
+  } else {
+    if (weights_) not_in_blocks_.push_back(name);
+    to.blocks.reset();
+    to.weight = upload(name, std::move(values), precision_);
+  }
+  weight_bytes_[to.blocks ? block_type_name(*to.blocks) : to_string(precision_)] += to.weight.size();
+}
 
 void Checkpoint::layers(const std::string& prefix, uint32_t count, const std::string& field) const {
   check_layer_count(file_, label_, prefix, count, field);
@@ -36,14 +60,28 @@ void Checkpoint::fp32_rows(Buffer& to, const std::string& name, Shape shape, uin
 
 void Checkpoint::linear(Linear& to, const std::string& prefix, uint32_t out, uint32_t in) {
   to.out = out, to.in = in;
-  tensor(to.weight, prefix + ".weight", {out, in});
+  const std::string weight = prefix + ".weight";
+  expect(weight, {out, in});
+  uploads_.push_back([this, &to, weight, out, in] { put_weight(to, weight, file_.floats(weight), out, in); });
   tensor(to.bias, prefix + ".bias", {out});
 }
 
 void Checkpoint::linear_weight(Linear& to, const std::string& name, uint32_t out, uint32_t in) {
   to.out = out, to.in = in;
-  tensor(to.weight, name, {out, in});
-  uploads_.push_back([this, &to, name, out] { to.bias = zeros(out, name + " bias"); });
+  expect(name, {out, in});
+  uploads_.push_back([this, &to, name, out, in] {
+    put_weight(to, name, file_.floats(name), out, in);
+    to.bias = zeros(out, name + " bias");
+  });
+}
+
+void Checkpoint::tied_head(Linear& to, const Buffer& table, const std::string& name, uint32_t out, uint32_t in) {
+  to.out = out, to.in = in;
+  uploads_.push_back([this, &to, &table, name, out, in] {
+    if (weights_) put_weight(to, name + " (as the output projection)", file_.floats(name), out, in);
+    else to.weight = table;  // declared, uploaded and counted as the embedding
+    to.bias = zeros(out, "output projection bias");
+  });
 }
 
 void Checkpoint::stacked(Linear& to, const std::vector<Part>& parts, uint32_t in, bool biases) {
@@ -62,7 +100,7 @@ void Checkpoint::stacked(Linear& to, const std::vector<Part>& parts, uint32_t in
       const auto b = file_.floats(p.prefix + ".bias");
       bias.insert(bias.end(), b.begin(), b.end());
     }
-    to.weight = upload(parts.front().prefix + ".weight", std::move(weight), precision_);
+    put_weight(to, parts.front().prefix + ".weight", std::move(weight), to.out, to.in);
     to.bias = biases ? upload(parts.front().prefix + ".bias", std::move(bias), precision_)
                      : zeros(to.out, parts.front().prefix + " bias");
   });
@@ -76,14 +114,16 @@ void Checkpoint::conv1d(Linear& to, const std::string& prefix, uint32_t in, uint
     std::vector<float> t(w.size());
     for (uint64_t i = 0; i < in; ++i)
       for (uint64_t o = 0; o < out; ++o) t[o * in + i] = w[i * out + o];
-    to.weight = upload(prefix + ".weight", std::move(t), precision_);
+    put_weight(to, prefix + ".weight", std::move(t), out, in);
   });
   tensor(to.bias, prefix + ".bias", {out});
 }
 
 void Checkpoint::in_proj(Linear& qkv, const std::string& prefix, uint32_t d) {
   qkv.out = 3 * d, qkv.in = d;
-  tensor(qkv.weight, prefix + ".in_proj_weight", {3ull * d, d});
+  const std::string weight = prefix + ".in_proj_weight";
+  expect(weight, {3ull * d, d});
+  uploads_.push_back([this, &qkv, weight, d] { put_weight(qkv, weight, file_.floats(weight), 3 * d, d); });
   tensor(qkv.bias, prefix + ".in_proj_bias", {3ull * d});
 }
 
@@ -97,8 +137,13 @@ void Checkpoint::in_proj(Linear& q, Linear& kv, const std::string& prefix, uint3
       return upload(name, std::vector<float>(f.begin() + row0 * width, f.begin() + (row0 + n) * width), precision_);
     };
     const auto w = file_.floats(weight), b = file_.floats(bias);
-    q = {rows(weight, w, 0, d, d), rows(bias, b, 0, d, 1), d, d};
-    kv = {rows(weight, w, d, 2ull * d, d), rows(bias, b, d, 2ull * d, 1), 2 * d, d};
+    auto part = [&](uint64_t row0, uint64_t n) {
+      return std::vector<float>(w.begin() + row0 * d, w.begin() + (row0 + n) * d);
+    };
+    put_weight(q, weight + " (queries)", part(0, d), d, d);
+    put_weight(kv, weight + " (keys and values)", part(d, 2ull * d), 2 * d, d);
+    q.bias = rows(bias, b, 0, d, 1);
+    kv.bias = rows(bias, b, d, 2ull * d, 1);
   });
 }
 

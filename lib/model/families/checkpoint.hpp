@@ -7,6 +7,8 @@
 // into the model's weights, and runs the steps that follow (tied weights, computed
 // tables). Errors name the model and the tensor.
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +20,9 @@ namespace vkf::model {
 
 class Checkpoint {
  public:
+  // weights: the linear layers' weights in these blocks (LoadOptions::weights).
   Checkpoint(Context& ctx, const ModelFiles& files, const std::string& file, DType precision,
-             const std::string& architecture);
+             const std::string& architecture, std::optional<BlockType> weights = std::nullopt);
   const ModelFiles& files() const { return files_; }
   const SafeTensors& file() const { return file_; }
   bool has(const std::string& name) const { return file_.tensors().count(name) > 0; }
@@ -61,13 +64,26 @@ class Checkpoint {
   // A tensor that must be there with this shape, though nothing reads it (a tied
   // embedding's copy, positions computed from the config instead).
   void unread(const std::string& name, Shape shape) { expect(name, std::move(shape)); }
+  // An output projection tied to the token embedding `table` (`name` [out, in], declared
+  // as the embedding): the same buffer, with a bias of zeros; with weights in blocks, a
+  // copy of it in blocks (the embedding itself stays in the model's precision).
+  void tied_head(Linear& to, const Buffer& table, const std::string& name, uint32_t out, uint32_t in);
   // Run after every upload: weights shared between places, tables computed from the config.
   void then(std::function<void()> step) { after_.push_back(std::move(step)); }
 
   void load();
 
+  // After load(): the largest weight in blocks (rows x K values, 0: none), each storage's
+  // weight bytes, and the weights left in the model's precision although blocks were asked.
+  uint64_t largest_weight_in_blocks() const { return largest_; }
+  const std::map<std::string, uint64_t>& weight_bytes() const { return weight_bytes_; }
+  const std::vector<std::string>& weights_not_in_blocks() const { return not_in_blocks_; }
+
  private:
   Buffer upload(const std::string& name, std::vector<float> values, DType type) const;
+  // A Linear's weight [rows, cols] from its values: in blocks where asked and its rows are
+  // whole blocks, else in the model's precision.
+  void put_weight(Linear& to, const std::string& name, std::vector<float> values, uint32_t rows, uint32_t cols);
   Buffer zeros(uint64_t n, const std::string& name) const;
   void expect(const std::string& name, Shape shape) { expected_.add(name, std::move(shape)); }
 
@@ -78,6 +94,10 @@ class Checkpoint {
   std::string label_, architecture_;
   ExpectedTensors expected_;
   std::vector<std::function<void()>> uploads_, after_;
+  std::optional<BlockType> weights_;
+  uint64_t largest_ = 0;
+  std::map<std::string, uint64_t> weight_bytes_;
+  std::vector<std::string> not_in_blocks_;
 };
 
 }  // namespace vkf::model

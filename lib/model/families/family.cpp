@@ -64,6 +64,11 @@ DType Model::precision() const { return impl_->dtype; }
 const CheckpointSummary& Model::checkpoint() const { return checkpoint_; }
 
 std::shared_ptr<const Model> Model::load(Context& ctx, const ModelFiles& files, DType precision) {
+  return load(ctx, files, LoadOptions{.precision = precision});
+}
+
+std::shared_ptr<const Model> Model::load(Context& ctx, const ModelFiles& files, const LoadOptions& options) {
+  const DType precision = options.precision;
   const model::Family& family = model::family_of(files);
   if (family.kind == ModelKind::Forecaster)
     throw Error("model " + files.label() + " is a patch forecaster: Forecaster::load (`vkformer forecast`) runs it",
@@ -71,11 +76,14 @@ std::shared_ptr<const Model> Model::load(Context& ctx, const ModelFiles& files, 
   const ModelConfig c = family.read_config(files);
   model::check_runs_here(ctx, files, c.head_dim(), precision);
   auto impl = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});
-  model::Checkpoint checkpoint(ctx, files, family.checkpoint(files), precision, c.architecture);
+  model::Checkpoint checkpoint(ctx, files, family.checkpoint(files), precision, c.architecture, options.weights);
   family.declare_tensors(checkpoint, *impl);  // (refusing more layers than the file holds first)
   checkpoint.load();
+  impl->dequantized_values = checkpoint.largest_weight_in_blocks();
   std::shared_ptr<Model> model(new Model(std::move(impl)));
   model->checkpoint_ = summarize_checkpoint(files);
+  model->checkpoint_.weight_bytes = checkpoint.weight_bytes();
+  model->checkpoint_.weights_not_in_blocks = checkpoint.weights_not_in_blocks();
   return model;
 }
 

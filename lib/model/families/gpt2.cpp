@@ -110,15 +110,15 @@ void declare_tensors(Checkpoint& t, Model::Impl& m) {
   const ConfigReader r(t.files(), "config.json");
   const bool tied = !r.has("tie_word_embeddings") || r.flag("tie_word_embeddings");
   const std::string head = "lm_head.weight";
-  if (!tied) t.linear_weight(m.generator, head, V, D);
-  else if (t.has(head)) t.unread(head, {V, D});
-  t.then([&m, tied] {
+  if (!tied) {
+    t.linear_weight(m.generator, head, V, D);
+  } else {
+    if (t.has(head)) t.unread(head, {V, D});
+    t.tied_head(m.generator, m.tgt_embed, n(embedding), V, D);
+  }
+  t.then([&m] {
     m.src_embed = m.tgt_embed;
     m.positions = m.tgt_positions;
-    if (!tied) return;
-    m.generator.weight = m.tgt_embed;
-    m.generator.bias = upload_floats(m.ctx, std::vector<float>(m.config.tgt_vocab_size, 0.0f), m.dtype, "lm_head.bias");
-    m.generator.out = m.config.tgt_vocab_size, m.generator.in = m.config.d_model;
   });
 }
 

@@ -71,33 +71,4 @@ const Family kTorchSeq2Seq{"torch-seq2seq", false, ModelKind::Generator, read_co
 
 }  // namespace model
 
-// vkformer's own config.json, as tools/seq2seq.py writes it.
-ModelConfig ModelConfig::from_file(const std::string& path) { return model::torch_seq2seq_config(model::ConfigReader(path)); }
-
-ModelConfig model::torch_seq2seq_config(const model::ConfigReader& r) {
-  ModelConfig c;
-  c.architecture = r.string("architecture");
-  if (c.architecture != "torch-seq2seq")
-    r.fail("unknown architecture '" + c.architecture + "' (this vkformer knows: " + supported_model_families() + ")");
-  model::set_stack(c, r.stack());
-  c.num_encoder_layers = r.count("num_encoder_layers", 0);
-  c.num_decoder_layers = r.count("num_decoder_layers", 0);
-  c.src_vocab_size = r.count("src_vocab_size", 1);
-  c.tgt_vocab_size = r.count("tgt_vocab_size", 1);
-  // Positions are a table computed at load ([max_position, d_model] doubles) and bound
-  // every buffer a decode reserves: a far larger value than any model uses is an error,
-  // not minutes of work and gigabytes of memory.
-  c.max_position = r.count("max_position", 1, 1u << 16);
-  if (uint64_t(c.max_position) * c.d_model > (1ull << 26))
-    r.fail("max_position x d_model is " + std::to_string(uint64_t(c.max_position) * c.d_model) +
-           ", more than the 2^26 positional values vkformer computes");
-  c.scale_embedding = r.flag("scale_embedding");
-  c.pad_id = r.count("pad_id", 0);
-  c.bos_id = r.count("bos_id", 0);
-  c.eos_id = r.count("eos_id", 0);
-  if (c.pad_id >= c.src_vocab_size) r.fail("pad_id is outside the source vocabulary");
-  if (c.bos_id >= c.tgt_vocab_size || c.eos_id >= c.tgt_vocab_size) r.fail("bos_id or eos_id is outside the target vocabulary");
-  return c;
-}
-
 }  // namespace vkf

@@ -18,12 +18,14 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
   qkv.stride_a = {uint64_t(p.n) * D, 0};
   qkv.stride_c = {uint64_t(p.n) * D, 0};
   qkv.split = {.column = D, .ld = uint32_t(cache.row_stride()), .stride = cache.self_batch_stride()};
+  qkv.b_blocks = l.self_qkv.blocks;
   if (in_norm.norm) qkv.norm_of = NormOf::A;
   const uint64_t first_row = p.step ? 0 : p.t0;  // a step's rows start at its state's step
   r.ops.gemm(r.cl, qkv,
              {.a = in, .b = l.self_qkv.weight.view(), .c = b.queries.view(), .bias = l.self_qkv.bias.view(),
               .step = p.step, .split_out = r.at(cache.self(index), first_row * cache.row_stride()),
-              .norm = in_norm.weights(), .stats = {.in = in_norm.norm ? in_stats : std::nullopt}});
+              .norm = in_norm.weights(), .stats = {.in = in_norm.norm ? in_stats : std::nullopt},
+              .scratch = r.dequantized});
   if (!b.rope_table) return;
   // Rotary positions: the new queries [rows, D] and keys (their cache rows) rotated in
   // place, in one dispatch.

@@ -21,6 +21,9 @@ struct Model::Impl {
   model::Norm encoder_norm, decoder_norm;  // config.final_norms only
   model::Linear generator;              // [tgt_vocab, D]
   Buffer rope_table;                    // Positions::Rotary: fp32 [max_position, head_dim / 2, 2] (rotary_positions)
+  // The largest weight in blocks, rows x K values: the scratch a product of more rows than
+  // a decode step's dequantizes it into (GemmOperands::scratch). 0: no weight in blocks.
+  uint64_t dequantized_values = 0;
 };
 
 }  // namespace vkf

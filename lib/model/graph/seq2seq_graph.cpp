@@ -46,9 +46,12 @@ LayerRecorder Seq2SeqGraph::recorder(CommandList& cl, uint32_t rows) {
     const uint32_t zero = 0;
     ctx_.upload(norm_tickets_, &zero, 4);
   }
+  if (m_.dequantized_values && !dequantized_)
+    dequantized_ = ctx_.buffer(m_.dequantized_values * dtype_bytes(m_.dtype), "dequantized weight");
   return {.ops = ops_, .cl = cl, .rows = rows, .d_model = c.d_model, .norm_first = c.norm_first,
           .eps = c.layer_norm_eps, .activation = c.activation, .rms_norm = c.rms_norm, .gated_ffn = c.gated_ffn,
-          .norm_tickets = norm_tickets_.view()};
+          .norm_tickets = norm_tickets_.view(),
+          .dequantized = dequantized_ ? std::optional(dequantized_.view()) : std::nullopt};
 }
 
 CommandList Seq2SeqGraph::begin() { return ctx_.command_list({.profile = profile}); }
@@ -379,12 +382,12 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   if (o.logits_of_every_token) {
     r.linear(m_.generator, y.view(), logits_.view());  // logits [B*n, V]
   } else {  // only each sequence's last token predicts the next one
-    Gemm g{.M = 1, .N = V, .K = D, .trans_b = true, .batch = batch_};
+    Gemm g{.M = 1, .N = V, .K = D, .trans_b = true, .batch = batch_, .b_blocks = m_.generator.blocks};
     g.stride_a = {uint64_t(o.n) * D, 0};
     g.stride_c = {V, 0};
     ops_.gemm(cl, g,
               {.a = r.at(y, uint64_t(o.n - 1) * D), .b = m_.generator.weight.view(), .c = logits_.view(),
-               .bias = m_.generator.bias.view()});  // logits [B, V]
+               .bias = m_.generator.bias.view(), .scratch = r.dequantized});  // logits [B, V]
   }
 }
 

@@ -107,6 +107,7 @@ class Seq2SeqGraph {
   KvCache cache_;
   Buffer step_state_;                     // DecodeStep::State
   Buffer attention_scratch_;              // decode steps' decode_attention: tickets and partial results
+  Buffer dequantized_;  // Model::Impl::dequantized_values of the storage type, where the model has weights in blocks
   Buffer norm_tickets_;                   // [1] uint32, zero: post-norm products that normalise their output
   std::optional<CommandList> step_list_;  // recorded by step(), dropped by encode()
   std::optional<Sampling> step_sampling_;  // what step_list_ chooses tokens by (none: argmax)

@@ -4,13 +4,16 @@ namespace vkf::model {
 
 void LayerRecorder::linear(const Linear& l, const BufferView& in, const BufferView& out, Activation act,
                            const std::optional<BufferView>& residual, const ThenNorm* then) const {
-  const Gemm g{.M = rows, .N = l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps, .norm_rms = rms_norm};
+  const Gemm g{.M = rows, .N = l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps, .norm_rms = rms_norm,
+               .b_blocks = l.blocks};
+  const GemmOperands o{.a = in, .b = l.weight.view(), .c = out, .bias = l.bias.view(), .residual = residual,
+                       .scratch = dequantized};
   if (!then) {
-    ops.gemm(cl, g, {.a = in, .b = l.weight.view(), .c = out, .bias = l.bias.view(), .residual = residual});
+    ops.gemm(cl, g, o);
     return;
   }
   const Norm& n = *then->norm;
-  ops.gemm_normed(cl, g, {.a = in, .b = l.weight.view(), .c = out, .bias = l.bias.view(), .residual = residual},
+  ops.gemm_normed(cl, g, o,
                   {.weights = {n.gamma.view(), (rms_norm ? n.gamma : n.beta).view()}, .out = then->out,
                    .tickets = norm_tickets});
 }
@@ -20,13 +23,14 @@ std::optional<RowStats> LayerRecorder::folded_linear(const Linear& l, const Buff
                                                      Folded in_norm, Folded residual_norm,
                                                      const GemmRowStats& stats, bool gated) const {
   Gemm g{.M = rows, .N = gated ? l.out / 2 : l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps,
-         .norm_rms = rms_norm, .glu = gated};
+         .norm_rms = rms_norm, .glu = gated, .b_blocks = l.blocks};
   g.norm_of = in_norm.norm ? NormOf::A : residual_norm.norm ? NormOf::Residual : NormOf::None;
   GemmRowStats st = stats;
   if (g.norm_of == NormOf::None) st.in.reset();  // statistics of rows no norm reads
   return ops.gemm(cl, g,
                   {.a = in, .b = l.weight.view(), .c = out, .bias = l.bias.view(), .residual = residual,
-                   .norm = in_norm.norm ? in_norm.weights() : residual_norm.weights(), .stats = st});
+                   .norm = in_norm.norm ? in_norm.weights() : residual_norm.weights(), .stats = st,
+                   .scratch = dequantized});
 }
 
 void LayerRecorder::norm(const Norm& n, const BufferView& in, const BufferView& out) const {

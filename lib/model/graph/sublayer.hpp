@@ -38,6 +38,9 @@ struct LayerRecorder {
   // A uint32 ticket counter, zero between dispatches, for products that normalise their
   // own output (OutputNorm::tickets); none: a layer_norm dispatch after them.
   std::optional<BufferView> norm_tickets;
+  // Room for one weight in blocks dequantized (Model::Impl::dequantized_values), for
+  // products of more rows than the decode-step kernel takes.
+  std::optional<BufferView> dequantized;
 
   // out[rows, l.out] = act(in[rows, l.in] W^T + b) (+ residual[rows, l.out]); with
   // `then`, also then->out = LN(out) (ThenNorm).

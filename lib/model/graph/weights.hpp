@@ -7,6 +7,7 @@ namespace vkf::model {
 struct Linear {  // y = x W^T + b, W [out, in]
   Buffer weight, bias;
   uint32_t out = 0, in = 0;
+  std::optional<BlockType> blocks;  // W in llama.cpp's blocks (upload_blocks), else the model's precision
 };
 
 struct Norm {  // LayerNorm's gamma and beta, [d_model] each
