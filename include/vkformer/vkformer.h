@@ -50,8 +50,10 @@ extern "C" {
  *  model, cut to fit after the prompt), not every position; on_token ends each output
  *  with a call carrying ::VKF_TOKEN_END and the rest of its text; vkf_generate_stats grew
  *  prompt_tokens, prompt_ms and decode_tokens; vkf_session_last_tokens and
- *  vkf_session_last_text fetch a result whose buffer was too small. */
-#define VKF_ABI_VERSION 4
+ *  vkf_session_last_text fetch a result whose buffer was too small. 5: vkf_model_load_with
+ *  and vkf_model_load_from_memory_with take vkf_load_options, whose weights may be
+ *  llama.cpp's blocks (nothing that existed changed). */
+#define VKF_ABI_VERSION 5
 
 /** The token of on_token's last call for each output: no new token, only the rest of
  *  the output's text (see vkf_generate_options::on_token). */
@@ -222,6 +224,34 @@ typedef struct vkf_memory_file {
  *  twice; ::VKF_ERROR_NOT_FOUND: no config.json, or no weights. */
 VKF_API vkf_status vkf_model_load_from_memory(vkf_context* context, const vkf_memory_file* files, size_t count,
                                               vkf_precision precision, vkf_model** model);
+/** How the linear layers' weights are stored (vkf_load_options::weights): in the model's
+ *  precision, or in llama.cpp's blocks of 32 values, quantized at load with its reference
+ *  quantizer (a weight whose rows are not whole blocks stays in the precision). */
+typedef enum vkf_weights {
+  VKF_WEIGHTS_PRECISION = 0, /**< in vkf_load_options::precision, as vkf_model_load stores them */
+  VKF_WEIGHTS_Q8_0 = 1,      /**< 8.5 bits a value */
+  VKF_WEIGHTS_Q4_0 = 2,      /**< 4.5 bits */
+  VKF_WEIGHTS_Q4_1 = 3,      /**< 5 bits */
+  VKF_WEIGHTS_Q5_0 = 4,      /**< 5.5 bits */
+  VKF_WEIGHTS_Q5_1 = 5       /**< 6 bits */
+} vkf_weights;
+
+/** How vkf_model_load_with stores a model. */
+typedef struct vkf_load_options {
+  uint32_t struct_size;   /**< sizeof(vkf_load_options), or any published size */
+  vkf_precision precision; /**< activations, norms, embeddings, the KV cache (and the weights with VKF_WEIGHTS_PRECISION) */
+  vkf_weights weights;     /**< the linear layers' weights (docs/models.md, "Weights in blocks") */
+} vkf_load_options;
+/** The defaults: fp32, weights in it, struct_size filled in. */
+VKF_API vkf_load_options vkf_load_options_default(void);
+/** vkf_model_load with a model's storage chosen by @p options (NULL: the defaults):
+ *  weights in llama.cpp's blocks take a third to a half of fp16's memory.
+ *  ::VKF_ERROR_INVALID_ARGUMENT: a struct_size or value out of range. */
+VKF_API vkf_status vkf_model_load_with(vkf_context* context, const char* directory, const vkf_load_options* options,
+                                       vkf_model** model);
+/** vkf_model_load_from_memory with the storage vkf_model_load_with takes. */
+VKF_API vkf_status vkf_model_load_from_memory_with(vkf_context* context, const vkf_memory_file* files, size_t count,
+                                                   const vkf_load_options* options, vkf_model** model);
 /** The most text, in bytes, that vkf_tokenize, vkf_translate and vkf_translate_start take
  *  for this model before tokenizing it; longer text is ::VKF_ERROR_INVALID_INPUT, so a
  *  hostile or runaway string costs bounded time and memory. 0 (the default): what a

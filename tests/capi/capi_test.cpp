@@ -126,6 +126,37 @@ TEST(CApi, ModelAndSessionErrors) {
   vkf_session_free(nullptr);
 }
 
+// vkf_model_load_with: the date translator's weights in Q8_0 blocks translate as in fp32;
+// NULL options are the defaults; a struct_size or value out of range is refused by name.
+TEST(CApi, LoadWithWeightsInBlocks) {
+  Handles h;
+  ASSERT_EQ(vkf_context_create(nullptr, &h.context), VKF_OK) << vkf_last_error();
+  vkf_load_options o = vkf_load_options_default();
+  EXPECT_EQ(o.struct_size, sizeof o);
+  EXPECT_EQ(o.weights, VKF_WEIGHTS_PRECISION);
+  o.weights = VKF_WEIGHTS_Q8_0;
+  ASSERT_EQ(vkf_model_load_with(h.context, kDates.c_str(), &o, &h.model), VKF_OK) << vkf_last_error();
+  ASSERT_EQ(vkf_session_create(h.model, &h.session), VKF_OK) << vkf_last_error();
+  char out[64];
+  ASSERT_EQ(vkf_translate(h.session, "the 3rd of March 1998", nullptr, out, sizeof out, nullptr), VKF_OK)
+      << vkf_last_error();
+  EXPECT_STREQ(out, "1998-03-03");
+  vkf_model* m = nullptr;
+  ASSERT_EQ(vkf_model_load_with(h.context, kDates.c_str(), nullptr, &m), VKF_OK) << vkf_last_error();
+  vkf_model_free(m);
+  m = nullptr;
+  o.weights = vkf_weights(9);
+  EXPECT_EQ(vkf_model_load_with(h.context, kDates.c_str(), &o, &m), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("vkf_load_options.weights")) << vkf_last_error();
+  o = vkf_load_options_default();
+  o.struct_size = 3;
+  EXPECT_EQ(vkf_model_load_with(h.context, kDates.c_str(), &o, &m), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("struct_size")) << vkf_last_error();
+  EXPECT_EQ(vkf_model_load_with(h.context, kDates.c_str(), nullptr, nullptr), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(vkf_model_load_from_memory_with(h.context, nullptr, 0, nullptr, &m), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(m, nullptr);
+}
+
 TEST(CApi, TranslateTextIntoACallerBuffer) {
   Handles h;
   h.open();
