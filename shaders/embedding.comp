@@ -10,7 +10,9 @@
 layout(local_size_x = 256) in;
 #include "grid.glsl"  // after the local size: it reads gl_WorkGroupSize
 layout(std430, set = 0, binding = 0) readonly buffer Ids { uint ids[]; };
+#ifndef QTYPE
 layout(std430, set = 0, binding = 1) readonly buffer Table { store_t table[]; };
+#endif
 layout(std430, set = 0, binding = 2) readonly buffer Pe { float pe[]; };  // fp32 always
 layout(std430, set = 0, binding = 3) writeonly buffer Out { store_t result[]; };
 #define STEP_BINDING 4
@@ -27,6 +29,15 @@ layout(push_constant) uniform Push {
   uint first_id, id_count, last_part, table_base;
   uint shifted;  // 1: each sequence's positions start position_shift[sequence] earlier
 } pc;
+#ifdef QTYPE
+// QTYPE (host: Embedding::table_blocks): the table in blocks at binding 1 (blocks.glsl),
+// a value of a row at a time, d (code - offset) (+ m) as dequantize_blocks gives it.
+#define Q_ROW_VALUES pc.dim
+#include "blocks.glsl"
+#define TABLE_AT(row, c) block_value(row, c, pc.vocab * (pc.dim / 32u))
+#else
+#define TABLE_AT(row, c) float(table[pc.table_base + (row) * pc.dim + (c)])
+#endif
 
 void main() {
   uint e = flat_index();
@@ -36,7 +47,7 @@ void main() {
   const bool mine = id >= pc.first_id && id - pc.first_id < pc.id_count;
   if (!mine && !(id >= pc.vocab && pc.last_part != 0u)) return;  // another part's row
   // The host rejects bad ids; a bad id that slips through reads nothing and poisons.
-  float v = mine ? float(table[pc.table_base + (id - pc.first_id) * pc.dim + c]) * pc.scale : uintBitsToFloat(0x7fc00000u);
+  float v = mine ? TABLE_AT(id - pc.first_id, c) * pc.scale : uintBitsToFloat(0x7fc00000u);
   const uint offset = pc.positions_from_step != 0u ? step_state[DECODE_POSITION_WORD] : pc.position_offset;
   if (pc.positional != 0u) {
     uint position = offset + r % pc.seq_len;

@@ -115,6 +115,9 @@ struct Embedding {
   float scale = 1.0f;
   uint32_t seq_len = 1, position_offset = 0;
   uint32_t positions = 0;  // rows in the pe table (checked against the positions used)
+  // The table [vocab, dim] in llama.cpp's blocks (upload_blocks; dim a multiple of 32, one
+  // binding): each row read is dequantized, as dequantize_blocks gives it.
+  std::optional<BlockType> table_blocks;
 };
 
 // A decoder step recorded once and replayed at every position: what changes from one

@@ -1,6 +1,8 @@
 #include <cmath>
 
+#include "block_weights.hpp"
 #include "grid.hpp"
+#include "vkformer/tensor_io.hpp"
 #include "vkformer/ops.hpp"
 
 namespace vkf {
@@ -25,7 +27,18 @@ void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, 
   if (e.rows == 0 || e.dim == 0 || e.vocab == 0 || e.seq_len == 0)
     throw Error("embedding: rows, vocab, dim and seq_len must be at least 1");
   need(ids, e.rows, "embedding", "ids", DType::F32);  // uint32: same size as fp32
-  need(table, uint64_t(e.vocab) * e.dim, "embedding", "table");
+  if (e.table_blocks) {
+    const uint64_t bytes = block_weight_bytes(*e.table_blocks, e.vocab, e.dim);
+    if (e.dim % kBlockValues)
+      throw Error("embedding: a table in blocks needs dim a multiple of " + std::to_string(kBlockValues));
+    if (!table.alloc || table.size < bytes)
+      throw Error("embedding: the table in " + std::string(block_type_name(*e.table_blocks)) + " blocks needs " +
+                  std::to_string(bytes) + " bytes but its view holds " + std::to_string(table.size));
+    if (bytes > ctx_.capabilities().max_storage_buffer_range)
+      throw Error("embedding: a table in blocks larger than one binding of device '" + ctx_.capabilities().name + "'");
+  } else {
+    need(table, uint64_t(e.vocab) * e.dim, "embedding", "table");
+  }
   need(out_view, uint64_t(e.rows) * e.dim, "embedding", "out");
   if (pe) {
     const uint64_t first = step ? step->max_step : e.position_offset;  // the last first position
@@ -49,7 +62,17 @@ void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, 
   } push{e.rows, e.vocab, e.dim, e.seq_len, e.position_offset, pe ? 1u : 0u, e.scale, step ? 1u : 0u, 0, 0, 0, 0,
          position_shift ? 1u : 0u};
   static_assert(sizeof push == 52, "matches Push in shaders/embedding.comp");
-  Kernel k = kernel("embedding.comp", {}, 6, sizeof push);
+  Kernel k = kernel("embedding.comp", e.table_blocks ? ops::block_defines(*e.table_blocks) : Defines{}, 6, sizeof push);
+  if (e.table_blocks) {  // the whole table one binding (checked above), its rows from block 0
+    const Placed whole = place(table, "embedding");
+    if (whole.base) throw Error("embedding: a table in blocks must start at a descriptor-aligned offset");
+    push.first_id = 0, push.id_count = e.vocab, push.last_part = 1, push.table_base = 0;
+    cl.dispatch(k, ops::grid(ops::ceil_div(uint64_t(e.rows) * e.dim, 256)),
+                {in(ids), in(whole.view), in(pe ? *pe : ids), out(out_view), in(step ? step->state : ids),
+                 in(position_shift ? *position_shift : ids)},
+                push, std::string("embedding ") + block_type_name(*e.table_blocks));
+    return;
+  }
   // A table larger than one binding (a 50k-token embedding in fp32 on a device that binds
   // 128 MiB) is read in parts of whole rows, a dispatch each: each writes the rows whose
   // ids fall in its part (the last also those outside the vocabulary).

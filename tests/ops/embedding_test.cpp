@@ -1,6 +1,7 @@
 // Embedding: table rows scaled, sinusoidal positions added; bad ids poison, never read.
 #include "support/ops_test.hpp"
 #include "ops/reference.hpp"
+#include "vkformer/blocks.hpp"
 #include "vkformer/tensor_io.hpp"
 
 namespace vkf::test {
@@ -153,6 +154,38 @@ TEST_P(EmbeddingTest, EachSequenceShiftsItsPositionsByItsLeftPadding) {
   // A shift without a positional table, or too few shifts: named errors.
   EXPECT_THROW(o.embedding(cl, e, bid.view(), bt.view(), std::nullopt, out.view(), std::nullopt, bs.view()), Error);
   EXPECT_THROW(o.embedding(cl, e, bid.view(), bt.view(), bpe.view(), out.view(), std::nullopt, bs.view(0, 8)), Error);
+}
+
+// A table in llama.cpp's blocks (Embedding::table_blocks): each row read is the host's
+// dequantized row (dequantize_blocks), scaled, rounded once to the storage type; every
+// type, ids at both ends of the vocabulary, an id outside it poisoned.
+TEST_P(EmbeddingTest, ReadsATableInBlocks) {
+  std::mt19937_64 rng(5);
+  const uint32_t vocab = 37, dim = 64, rows = 6;
+  std::vector<float> table(size_t(vocab) * dim);
+  for (auto& x : table) x = float(random_values(1, rng)[0]);
+  const std::vector<uint32_t> ids = {0, vocab - 1, 5, 17, 5, vocab + 3};
+  for (BlockType t : kBlockTypes) {
+    SCOPED_TRACE(block_type_name(t));
+    const auto blocks = quantize_blocks(t, table);
+    const auto host = dequantize_blocks(t, blocks);
+    Buffer bid = upload_u32(ctx(), ids, "ids"), bt = upload_blocks(ctx(), t, blocks, vocab, dim, "table");
+    Buffer out = poisoned(ctx(), size_t(rows) * dim, dtype(), "out");
+    auto cl = ctx().command_list();
+    ops().embedding(cl, {.rows = rows, .vocab = vocab, .dim = dim, .scale = 2.0f, .seq_len = rows, .table_blocks = t},
+                    bid.view(), bt.view(), std::nullopt, out.view());
+    cl.submit();
+    const auto got = download_as(ctx(), out, size_t(rows) * dim, dtype());
+    for (uint32_t r = 0; r < rows; ++r)
+      for (uint32_t c = 0; c < dim; ++c) {
+        const double v = got[size_t(r) * dim + c];
+        if (ids[r] >= vocab) {
+          ASSERT_TRUE(std::isnan(v)) << "row " << r;
+          continue;
+        }
+        ASSERT_EQ(v, stored(double(host[size_t(ids[r]) * dim + c] * 2.0f), dtype())) << "row " << r << " col " << c;
+      }
+  }
 }
 
 VKF_FOR_EACH_DTYPE(EmbeddingTest);

@@ -75,11 +75,23 @@ void Checkpoint::linear_weight(Linear& to, const std::string& name, uint32_t out
   });
 }
 
-void Checkpoint::tied_head(Linear& to, const Buffer& table, const std::string& name, uint32_t out, uint32_t in) {
+void Checkpoint::embedding(Buffer& to, std::optional<BlockType>& blocks, const std::string& name, uint32_t vocab,
+                           uint32_t dim) {
+  expect(name, {vocab, dim});
+  uploads_.push_back([this, &to, &blocks, name, vocab, dim] {
+    Linear table;
+    put_weight(table, name, file_.floats(name), vocab, dim);
+    to = table.weight;
+    blocks = table.blocks;
+  });
+}
+
+void Checkpoint::tied_head(Linear& to, const Buffer& table, const std::optional<BlockType>& table_blocks, uint32_t out,
+                           uint32_t in) {
   to.out = out, to.in = in;
-  uploads_.push_back([this, &to, &table, name, out, in] {
-    if (weights_) put_weight(to, name + " (as the output projection)", file_.floats(name), out, in);
-    else to.weight = table;  // declared, uploaded and counted as the embedding
+  uploads_.push_back([this, &to, &table, &table_blocks, out] {
+    to.weight = table;  // declared, uploaded and counted as the embedding
+    to.blocks = table_blocks;
     to.bias = zeros(out, "output projection bias");
   });
 }

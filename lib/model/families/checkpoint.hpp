@@ -64,10 +64,14 @@ class Checkpoint {
   // A tensor that must be there with this shape, though nothing reads it (a tied
   // embedding's copy, positions computed from the config instead).
   void unread(const std::string& name, Shape shape) { expect(name, std::move(shape)); }
-  // An output projection tied to the token embedding `table` (`name` [out, in], declared
-  // as the embedding): the same buffer, with a bias of zeros; with weights in blocks, a
-  // copy of it in blocks (the embedding itself stays in the model's precision).
-  void tied_head(Linear& to, const Buffer& table, const std::string& name, uint32_t out, uint32_t in);
+  // A token embedding `name` [vocab, dim]: in blocks where the linear layers' weights are
+  // and its rows are whole blocks (its lookup dequantizes the rows it reads), else in the
+  // model's precision.
+  void embedding(Buffer& to, std::optional<BlockType>& blocks, const std::string& name, uint32_t vocab, uint32_t dim);
+  // An output projection tied to the token embedding `table` (declared by embedding()
+  // as `name` [out, in]): the same buffer and storage, with a bias of zeros.
+  void tied_head(Linear& to, const Buffer& table, const std::optional<BlockType>& table_blocks, uint32_t out,
+                 uint32_t in);
   // Run after every upload: weights shared between places, tables computed from the config.
   void then(std::function<void()> step) { after_.push_back(std::move(step)); }
 

@@ -89,7 +89,7 @@ void declare_tensors(Checkpoint& t, Model::Impl& m) {
   const uint32_t D = c.d_model, F = c.dim_feedforward, V = c.tgt_vocab_size;
   const std::string blocks = n("h");
   t.layers(blocks, c.num_decoder_layers, "n_layer");
-  t.tensor(m.tgt_embed, n(embedding), {V, D});
+  t.embedding(m.tgt_embed, m.tgt_embed_blocks, n(embedding), V, D);
   t.fp32_rows(m.tgt_positions, n("wpe.weight"), {c.max_position, D}, 0, c.max_position);
   m.decoder.resize(c.num_decoder_layers);
   for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
@@ -114,10 +114,11 @@ void declare_tensors(Checkpoint& t, Model::Impl& m) {
     t.linear_weight(m.generator, head, V, D);
   } else {
     if (t.has(head)) t.unread(head, {V, D});
-    t.tied_head(m.generator, m.tgt_embed, n(embedding), V, D);
+    t.tied_head(m.generator, m.tgt_embed, m.tgt_embed_blocks, V, D);
   }
   t.then([&m] {
     m.src_embed = m.tgt_embed;
+    m.src_embed_blocks = m.tgt_embed_blocks;
     m.positions = m.tgt_positions;
   });
 }

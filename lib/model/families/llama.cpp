@@ -134,7 +134,7 @@ void declare_tensors(Checkpoint& t, Model::Impl& m) {
   t.layers(layers, c.num_decoder_layers, "num_hidden_layers");
   const bool qkv_bias = c.architecture == "qwen2";  // Qwen2's only biases; Llama has none (zeros)
   const std::string embedding = "model.embed_tokens.weight";
-  t.tensor(m.tgt_embed, embedding, {V, D});
+  t.embedding(m.tgt_embed, m.tgt_embed_blocks, embedding, V, D);
   m.decoder.resize(c.num_decoder_layers);
   for (uint32_t i = 0; i < c.num_decoder_layers; ++i) {
     const std::string p = layers + "." + std::to_string(i);
@@ -156,9 +156,10 @@ void declare_tensors(Checkpoint& t, Model::Impl& m) {
   const std::string head = "lm_head.weight";
   const bool own_head = t.has(head) || !tied;
   if (own_head) t.linear_weight(m.generator, head, V, D);
-  else t.tied_head(m.generator, m.tgt_embed, embedding, V, D);
+  else t.tied_head(m.generator, m.tgt_embed, m.tgt_embed_blocks, V, D);
   t.then([&m] {
     m.src_embed = m.tgt_embed;
+    m.src_embed_blocks = m.tgt_embed_blocks;
     const ModelConfig& c = m.config;
     const auto table = rotary_positions(c.max_position, c.rope_inv_freq, c.rope_position_scale);
     m.rope_table = upload_floats(m.ctx, table, DType::F32, "rope_table");  // [max_position, d / 2, 2]

@@ -14,6 +14,7 @@ struct Model::Impl {
   ModelConfig config;
   DType dtype;
   Buffer src_embed, tgt_embed;          // [src_vocab, D], [tgt_vocab, D]
+  std::optional<BlockType> src_embed_blocks, tgt_embed_blocks;  // tables in llama.cpp's blocks, else the precision
   Buffer positions, tgt_positions;      // fp32 [max_position, D] each: the encoder's, the decoder's
   model::Norm encoder_embed_norm, decoder_embed_norm;  // config.embedding_norm only
   std::vector<model::EncoderLayer> encoder;

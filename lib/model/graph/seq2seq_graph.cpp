@@ -146,7 +146,7 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   const bool embed_norm_alone = c.embedding_norm && !(fused && !c.norm_first);
   const Buffer& embedded = embed_norm_alone ? y_ : x_;
   ops_.embedding(cl, {.rows = rows, .vocab = c.src_vocab_size, .dim = D, .scale = scale, .seq_len = S,
-                      .positions = c.max_position},
+                      .positions = c.max_position, .table_blocks = m_.src_embed_blocks},
                  src_ids_.view(), m_.src_embed.view(), m_.positions.view(), embedded.view());  // [B*S, D]
   if (embed_norm_alone) recorder(cl, rows).norm(m_.encoder_embed_norm, y_.view(), x_.view());  // x [B*S, D]
   const bool stats = fused && encoder_row_stats_parts(ops_, rows, D, c.dim_feedforward) != 0;
@@ -317,7 +317,7 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
     throw Error("left padding: a pass over positions other than the padded prompt's");
   const bool rotary = c.positions == ModelConfig::Positions::Rotary;  // positions rotate q and k instead
   ops_.embedding(cl, {.rows = rows, .vocab = V, .dim = D, .scale = scale, .seq_len = o.n, .position_offset = o.t0,
-                      .positions = c.max_position},
+                      .positions = c.max_position, .table_blocks = m_.tgt_embed_blocks},
                  tgt_ids_.view(), m_.tgt_embed.view(),
                  rotary ? std::nullopt : std::optional(m_.tgt_positions.view()), embedded.view(), o.step,
                  padded && !rotary ? std::optional(pad_shift_.view()) : std::nullopt);  // [B*n, D]
