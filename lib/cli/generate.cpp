@@ -224,6 +224,7 @@ int generate(const Args& args) {
     if (o.temperature > 0) j["seed"] = o.seed;
     j["seconds"] = secs;
     j["load_seconds"] = std::chrono::duration<double>(t1_load - t0).count();  // the model and its tokenizer
+    j["weight_bytes"] = model->checkpoint().weight_bytes;  // on the device, by storage
     j["tokens_per_second"] = tokens / secs;  // encode and decode together
     const GenerateStats& st = session.last_stats();
     j["encode_ms"] = st.encode_ms;  // an encoder-decoder's; 0 for a decoder-only model
