@@ -74,42 +74,6 @@ void block_codes(uint blk, uint blocks, out vec4 q[8]) {
 #endif
 }
 
-// The block's 32 codes as unsigned bytes over 255, u[i] = codes 4i .. 4i + 3 (Q8_0's
-// shifted by 128 to be unsigned), for the decode-step kernel: a code is 255 u - Q_BIAS,
-// so a block's dot product with a is 255 dot(a, u) - Q_BIAS sum(a), the sum of a taken
-// once for every column. unpackUnorm4x8 turns four codes into floats in a few
-// instructions where masking, shifting and converting each takes a dozen (lavapipe: the
-// Q4_0 product 1.5x faster); the division by 255 costs each term 2^-24 relative.
-void block_units(uint blk, uint blocks, out vec4 u[8]) {
-#if Q_CODE_WORDS == 8
-  UNROLL for (uint h = 0u; h < 2u; ++h) {
-    const uvec4 w = bq_unit(blk * 2u + h) ^ uvec4(0x80808080u);
-    UNROLL for (uint i = 0u; i < 4u; ++i) u[h * 4u + i] = unpackUnorm4x8(w[i]);
-  }
-#else
-  const uvec4 w = bq_unit(blk);
-#ifdef Q_HIGH_BIT
-  const uint qh = bq_word(q_qh_at(blocks) + blk);
-#endif
-  UNROLL for (uint i = 0u; i < 4u; ++i) {
-    uint lo = w[i] & 0x0F0F0F0Fu, hi = (w[i] >> 4u) & 0x0F0F0F0Fu;
-#ifdef Q_HIGH_BIT
-    // Bits 4i .. 4i + 3 (and 16 on) of qh to bit 4 of each byte.
-    const uint l = qh >> (4u * i), h = qh >> (16u + 4u * i);
-    lo |= ((l & 1u) << 4u) | ((l & 2u) << 11u) | ((l & 4u) << 18u) | ((l & 8u) << 25u);
-    hi |= ((h & 1u) << 4u) | ((h & 2u) << 11u) | ((h & 4u) << 18u) | ((h & 8u) << 25u);
-#endif
-    u[i] = unpackUnorm4x8(lo);
-    u[i + 4u] = unpackUnorm4x8(hi);
-  }
-#endif
-}
-#if Q_CODE_WORDS == 8
-#define Q_BIAS 128.0
-#else
-#define Q_BIAS Q_OFFSET
-#endif
-
 // Value k of row `row` (Q_ROW_VALUES a row: the GEMMs' K), one at a time: the kernels
 // without subgroups, the embedding lookup.
 #ifndef Q_ROW_VALUES

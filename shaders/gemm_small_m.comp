@@ -321,22 +321,23 @@ void main() {
       }
 #endif
     }
-    float a_sum[MAX_M];  // sum(a) of the block, once for every column
+#ifdef Q_MIN
+    float a_sum[MAX_M];
     UNROLL for (uint m = 0; m < MAX_M; ++m) {
       vec4 s = vec4(0.0);
       UNROLL for (uint i = 0; i < 8u; ++i) s += a[m * 8u + i];
       a_sum[m] = s.x + s.y + s.z + s.w;
     }
+#endif
     UNROLL for (uint c = 0; c < COLS; ++c) {
       const uint blk = cols[c] * nb + b;
-      vec4 u[8];
-      block_units(blk, blocks, u);
+      vec4 q[8];
+      block_codes(blk, blocks, q);
       const vec2 dm = block_scale(blk, blocks);
       UNROLL for (uint m = 0; m < MAX_M; ++m)
         if (ROW_USED(m)) {
-          vec4 s4 = vec4(0.0);
-          UNROLL for (uint i = 0; i < 8u; ++i) s4 += a[m * 8u + i] * u[i];
-          const float s = (s4.x + s4.y + s4.z + s4.w) * 255.0 - Q_BIAS * a_sum[m];  // dot(a, codes - offset)
+          float s = 0.0;
+          UNROLL for (uint i = 0; i < 8u; ++i) s += dot(a[m * 8u + i], q[i]);
 #ifdef Q_MIN
           acc[m * COLS + c] += dm.x * s + dm.y * a_sum[m];
 #else
