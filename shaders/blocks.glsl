@@ -8,6 +8,10 @@
 //   scales  Q_MIN (Q4_1, Q5_1): a word per block, (d, m) as two halves; else d as a half,
 //           two blocks to a word
 // A value is d (code - Q_OFFSET) (+ m).
+// Blocks (and their qh words and scales) are in the order of block_at: row-major, or with
+// Q_INTERLEAVE (host: CPU drivers, 16) the rows in groups of that many, each group's
+// blocks by block then row, so that invocations that own neighbouring rows and walk K
+// together (gemm_columns.comp) read one run of memory instead of a stream per row.
 #ifndef VKF_BLOCKS_GLSL
 #define VKF_BLOCKS_GLSL
 
@@ -27,6 +31,15 @@ layout(std430, set = 0, binding = BLOCKS_BINDING) readonly buffer BlockUnits { u
 uvec4 bq_unit(uint i) { return Bq4[i]; }
 #endif
 uint bq_word(uint i) { return bq_unit(i >> 2u)[i & 3u]; }
+
+#ifndef Q_INTERLEAVE
+#define Q_INTERLEAVE 1u
+#endif
+// Where block b of row `row` lies, in a weight of `rows` rows of nb blocks.
+uint block_at(uint row, uint b, uint rows, uint nb) {
+  const uint first = row - row % Q_INTERLEAVE;  // the row group's first row
+  return first * nb + b * min(Q_INTERLEAVE, rows - first) + (row - first);
+}
 
 uint q_align4(uint words) { return (words + 3u) & ~3u; }
 uint q_qh_at(uint blocks) { return q_align4(blocks * Q_CODE_WORDS); }
@@ -80,7 +93,7 @@ void block_codes(uint blk, uint blocks, out vec4 q[8]) {
 #define Q_ROW_VALUES pc.K
 #endif
 float block_value(uint row, uint k, uint blocks) {
-  const uint blk = row * (Q_ROW_VALUES / 32u) + k / 32u, j = k % 32u;
+  const uint nb = Q_ROW_VALUES / 32u, blk = block_at(row, k / 32u, blocks / nb, nb), j = k % 32u;
   const vec2 dm = block_scale(blk, blocks);
 #if Q_CODE_WORDS == 8
   const float code = float(bitfieldExtract(int(bq_word(blk * 8u + j / 4u)), int(8u * (j % 4u)), 8));

@@ -14,17 +14,18 @@ layout(push_constant) uniform Push { uint blocks, K; } pc;  // blocks: rows * K 
 layout(std430, set = 0, binding = 1) writeonly buffer Dst { store_t dst[]; };
 
 void main() {
-  const uint blk = flat_index();
-  if (blk >= pc.blocks) return;
+  const uint i = flat_index();  // block i of the weight read row by row
+  if (i >= pc.blocks) return;
+  const uint nb = pc.K / 32u, blk = block_at(i / nb, i % nb, pc.blocks / nb, nb);
   vec4 q[8];
   block_codes(blk, pc.blocks, q);
   const vec2 dm = block_scale(blk, pc.blocks);
-  UNROLL for (uint i = 0u; i < 8u; ++i)
+  UNROLL for (uint j = 0u; j < 8u; ++j)
     UNROLL for (uint c = 0u; c < 4u; ++c) {
-      precise float v = dm.x * q[i][c];
+      precise float v = dm.x * q[j][c];
 #ifdef Q_MIN
       v = v + dm.y;
 #endif
-      dst[blk * 32u + 4u * i + c] = store_t(v);
+      dst[i * 32u + 4u * j + c] = store_t(v);
     }
 }

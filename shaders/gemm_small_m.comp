@@ -244,7 +244,7 @@ void main() {
     }
 #endif
     UNROLL for (uint c = 0; c < COLS; ++c) {
-      const uint blk = cols[c] * nb + b;
+      const uint blk = block_at(cols[c], b, glu ? 2u * pc.N : pc.N, nb);
       vec4 q[8];
       block_codes(blk, blocks, q);
       const vec2 dm = block_scale(blk, blocks);

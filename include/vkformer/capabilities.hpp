@@ -66,6 +66,7 @@ struct Capabilities {
   bool float16_arithmetic = false;  // recorded, unused: every kernel computes in fp32
   bool storage_8bit = false;        // recorded, unused: no int8 weights yet
   bool subgroup_basic = false, subgroup_arithmetic = false, subgroup_shuffle = false;
+  bool subgroup_ballot = false;  // subgroupBroadcast (the CPU drivers' decode-step GEMM)
   bool subgroup_size_control = false;
   bool portability_subset = false;  // MoltenVK and other layered implementations
   // VK_NV_cooperative_matrix as the cooperative-matrix GEMM (shaders/gemm_coopmat.comp)

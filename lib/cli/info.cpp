@@ -36,6 +36,7 @@ std::vector<std::string> features_used(const Capabilities& c) {
   if (c.rounding_rte_fp16) f.push_back("fp16 round-to-nearest-even");
   if (c.subgroup_arithmetic) f.push_back("subgroup arithmetic");
   if (c.subgroup_shuffle) f.push_back("subgroup shuffle");
+  if (c.subgroup_ballot) f.push_back("subgroup ballot");
   if (c.subgroup_size_control) f.push_back("subgroup size control");
   if (c.compute_only_queue) f.push_back("compute-only queue");
   if (c.unified_memory) f.push_back("direct host access (unified memory)");

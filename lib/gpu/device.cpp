@@ -235,7 +235,7 @@ void Device::clamp_to_portable_profile() {
   c.max_shared_memory = std::min<uint32_t>(c.max_shared_memory, 16384);
   c.max_workgroup_invocations = std::min<uint32_t>(c.max_workgroup_invocations, 128);
   for (auto& s : c.max_workgroup_size) s = std::min<uint32_t>(s, 128);
-  c.subgroup_arithmetic = c.subgroup_shuffle = false;  // shared-memory reductions: no subgroup size assumed
+  c.subgroup_arithmetic = c.subgroup_shuffle = c.subgroup_ballot = false;  // shared-memory reductions: no subgroup size assumed
   c.max_push_constants_size = std::min<uint32_t>(c.max_push_constants_size, 128);  // the Vulkan minimum
   c.float16_arithmetic = false;                                                    // fp16 storage at most
   c.cooperative_matrix_nv = false;                                                 // needs fp16 arithmetic

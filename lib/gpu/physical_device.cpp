@@ -195,6 +195,7 @@ PhysicalDevice describe(VkPhysicalDevice handle, uint32_t index, uint32_t instan
   c.subgroup_basic = compute_stage && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
   c.subgroup_arithmetic = compute_stage && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   c.subgroup_shuffle = compute_stage && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+  c.subgroup_ballot = compute_stage && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
 
   // Features.
   VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};

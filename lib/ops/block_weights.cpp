@@ -38,12 +38,15 @@ uint16_t half_at(const uint8_t* b) { return uint16_t(b[0] | b[1] << 8); }
 
 namespace ops {
 
-Defines block_defines(BlockType t) {
+uint32_t block_interleave(const Capabilities& caps) { return caps.type == DeviceType::Cpu ? 16 : 1; }
+
+Defines block_defines(BlockType t, const Capabilities& caps) {
   Defines d = {{"QTYPE", std::to_string(uint32_t(t))},
                {"Q_CODE_WORDS", t == BlockType::Q8_0 ? "8" : "4"},
                {"Q_OFFSET", t == BlockType::Q4_0 ? "8.0" : t == BlockType::Q5_0 ? "16.0" : "0.0"}};
   if (t == BlockType::Q5_0 || t == BlockType::Q5_1) d.emplace_back("Q_HIGH_BIT", "1");
   if (t == BlockType::Q4_1 || t == BlockType::Q5_1) d.emplace_back("Q_MIN", "1");
+  d.emplace_back("Q_INTERLEAVE", std::to_string(block_interleave(caps)) + "u");
   return d;
 }
 
@@ -62,8 +65,12 @@ Buffer upload_blocks(Context& ctx, BlockType t, std::span<const uint8_t> blocks,
                 std::to_string(l.blocks * block_bytes(t)) + " of " + std::to_string(l.blocks) + " " +
                 block_type_name(t) + " blocks");
   std::vector<uint32_t> words(l.words, 0);
-  for (uint64_t i = 0; i < l.blocks; ++i) {
-    const uint8_t* b = blocks.data() + i * block_bytes(t);
+  const uint64_t nb = cols / kBlockValues, group = ops::block_interleave(ctx.capabilities());
+  for (uint64_t src = 0; src < l.blocks; ++src) {  // llama.cpp's order: row by row
+    // Its place on the device (blocks.glsl: block_at): row groups, by block, then row.
+    const uint64_t row = src / nb, first = row - row % group;
+    const uint64_t i = first * nb + src % nb * std::min<uint64_t>(group, rows - first) + (row - first);
+    const uint8_t* b = blocks.data() + src * block_bytes(t);
     const uint16_t d = half_at(b);
     const uint8_t* codes = b + (t == BlockType::Q8_0 ? 2 : t == BlockType::Q4_0 ? 2 : t == BlockType::Q4_1 ? 4
                                 : t == BlockType::Q5_0 ? 6 : 8);

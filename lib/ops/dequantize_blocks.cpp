@@ -21,7 +21,7 @@ void Ops::dequantize_blocks(CommandList& cl, BlockType t, const BufferView& bloc
   const struct {
     uint32_t blocks, K;
   } push{uint32_t(uint64_t(rows) * cols / kBlockValues), cols};
-  Kernel k = kernel("dequantize_blocks.comp", ops::block_defines(t), 2, sizeof push);
+  Kernel k = kernel("dequantize_blocks.comp", ops::block_defines(t, ctx_.capabilities()), 2, sizeof push);
   cl.dispatch(k, ops::grid(ops::ceil_div(push.blocks, 64)), {in(pb.view), out(po.view)}, push,
               std::string("dequantize_blocks ") + block_type_name(t));
 }

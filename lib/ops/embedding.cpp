@@ -62,7 +62,7 @@ void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, 
   } push{e.rows, e.vocab, e.dim, e.seq_len, e.position_offset, pe ? 1u : 0u, e.scale, step ? 1u : 0u, 0, 0, 0, 0,
          position_shift ? 1u : 0u};
   static_assert(sizeof push == 52, "matches Push in shaders/embedding.comp");
-  Kernel k = kernel("embedding.comp", e.table_blocks ? ops::block_defines(*e.table_blocks) : Defines{}, 6, sizeof push);
+  Kernel k = kernel("embedding.comp", e.table_blocks ? ops::block_defines(*e.table_blocks, ctx_.capabilities()) : Defines{}, 6, sizeof push);
   if (e.table_blocks) {  // the whole table one binding (checked above), its rows from block 0
     const Placed whole = place(table, "embedding");
     if (whole.base) throw Error("embedding: a table in blocks must start at a descriptor-aligned offset");

@@ -42,7 +42,7 @@ bool Ops::fits_one_binding(uint64_t bytes) const { return bytes <= ctx_.capabili
 // The plan for `g` with A and B assumed to start aligned (the views are not known here).
 std::string Ops::gemm_variant(const Gemm& g0) const {
   const Gemm g = ops::resolved_gemm(g0);
-  if (g.M > kSmallM && !g.b_blocks) return gemm_tiles(g).name();
+  if (g.M > kSmallM && !ops::gemm_columns_take(ctx_.capabilities(), g)) return gemm_tiles(g).name();
   ops::GemmProblem p{.g = g, .dtype = dtype_};
   p.a.bytes = (uint64_t(g.M - 1) * g.lda + g.K) * dtype_bytes(dtype_);
   p.b.bytes = g.b_blocks ? block_weight_bytes(*g.b_blocks, uint64_t(g.glu ? 2 : 1) * g.N, g.K)
@@ -93,7 +93,7 @@ std::optional<RowStats> Ops::record_gemm(CommandList& cl, const Gemm& g0, const 
   const Gemm g = ops::resolved_gemm(g0);
   const Capabilities& caps = ctx_.capabilities();
   const uint64_t e = dtype_bytes(dtype_);
-  if (g.b_blocks && g.M > kSmallM) {
+  if (g.b_blocks && g.M > kSmallM && !ops::gemm_columns_take(caps, g)) {
     // A prompt's product: the weight dequantized into the scratch, then the plain product.
     const uint32_t rows = g.glu ? 2 * g.N : g.N;
     if (!o.scratch)

@@ -13,7 +13,8 @@ namespace vkf::ops {
 
 namespace {
 
-constexpr uint32_t kSmallM = GEMM_SMALL_M_MAX_M;  // MAX_M of gemm_small_m.comp
+constexpr uint32_t kSmallM = GEMM_SMALL_M_MAX_M;        // MAX_M of gemm_small_m.comp
+constexpr uint32_t kColumnsMaxM = GEMM_COLUMNS_MAX_M;  // the most rows gemm_columns.comp takes
 static_assert(Ops::kMaxFoldedNormRows == kSmallM, "the decode-step kernel's rows");
 static_assert(uint32_t(Activation::Relu) == GEMM_ACT_RELU && uint32_t(Activation::Gelu) == GEMM_ACT_GELU &&
                   uint32_t(Activation::GeluTanh) == GEMM_ACT_GELU_TANH && uint32_t(Activation::Silu) == GEMM_ACT_SILU,
@@ -52,8 +53,9 @@ void check(const Capabilities& caps, const GemmProblem& p) {
     if (g.K % kBlockValues || g.ldb != g.K)
       throw Error("gemm: B in " + type + " blocks needs K a multiple of " + std::to_string(kBlockValues) +
                   " and its rows packed (ldb = K), not K " + std::to_string(g.K) + ", ldb " + std::to_string(g.ldb));
-    if (g.M > kSmallM)  // (Ops::gemm dequantizes such a weight first, then plans the plain product)
-      throw Error("gemm: B in " + type + " blocks is read by the decode-step kernel (at most " + std::to_string(kSmallM) +
+    if (g.M > kSmallM && !gemm_columns_take(caps, g))  // (Ops::gemm dequantizes such a weight first, then plans the plain product)
+      throw Error("gemm: B in " + type + " blocks is read by the decode-step kernels (at most " +
+                  std::to_string(caps.type == DeviceType::Cpu ? kColumnsMaxM : kSmallM) +
                   " rows), not by a product of " + std::to_string(g.M) + " rows");
     if (block_weight_bytes(*g.b_blocks, uint64_t(g.glu ? 2 : 1) * g.N, g.K) > caps.max_storage_buffer_range)
       throw Error("gemm: a weight in " + type + " blocks larger than one binding of " + device(caps));
@@ -134,7 +136,7 @@ void plan_small_m_blocks(const Capabilities& caps, const GemmProblem& p, GemmPla
     const uint32_t lanes = std::min<uint32_t>(32, wg);
     plan.defines = {{"WG_SIZE", std::to_string(wg)}, {"LANES", std::to_string(lanes)}};
     if (g.norm_of != NormOf::None) plan.defines.emplace_back("NORM_FOLDED", "1");
-    for (auto& d : block_defines(t)) plan.defines.push_back(d);
+    for (auto& d : block_defines(t, caps)) plan.defines.push_back(d);
     plan.groups = {(g.N + wg / lanes - 1) / (wg / lanes), 1, batches};
     plan.label = "gemm_" + plan.variant;
     return;
@@ -149,7 +151,7 @@ void plan_small_m_blocks(const Capabilities& caps, const GemmProblem& p, GemmPla
   if (g.M == 1) d.emplace_back("ROWS", "1");
   if (g.norm_of != NormOf::None) d.emplace_back("NORM_FOLDED", "1");
   if (p.out_norm) d.emplace_back("NORM_OUT", "1");
-  for (auto& q : block_defines(t)) d.push_back(q);
+  for (auto& q : block_defines(t, caps)) d.push_back(q);
   // Texels where a CPU driver reads them well and both views hold whole ones (A's rows,
   // batches and start on 16-byte units).
   const uint32_t per_unit = 16 / dtype_bytes(p.dtype);
@@ -167,6 +169,49 @@ void plan_small_m_blocks(const Capabilities& caps, const GemmProblem& p, GemmPla
   plan.label = "gemm_" + plan.variant + (p.out_norm ? " normed" : "");
   const uint32_t per_group = wg / caps.subgroup_size * (g.glu ? cols / 2 : cols);
   plan.groups = {(g.N + per_group - 1) / per_group, 1, batches};
+}
+
+// CPU drivers' decode steps (gemm_columns.comp): an invocation owns whole columns, so
+// a weight is loaded once for all of a step's rows (1 to kColumnsMaxM: a batch of beams
+// or of sentences), and neighbouring invocations own neighbouring rows of a weight in
+// blocks, which CPU drivers lay out interleaved (block_interleave). GPUs keep the
+// small-M kernel, whose subgroups split K (an invocation per column would leave most of a
+// GPU idle at these N). It reads weights in blocks only: over plain row-major weights it
+// measured no faster than the small-M kernel at 1 row and 4x slower than the direct
+// kernel at 16 (lavapipe, docs/performance.md), where neither unpacks codes.
+// Whether it takes the product (its shape; the views are checked by plan_columns).
+// Whether its views suit it: A's rows (and a plain B's) in whole 16-byte units, a plain
+// B's view readable as texels.
+bool b_as_texels(const Capabilities& caps, const GemmProblem& p) {
+  return texel_view_fits(caps, p.b.start, p.b.bytes) && p.b.bytes % 16 == 0 && p.g.texel_weights != false;
+}
+bool columns_fit(const Capabilities& caps, const GemmProblem& p, const GemmPush& push) {
+  return rows_on_vectors(p, push, 16 / dtype_bytes(p.dtype)) && (p.g.b_blocks || b_as_texels(caps, p));
+}
+
+void plan_columns(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan) {
+  const Gemm& g = p.g;
+  if (!columns_fit(caps, p, plan.push))  // (only a weight in blocks of more than kSmallM rows gets here so)
+    throw Error("gemm: the decode-step kernel of " + device(caps) + " reads A's rows in 16-byte units: K, lda and " +
+                "A's offsets must be multiples of " + std::to_string(16 / dtype_bytes(p.dtype)));
+  const bool b_texels = b_as_texels(caps, p);
+  // Two columns an invocation (four and one measured slower on lavapipe: docs/performance.md),
+  // workgroups of 64 invocations, fewer where N would leave a core without work.
+  const uint32_t cols = 2, sg = caps.subgroup_size;
+  uint32_t wg = 64;
+  while (wg > sg && (g.N + wg * cols - 1) / (wg * cols) < 8) wg /= 2;
+  plan.shader = "gemm_columns.comp";
+  plan.bindings = GemmBindings::Plain;
+  plan.defines = {{"WG_SIZE", std::to_string(wg)}, {"ROWS", std::to_string(g.M)}, {"COLS", std::to_string(cols)},
+                  {"SG", std::to_string(sg)}};
+  if (g.b_blocks) {
+    for (auto& q : block_defines(*g.b_blocks, caps)) plan.defines.push_back(q);
+    if (b_texels) plan.defines.emplace_back("TEXEL_B", "1");
+  }
+  plan.texels = {TexelFormat::None, b_texels ? TexelFormat::Rgba32Ui : TexelFormat::None};
+  plan.variant = g.b_blocks ? std::string("columns ") + block_type_name(*g.b_blocks) : "columns";
+  plan.label = "gemm_" + plan.variant;
+  plan.groups = {(g.N + wg * cols - 1) / (wg * cols), 1, g.batch * g.heads};
 }
 
 // Decode steps (at most kSmallM rows): the small-M kernel, streaming the weights once.
@@ -350,6 +395,13 @@ void plan_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning
 
 }  // namespace
 
+bool gemm_columns_take(const Capabilities& caps, const Gemm& g) {
+  return caps.type == DeviceType::Cpu && caps.subgroup_basic && caps.subgroup_ballot &&
+         caps.min_subgroup_size == caps.max_subgroup_size && caps.subgroup_size >= 4 && caps.subgroup_size <= 16 &&
+         g.trans_b && !g.trans_a && g.norm_of == NormOf::None && g.M <= kColumnsMaxM && g.b_blocks &&
+         g.address_weights != true;
+}
+
 Gemm resolved_gemm(const Gemm& g0) {
   Gemm g = g0;
   if (g.M == 0 || g.N == 0 || g.K == 0 || g.batch == 0 || g.heads == 0)
@@ -407,7 +459,12 @@ GemmPlan gemm_plan(const Capabilities& caps, const Policy& policy, const GemmTun
   check(caps, p);
   GemmPlan plan;
   plan.push = push_of(p);
-  if (p.g.M <= kSmallM) plan_small_m(caps, p, plan);
+  // The CPU drivers' decode-step kernel where it takes the product and its views suit it
+  // (a weight in blocks of more than kSmallM rows has no other kernel: refused by name).
+  if (gemm_columns_take(caps, p.g) && !p.out_norm &&
+      (columns_fit(caps, p, plan.push) || (p.g.b_blocks && p.g.M > kSmallM)))
+    plan_columns(caps, p, plan);
+  else if (p.g.M <= kSmallM) plan_small_m(caps, p, plan);
   else plan_tiles(caps, policy, tuning, p, plan);
   plan.label += " " + std::to_string(p.g.M) + "x" + std::to_string(p.g.N) + "x" + std::to_string(p.g.K);
   return plan;

@@ -94,6 +94,10 @@ std::optional<uint32_t> gemm_weight_slice_rows(const Capabilities& caps, const G
 // The plan, or an Error naming what this device cannot run for `p`.
 GemmPlan gemm_plan(const Capabilities& caps, const Policy& policy, const GemmTuning* tuning, const GemmProblem& p);
 
+// Whether the CPU drivers' decode-step kernel (gemm_columns.comp) takes a product of this
+// shape: then it reads a weight in blocks itself, at every row count it serves.
+bool gemm_columns_take(const Capabilities& caps, const Gemm& g);
+
 // Partials per row the direct kernel writes as row statistics for `g` with these tiles
 // (0 where it writes none).
 uint32_t gemm_row_stats_parts(const Capabilities& caps, const Gemm& g, const GemmTiles& t);

@@ -20,7 +20,7 @@ inline Capabilities lavapipe() {
   c.max_workgroup_size = {1024, 1024, 1024};
   c.max_workgroup_count = {65535, 65535, 65535};
   c.subgroup_size = c.min_subgroup_size = c.max_subgroup_size = 8;
-  c.subgroup_basic = c.subgroup_arithmetic = c.subgroup_shuffle = c.subgroup_size_control = true;
+  c.subgroup_basic = c.subgroup_arithmetic = c.subgroup_shuffle = c.subgroup_ballot = c.subgroup_size_control = true;
   c.storage_16bit = c.rounding_rte_fp16 = true;
   c.buffer_device_address = c.shader_int64 = true;
   c.max_storage_buffer_range = 128u << 20;
@@ -36,7 +36,7 @@ inline Capabilities portable() {
   c.max_shared_memory = 16384;
   c.max_workgroup_invocations = 128;
   c.max_workgroup_size = {128, 128, 128};
-  c.subgroup_arithmetic = c.subgroup_shuffle = false;
+  c.subgroup_arithmetic = c.subgroup_shuffle = c.subgroup_ballot = false;
   c.buffer_device_address = c.shader_int64 = false;
   c.max_texel_buffer_elements = 65536;
   return c;
@@ -53,7 +53,7 @@ inline Capabilities nvidia_like() {
   c.max_workgroup_size = {1024, 1024, 64};
   c.max_workgroup_count = {2147483647, 65535, 65535};
   c.subgroup_size = c.min_subgroup_size = c.max_subgroup_size = 32;
-  c.subgroup_basic = c.subgroup_arithmetic = c.subgroup_shuffle = c.subgroup_size_control = true;
+  c.subgroup_basic = c.subgroup_arithmetic = c.subgroup_shuffle = c.subgroup_ballot = c.subgroup_size_control = true;
   c.storage_16bit = c.rounding_rte_fp16 = c.float16_arithmetic = true;
   c.cooperative_matrix_nv = true;
   c.buffer_device_address = c.shader_int64 = true;

@@ -1,10 +1,12 @@
-// The decode-step GEMM over weights in llama.cpp's blocks (Gemm::b_blocks, upload_blocks)
+// The decode-step GEMMs over weights in llama.cpp's blocks (Gemm::b_blocks, upload_blocks)
 // against a double-precision reference on the same weights dequantized on the host
 // (vkformer/blocks.hpp, itself checked against the gguf package: blocks_test.cpp): every
-// type, 1 to 4 rows, K of one block, several and many, N not a multiple of the kernel's
+// type, 1 to 32 rows, K of one block, several and many, N not a multiple of the kernel's
 // columns, bias, activation, residual, the gated pair and a folded RMSNorm, both storage
-// types, as the device is and under the portable profile (no subgroups: one value at a
-// time), poisoned outputs. A kernel that read a scale from the wrong block, or the
+// types, as the device is (lavapipe: gemm_columns.comp over rows interleaved in 16s, up to
+// 32 rows; gemm_small_m.comp with a folded norm) and under the portable profile
+// (gemm_small_m.comp over row-major blocks, no subgroups: one value at a time; more than
+// 4 rows dequantized first), poisoned outputs. A kernel that read a scale from the wrong block, or the
 // nibbles in the wrong order, fails here: TamperedLayoutIsCaught shows a reference with
 // the nibbles swapped does not pass.
 //
@@ -47,18 +49,22 @@ class GemmBlocksTest : public OpsTest {
     const uint32_t rows = t.glu ? 2 * t.N : t.N;
     std::vector<uint8_t> blocks;
     std::vector<double> W = weights(t, rows, rng, blocks);
-    // A product of more rows reads the weight dequantized into the storage type (fp16:
-    // each value rounded once more), the decode-step kernel the blocks themselves.
-    if (t.M > Ops::kMaxFoldedNormRows)
-      for (auto& x : W) x = stored(x, dt);
     Gemm g{.M = t.M, .N = t.N, .K = t.K, .trans_b = true, .act = t.act, .glu = t.glu, .b_blocks = t.type};
+    if (t.rms) g.norm_of = NormOf::A, g.norm_rms = true, g.norm_eps = 1e-5f;
+    // The kernel this device reads the blocks with: CPU drivers' decode-step kernel up to
+    // 32 rows without a folded norm, else the small-M kernel up to 4. A product of more
+    // rows reads the weight dequantized into the storage type (fp16: each value rounded
+    // once more).
+    const bool columns = ctx().capabilities().type == DeviceType::Cpu && !t.rms && t.M <= 32;
+    const bool direct = columns || t.M <= Ops::kMaxFoldedNormRows;
+    if (!direct)
+      for (auto& x : W) x = stored(x, dt);
     auto A = random_values(size_t(t.M) * t.K, rng, t.rms ? 1 : -1, t.rms ? 3 : 1);
     auto bias = random_values(rows, rng), R = random_values(size_t(t.M) * t.N, rng);
     auto gamma = random_values(t.K, rng, 0.5, 1.5);
     const std::vector<double> zeros(t.K, 0.0);
     for (auto* v : {&A, &bias, &R, &gamma})
       for (auto& x : *v) x = stored(x, dt);
-    if (t.rms) g.norm_of = NormOf::A, g.norm_rms = true, g.norm_eps = 1e-5f;
     Gemm plain = g;
     plain.norm_of = NormOf::None;
     const auto input =
@@ -78,8 +84,8 @@ class GemmBlocksTest : public OpsTest {
                 .scratch = scratch.view()});
     cl.submit();
     EXPECT_TRUE(gemm_close(download_as(c_, c, want.c.size(), dt), want, dt));
-    if (t.M <= Ops::kMaxFoldedNormRows)
-      EXPECT_EQ(ops().gemm_variant(g).rfind(std::string("small_m ") + block_type_name(t.type), 0), 0u)
+    if (direct)
+      EXPECT_EQ(ops().gemm_variant(g).rfind(std::string(columns ? "columns " : "small_m ") + block_type_name(t.type), 0), 0u)
           << ops().gemm_variant(g);
   }
 };
@@ -101,14 +107,25 @@ TEST_P(GemmBlocksTest, EveryTypeAgainstTheDequantizedWeights) {
   check({.type = BlockType::Q8_0, .M = 1, .N = 20, .K = 64, .rms = true}, rng);
 }
 
+// A batch's decode step (17 and 32 rows, each weight block read once for all of them on
+// CPU drivers), the gated pair among them, and a K of many blocks.
+TEST_P(GemmBlocksTest, BatchedDecodeSteps) {
+  const auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  check({.type = BlockType::Q8_0, .M = 17, .N = 19, .K = 1056, .act = Activation::Gelu}, rng);
+  check({.type = BlockType::Q4_0, .M = 32, .N = 35, .K = 64}, rng);
+  check({.type = BlockType::Q5_1, .M = 17, .N = 21, .K = 96, .glu = true, .act = Activation::Silu}, rng);
+}
+
 // Products of more rows (a prompt) read the weight dequantized into the scratch: the
 // direct and tiled kernels with every epilogue, and the folded norm.
 TEST_P(GemmBlocksTest, PromptProductsReadTheWeightDequantized) {
   const auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
-  check({.type = BlockType::Q4_1, .M = 17, .N = 37, .K = 96, .act = Activation::Relu}, rng);
-  check({.type = BlockType::Q5_0, .M = 5, .N = 40, .K = 64, .glu = true, .act = Activation::Silu}, rng);
+  check({.type = BlockType::Q4_1, .M = 33, .N = 37, .K = 96, .act = Activation::Relu}, rng);
+  check({.type = BlockType::Q5_0, .M = 40, .N = 40, .K = 64, .glu = true, .act = Activation::Silu}, rng);
   check({.type = BlockType::Q8_0, .M = 9, .N = 33, .K = 32, .rms = true}, rng);
 }
 
@@ -149,7 +166,7 @@ TEST_P(GemmBlocksTest, RefusedByName) {
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
     }
   };
-  refused({.M = 24, .N = 64, .K = 64, .trans_b = true, .b_blocks = BlockType::Q8_0}, "give GemmOperands::scratch");
+  refused({.M = 33, .N = 64, .K = 64, .trans_b = true, .b_blocks = BlockType::Q8_0}, "give GemmOperands::scratch");
   refused({.M = 1, .N = 64, .K = 48, .trans_b = true, .b_blocks = BlockType::Q8_0}, "K a multiple of 32");
   refused({.M = 1, .N = 64, .K = 64, .b_blocks = BlockType::Q8_0}, "Linear weight");
   refused({.M = 1, .N = 128, .K = 64, .trans_b = true, .b_blocks = BlockType::Q8_0}, "needs 8704 bytes");

@@ -7,6 +7,7 @@
 
 #include "gemm_plan.hpp"
 #include "ops/device_classes.hpp"
+#include "vkformer/tensor_io.hpp"
 
 namespace vkf::test {
 namespace {
@@ -340,6 +341,36 @@ TEST(GemmPlan, RefusesWhatNoKernelCanDo) {
   p.stats_in_parts = 4;
   refused(p, "row statistics in need a folded norm");
   EXPECT_THROW(ops::resolved_gemm({.M = 0}), Error);
+}
+
+// A weight in blocks: CPU drivers' decode-step kernel at 1 to 32 rows (rows interleaved in
+// 16s, fewer invocations a workgroup where N is small), the small-M kernel over row-major
+// blocks elsewhere and with a folded norm; past the rows a kernel reads, refused (Ops
+// dequantizes such a weight first).
+TEST(GemmPlan, WeightsInBlocks) {
+  auto blocks = [](uint32_t M, uint32_t N, uint32_t K, BlockType t) {
+    GemmProblem p = linear(M, N, K, DType::F16);
+    p.g.b_blocks = t;
+    p.b.bytes = block_weight_bytes(t, N, K);
+    return p;
+  };
+  EXPECT_EQ(describe(plan(lavapipe(), blocks(1, 1536, 576, BlockType::Q4_0))),
+            "gemm_columns.comp [WG_SIZE=64 ROWS=1 COLS=2 SG=8 QTYPE=1 Q_CODE_WORDS=4 Q_OFFSET=8.0 Q_INTERLEAVE=16u "
+            "TEXEL_B=1] spec [] texels 2 bindings 7 groups 12x1x1");
+  EXPECT_EQ(describe(plan(lavapipe(), blocks(16, 576, 1536, BlockType::Q8_0))),
+            "gemm_columns.comp [WG_SIZE=32 ROWS=16 COLS=2 SG=8 QTYPE=0 Q_CODE_WORDS=8 Q_OFFSET=0.0 Q_INTERLEAVE=16u "
+            "TEXEL_B=1] spec [] texels 2 bindings 7 groups 9x1x1");
+  EXPECT_EQ(plan(portable(), blocks(1, 1536, 576, BlockType::Q4_0)).variant, "small_m q4_0");
+  EXPECT_EQ(plan(nvidia_like(), blocks(4, 1536, 576, BlockType::Q5_1)).variant, "small_m q5_1");
+  GemmProblem folded = blocks(1, 1536, 576, BlockType::Q8_0);
+  folded.g.norm_of = NormOf::A;
+  folded.norm = true;
+  EXPECT_EQ(plan(lavapipe(), folded).variant, "small_m q8_0 texels");
+  EXPECT_TRUE(ops::gemm_columns_take(lavapipe(), blocks(32, 64, 64, BlockType::Q4_1).g));
+  EXPECT_FALSE(ops::gemm_columns_take(lavapipe(), blocks(33, 64, 64, BlockType::Q4_1).g));
+  EXPECT_FALSE(ops::gemm_columns_take(lavapipe(), linear(16, 64, 64, DType::F32).g));  // plain weights: the direct kernel
+  EXPECT_THROW(plan(lavapipe(), blocks(33, 64, 64, BlockType::Q4_1)), Error);
+  EXPECT_THROW(plan(portable(), blocks(5, 64, 64, BlockType::Q4_1)), Error);
 }
 
 // A Linear weight past one binding runs in slices of whole rows (64 at a time where

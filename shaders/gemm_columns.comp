@@ -1,0 +1,129 @@
+#version 450
+// The decode-step GEMM on CPU drivers over a weight in llama.cpp's blocks: C [M, N] =
+// A [M, K] B^T with B a Linear weight [N, K] in blocks (blocks.glsl, rows interleaved in
+// 16s) and M = ROWS, 1 to 32 rows. Each invocation owns COLS whole output columns and
+// walks all of K, so every block is loaded once for all M rows (a batch's step).
+//
+// On llvmpipe an invocation is one lane of a SIMD vector, and a load whose address
+// differs by lane is a loop over lanes. So A, the same for every lane, arrives by
+// subgroup broadcasts: lane l loads unit l of each run of SG 16-byte units, and the loop
+// hands each unit to all lanes (a vector shuffle). Work on A (unpacking halves, scaling)
+// is done once per subgroup for COLS columns a lane. No shared memory, no barriers (a
+// barrier makes llvmpipe switch coroutines); each invocation stores its own columns.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_EXT_control_flow_attributes : require
+#include "types.glsl"
+#include "activations.glsl"
+
+#define GEMM_SKIP_AB
+#include "gemm_common.glsl"
+
+#ifndef ROWS
+#define ROWS 1  // (host: the product's M)
+#endif
+#ifndef COLS
+#define COLS 2  // output columns per invocation (host)
+#endif
+#ifndef SG
+#define SG 8  // (host: the device's subgroup size, 4 to 16)
+#endif
+#ifndef WG_SIZE
+#define WG_SIZE 64
+#endif
+layout(local_size_x = WG_SIZE) in;
+
+// A's rows in 16-byte units: 8 halves or 4 floats (host: rows and offsets on whole units).
+layout(std430, set = 0, binding = 0) readonly buffer AUnits { uvec4 a_units[]; };
+#ifdef VKF_FP16_STORAGE
+#define UNIT_VALUES 8u
+#else
+#define UNIT_VALUES 4u
+#endif
+// Values [4p, 4p + 4) of a unit.
+vec4 unit_vec4(uvec4 u, uint p) {
+#ifdef VKF_FP16_STORAGE
+  return p == 0u ? vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y)) : vec4(unpackHalf2x16(u.z), unpackHalf2x16(u.w));
+#else
+  return uintBitsToFloat(u);
+#endif
+}
+
+// v of lane i in every lane (i a constant once the loops over it are unrolled:
+// subgroupBroadcast takes a constant lane).
+uvec4 lane_value(uvec4 v, uint i) {
+  switch (i) {
+    case 0u: return subgroupBroadcast(v, 0u);
+    case 1u: return subgroupBroadcast(v, 1u);
+    case 2u: return subgroupBroadcast(v, 2u);
+    case 3u: return subgroupBroadcast(v, 3u);
+#if SG > 4
+    case 4u: return subgroupBroadcast(v, 4u);
+    case 5u: return subgroupBroadcast(v, 5u);
+    case 6u: return subgroupBroadcast(v, 6u);
+    case 7u: return subgroupBroadcast(v, 7u);
+#endif
+#if SG > 8
+    case 8u: return subgroupBroadcast(v, 8u);
+    case 9u: return subgroupBroadcast(v, 9u);
+    case 10u: return subgroupBroadcast(v, 10u);
+    case 11u: return subgroupBroadcast(v, 11u);
+    case 12u: return subgroupBroadcast(v, 12u);
+    case 13u: return subgroupBroadcast(v, 13u);
+    case 14u: return subgroupBroadcast(v, 14u);
+    case 15u: return subgroupBroadcast(v, 15u);
+#endif
+  }
+  return uvec4(0u);
+}
+
+#include "blocks.glsl"
+#include "gemm_columns_blocks.glsl"  // block_dot: one block's dot with A's
+
+void main() {
+  const uint z = gl_WorkGroupID.z, lane = gl_SubgroupInvocationID;
+  const bool glu = flag(FLAG_GLU);
+  // Columns n0 .. n0 + COLS - 1; a gated product's each with its up column N + n.
+  const uint n0 = gl_GlobalInvocationID.x * COLS;
+  uint rows_of_b[2 * COLS];  // B's row of each column (clamped: every load in bounds), then of its up
+  UNROLL for (uint c = 0; c < COLS; ++c) {
+    rows_of_b[c] = min(n0 + c, pc.N - 1u);
+    rows_of_b[COLS + c] = rows_of_b[c] + pc.N;
+  }
+  const uint sums = glu ? 2u * COLS : COLS;
+  const uint a0 = offset_a(z) / UNIT_VALUES, lda_u = pc.lda / UNIT_VALUES, ku = pc.K / UNIT_VALUES;
+  float acc[ROWS * 2 * COLS];  // [row][column, then the ups']
+  UNROLL for (uint i = 0; i < ROWS * 2 * COLS; ++i) acc[i] = 0.0;
+
+  for (uint r = 0u; r < ku; r += SG) {  // runs of SG units of A's rows
+    uvec4 mine[ROWS];
+    UNROLL for (uint m = 0; m < ROWS; ++m) mine[m] = a_units[a0 + m * lda_u + min(r + lane, ku - 1u)];
+    const uint nb = pc.K / 32u, rows = glu ? 2u * pc.N : pc.N, blocks = rows * nb;
+    [[unroll]] for (uint j = 0u; j < SG * UNIT_VALUES / 32u; ++j) {  // the run's blocks
+      const uint b = r * UNIT_VALUES / 32u + j;
+      if (b >= nb) break;
+      BlockA ba[ROWS];  // the block's 32 values of each row
+      UNROLL for (uint m = 0; m < ROWS; ++m) {
+        vec4 a[8];
+        [[unroll]] for (uint u = 0u; u < 32u / UNIT_VALUES; ++u) {
+          const uvec4 t = lane_value(mine[m], j * (32u / UNIT_VALUES) + u);
+          [[unroll]] for (uint p = 0u; p < UNIT_VALUES / 4u; ++p) a[u * (UNIT_VALUES / 4u) + p] = unit_vec4(t, p);
+        }
+        ba[m] = block_a(a);
+      }
+      UNROLL for (uint c = 0; c < 2u * COLS; ++c)
+        if (c < sums) {  // each column's block loaded once, for every row
+          const BlockCodes q = block_codes_in_place(block_at(rows_of_b[c], b, rows, nb), blocks);
+          UNROLL for (uint m = 0; m < ROWS; ++m) acc[m * 2u * COLS + c] += block_dot(ba[m], q);
+        }
+    }
+  }
+  UNROLL for (uint c = 0; c < COLS; ++c) {
+    if (n0 + c >= pc.N) break;
+    UNROLL for (uint m = 0; m < ROWS; ++m) {
+      if (glu) store_glu(z, m, n0 + c, acc[m * 2u * COLS + c], acc[m * 2u * COLS + COLS + c]);
+      else store_c(z, m, n0 + c, acc[m * 2u * COLS + c]);
+    }
+  }
+}

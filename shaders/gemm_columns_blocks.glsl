@@ -1,0 +1,102 @@
+// gemm_columns.comp's dot product of one block of A's row (32 values) with one block of
+// a weight in llama.cpp's blocks (blocks.glsl's device layout).
+//
+// A code is read where it lies in its 32-bit word, not shifted down: (w & 0xF << 4p)
+// converts exactly to code * 2^4p, so A's value for it is taken times 2^-4p instead
+// (powers of two: exact). That is one AND and one conversion a code where shifting
+// takes three operations, and the scaling is done once per subgroup, for COLS columns.
+// The word's top code is shifted down (a conversion of bit 31 would be signed). Q8_0's
+// signed bytes are made unsigned (XOR 0x80: code + 128) and the offset taken back with
+// A's sum, as the 4- and 5-bit types' offsets are.
+
+#ifndef VKF_GEMM_COLUMNS_BLOCKS_GLSL
+#define VKF_GEMM_COLUMNS_BLOCKS_GLSL
+
+struct BlockA {
+  vec4 v[8];  // A's values in the order of the codes' bits, each times 2^-(its code's shift)
+#ifdef Q_HIGH_BIT
+  vec4 h[8];  // A's value j times 16 * 2^-j: for the fifth bit of code j, read in place in qh
+#endif
+  float sum;  // of the block's 32 values
+};
+
+#if Q_CODE_WORDS == 8
+#define Q_CODE_OFFSET (Q_OFFSET + 128.0)  // the codes made unsigned
+#else
+#define Q_CODE_OFFSET Q_OFFSET
+#endif
+
+// a[k]: values 4k .. 4k + 3 of the block.
+BlockA block_a(vec4 a[8]) {
+  BlockA ba;
+  vec4 s = a[0];
+  [[unroll]] for (uint k = 1u; k < 8u; ++k) s += a[k];
+  ba.sum = s.x + s.y + s.z + s.w;
+#if Q_CODE_WORDS == 8
+  // Word i holds codes 4i .. 4i + 3, a byte each.
+  const vec4 byte_scale = vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0);
+  [[unroll]] for (uint i = 0u; i < 8u; ++i) ba.v[i] = a[i] * byte_scale;
+#else
+  // Word i holds bytes 4i .. 4i + 3; byte j's low nibble is code j, its high code j + 16.
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+    ba.v[2u * i] = vec4(a[i].x, a[4u + i].x / 16.0, a[i].y / 256.0, a[4u + i].y / 4096.0);
+    ba.v[2u * i + 1u] = vec4(a[i].z / 65536.0, a[4u + i].z / 1048576.0, a[i].w / 16777216.0, a[4u + i].w);
+  }
+#endif
+#ifdef Q_HIGH_BIT
+  // Code j's fifth bit is bit j of qh, worth 16: value 2^j in place, so A's value j times 2^(4 - j).
+  [[unroll]] for (uint k = 0u; k < 8u; ++k)
+    ba.h[k] = a[k] * (vec4(16.0) / vec4(float(1u << (4u * k)), float(1u << (4u * k + 1u)),
+                                         float(1u << (4u * k + 2u)), float(1u << (4u * k + 3u))));
+  ba.h[7].w = a[7].w * 16.0;  // bit 31 is shifted down
+#endif
+  return ba;
+}
+
+// Block `blk` of the weight (of `blocks`): its codes where they lie (converted as
+// described above) and its scale, loaded once for every row of A.
+struct BlockCodes {
+  vec4 v[8];  // in the order of BlockA::v
+#ifdef Q_HIGH_BIT
+  vec4 h[8];  // the fifth bits, in the order of BlockA::h
+#endif
+  vec2 dm;  // (d, m)
+};
+
+BlockCodes block_codes_in_place(uint blk, uint blocks) {
+  BlockCodes q;
+#if Q_CODE_WORDS == 8
+  [[unroll]] for (uint u = 0u; u < 2u; ++u) {
+    const uvec4 w = bq_unit(blk * 2u + u) ^ 0x80808080u;
+    [[unroll]] for (uint i = 0u; i < 4u; ++i)
+      q.v[u * 4u + i] = vec4(ivec4(w[i] & uvec4(0xFFu, 0xFF00u, 0xFF0000u, 0u)) | ivec4(0, 0, 0, int(w[i] >> 24u)));
+  }
+#else
+  const uvec4 w = bq_unit(blk);
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+    q.v[2u * i] = vec4(ivec4(w[i] & uvec4(0xFu, 0xF0u, 0xF00u, 0xF000u)));
+    q.v[2u * i + 1u] = vec4(ivec4(w[i] & uvec4(0xF0000u, 0xF00000u, 0xF000000u, 0u)) | ivec4(0, 0, 0, int(w[i] >> 28u)));
+  }
+#ifdef Q_HIGH_BIT
+  const uint qh = bq_word(q_qh_at(blocks) + blk);
+  [[unroll]] for (uint k = 0u; k < 8u; ++k) {
+    const uvec4 bits = uvec4(1u << (4u * k), 1u << (4u * k + 1u), 1u << (4u * k + 2u), k < 7u ? 1u << (4u * k + 3u) : 0u);
+    q.h[k] = vec4(ivec4(uvec4(qh) & bits)) + vec4(0.0, 0.0, 0.0, k < 7u ? 0.0 : float(qh >> 31u));
+  }
+#endif
+#endif
+  q.dm = block_scale(blk, blocks);
+  return q;
+}
+
+// A's block dotted with the weight's, scaled: the block's share of a sum over K.
+float block_dot(BlockA ba, BlockCodes q) {
+  float s = 0.0;
+  [[unroll]] for (uint i = 0u; i < 8u; ++i) s += dot(q.v[i], ba.v[i]);
+#ifdef Q_HIGH_BIT
+  [[unroll]] for (uint i = 0u; i < 8u; ++i) s += dot(q.h[i], ba.h[i]);
+#endif
+  return q.dm.x * (s - Q_CODE_OFFSET * ba.sum) + q.dm.y * ba.sum;
+}
+
+#endif
