@@ -21,7 +21,14 @@
 #include "gemm_common.glsl"
 
 #ifndef ROWS
-#define ROWS 1  // (host: the product's M)
+#define ROWS 1  // (host: the product's M if at most 2, else the next power of two up to 32)
+#endif
+// Rows past the product's M (pc.M) are neither loaded nor stored: one variant serves each
+// class of row counts (3-4, 5-8, ...), so prompts of every length do not compile a pipeline each.
+#if ROWS <= 2
+#define ROW_USED(m) true
+#else
+#define ROW_USED(m) ((m) < pc.M)
 #endif
 #ifndef COLS
 #define COLS 2  // output columns per invocation (host)
@@ -98,11 +105,37 @@ void main() {
 
   for (uint r = 0u; r < ku; r += SG) {  // runs of SG units of A's rows
     uvec4 mine[ROWS];
-    UNROLL for (uint m = 0; m < ROWS; ++m) mine[m] = a_units[a0 + m * lda_u + min(r + lane, ku - 1u)];
+    UNROLL for (uint m = 0; m < ROWS; ++m) mine[m] = ROW_USED(m) ? a_units[a0 + m * lda_u + min(r + lane, ku - 1u)] : uvec4(0u);
     const uint nb = pc.K / 32u, rows = glu ? 2u * pc.N : pc.N, blocks = rows * nb;
     [[unroll]] for (uint j = 0u; j < SG * UNIT_VALUES / 32u; ++j) {  // the run's blocks
       const uint b = r * UNIT_VALUES / 32u + j;
       if (b >= nb) break;
+#if ROWS > 2
+      // Several rows: each column's block dequantized once into registers, then every
+      // row's dot with it (A's values as they are, broadcast a row at a time).
+      vec4 w[2 * COLS][8];
+      UNROLL for (uint c = 0; c < 2u * COLS; ++c)
+        if (c < sums) {
+          const uint blk = block_at(rows_of_b[c], b, rows, nb);
+          block_codes(blk, blocks, w[c]);
+          const vec2 dm = block_scale(blk, blocks);
+          UNROLL for (uint i = 0u; i < 8u; ++i) w[c][i] = w[c][i] * dm.x + dm.y;
+        }
+      UNROLL for (uint m = 0; m < ROWS; ++m) {
+        if (!ROW_USED(m)) break;
+        [[unroll]] for (uint u = 0u; u < 32u / UNIT_VALUES; ++u) {
+          const uvec4 t = lane_value(mine[m], j * (32u / UNIT_VALUES) + u);
+          [[unroll]] for (uint p = 0u; p < UNIT_VALUES / 4u; ++p) {
+            const vec4 a = unit_vec4(t, p);
+            const uint i = u * (UNIT_VALUES / 4u) + p;
+            UNROLL for (uint c = 0; c < 2u * COLS; ++c)
+              if (c < sums) acc[m * 2u * COLS + c] += dot(a, w[c][i]);
+          }
+        }
+      }
+#else
+      // One or two rows: the codes read in place against A's values scaled
+      // (gemm_columns_blocks.glsl), A's work done once for the invocation's columns.
       BlockA ba[ROWS];  // the block's 32 values of each row
       UNROLL for (uint m = 0; m < ROWS; ++m) {
         vec4 a[8];
@@ -117,11 +150,13 @@ void main() {
           const BlockCodes q = block_codes_in_place(block_at(rows_of_b[c], b, rows, nb), blocks);
           UNROLL for (uint m = 0; m < ROWS; ++m) acc[m * 2u * COLS + c] += block_dot(ba[m], q);
         }
+#endif
     }
   }
   UNROLL for (uint c = 0; c < COLS; ++c) {
     if (n0 + c >= pc.N) break;
     UNROLL for (uint m = 0; m < ROWS; ++m) {
+      if (!ROW_USED(m)) break;
       if (glu) store_glu(z, m, n0 + c, acc[m * 2u * COLS + c], acc[m * 2u * COLS + COLS + c]);
       else store_c(z, m, n0 + c, acc[m * 2u * COLS + c]);
     }

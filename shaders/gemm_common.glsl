@@ -36,6 +36,7 @@ const uint FLAG_TRANS_A = GEMM_FLAG_TRANS_A, FLAG_TRANS_B = GEMM_FLAG_TRANS_B;
 const uint FLAG_BIAS = GEMM_FLAG_BIAS, FLAG_RESIDUAL = GEMM_FLAG_RESIDUAL, FLAG_STEP_ROWS = GEMM_FLAG_STEP_ROWS;
 const uint FLAG_NORM_A = GEMM_FLAG_NORM_A, FLAG_NORM_R = GEMM_FLAG_NORM_R, FLAG_NORM_RMS = GEMM_FLAG_NORM_RMS;
 const uint FLAG_STATS_IN = GEMM_FLAG_STATS_IN, FLAG_STATS_OUT = GEMM_FLAG_STATS_OUT, FLAG_GLU = GEMM_FLAG_GLU;
+const uint FLAG_SPLIT_ITEMS = GEMM_FLAG_SPLIT_ITEMS;
 
 #ifdef GEMM_NORM
 // A folded LayerNorm's weights, and the statistics of the rows it normalises (each
@@ -162,7 +163,10 @@ float store_value(uint z, uint m, uint n, float v, uint norm_r) {
   // cache of positions (C2 when the output is split, else C).
   const uint step_row = flag(FLAG_STEP_ROWS) ? step_state[DECODE_STEP_WORD] + m : m;
   if (pc.split_n != 0u && n >= pc.split_n) {
-    C2[pc.base_c2 + z * pc.stride_c2 + step_row * pc.ldc2 + (n - pc.split_n)] = store_t(v);
+    // GemmSplit::rows_are_items: row m is batch item m's row at the step (z is 0).
+    const bool items = flag(FLAG_SPLIT_ITEMS);
+    const uint item = items ? m : z, row2 = items ? step_row - m : step_row;
+    C2[pc.base_c2 + item * pc.stride_c2 + row2 * pc.ldc2 + (n - pc.split_n)] = store_t(v);
     return as_stored(v);
   }
   const uint row = pc.split_n != 0u ? m : step_row;

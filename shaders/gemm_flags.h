@@ -35,6 +35,8 @@
 // give the first half of an invocation's columns to gates and the second to the same
 // outputs' ups, so their TN (COLS) must be even.
 #define GEMM_FLAG_GLU 8192u
+// GemmSplit::rows_are_items: row m of the split output is batch item m's (at the step's row).
+#define GEMM_FLAG_SPLIT_ITEMS 16384u
 
 // gemm_small_m.comp: products with at most this many rows of C take the decode-step
 // kernel, which keeps MAX_M accumulators per invocation (and a folded norm one row

@@ -23,10 +23,14 @@ struct Strides {
 // Ops::gemm, an [M, N - column] matrix with its own leading dimension (0: packed) and
 // batch stride (heads must be 1): a fused QKV projection writes its queries to scratch
 // and its keys and values to a cache in one dispatch. C then holds [M, column].
+// rows_are_items (one batch item, no heads): row m of the split output belongs to batch
+// item m, at the decode step's row (Ops::gemm's step) or row 0 of its view: a batch's
+// decode step as one product of a row per sequence, so the weight is read once for all.
 struct GemmSplit {
   uint32_t column = 0;  // 0: no split
   uint32_t ld = 0;
   uint64_t stride = 0;
+  bool rows_are_items = false;
 };
 
 // C = act(alpha * op(A) * op(B) + bias) + residual, row-major. A is [M, K] (or [K, M]

@@ -128,6 +128,10 @@ struct LoadOptions {
   // reference quantizer; a weight whose rows are not whole 32-value blocks stays in
   // `precision` (CheckpointSummary names it). Unset: every weight in `precision`.
   std::optional<BlockType> weights;
+  // Called after each tensor is read, converted (quantized) and uploaded, with the tensors
+  // done and their total: a caller's progress report (`vkformer` shows one on a terminal
+  // when loading takes longer than a second). Called on the loading thread; unset: none.
+  std::function<void(size_t done, size_t total)> progress;
 };
 
 struct GenerateOptions {

@@ -1,6 +1,7 @@
 // `vkformer bench`: kernel and model benchmarks on every Vulkan device (or the one
 // chosen), a table on the terminal, a JSON report and an SVG chart.
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <functional>
 #include <cstdio>
@@ -35,7 +36,105 @@ double median_seconds(int rounds, const std::function<void()>& f) {
   return t[t.size() / 2];
 }
 
+// The decode step's GEMM time and its whole time, in ms, from a profile report's last
+// decoder step (CommandList::profile_report: "name  workgroups  microseconds" lines).
+std::pair<double, double> step_gemm_ms(const std::string& report) {
+  const size_t at = report.find("last decoder step:");
+  if (at == std::string::npos) return {0, 0};
+  double gemm = 0, total = 0;
+  size_t line = report.find('\n', at);
+  while (line != std::string::npos && line + 1 < report.size()) {
+    const size_t end = report.find('\n', line + 1);
+    const std::string l = report.substr(line + 1, end == std::string::npos ? std::string::npos : end - line - 1);
+    line = end;
+    const size_t last = l.find_last_of(' ');
+    if (last == std::string::npos) continue;
+    const double us = std::atof(l.c_str() + last + 1);
+    if (l.rfind("total", 0) == 0) {
+      total = us;
+      break;
+    }
+    if (l.rfind("gemm", 0) == 0) gemm += us;
+  }
+  return {gemm / 1e3, total / 1e3};
+}
+
 }  // namespace
+
+// `bench model --weights fp16,q8_0,q4_0`: the same model in each storage, loaded side by
+// side, greedy decoding at batch 1 in alternating rounds (medians): decode tokens/s, the
+// weights' device bytes, and one profiled step's GEMM time and its share of the step.
+nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, const std::vector<std::string>& settings,
+                             bool quick, bool print) {
+  struct Setting {
+    std::string name;
+    std::shared_ptr<const Model> model;
+    std::vector<double> tps;
+  };
+  std::vector<Setting> runs;
+  for (const auto& name : settings) {
+    LoadOptions o{.precision = dtype};
+    if (name == "fp32" || name == "fp16") {
+      o.precision = name == "fp16" ? DType::F16 : DType::F32;
+    } else if (const auto t = block_type_from_name(name)) {
+      o.weights = *t;
+    } else {
+      throw Error("--weights takes fp32, fp16 and block types (q8_0, q5_1, q5_0, q4_1, q4_0), not '" + name + "'");
+    }
+    o.progress = terminal_progress("loading " + name);
+    runs.push_back({name, Model::load(ctx, dir, o), {}});
+  }
+  const ModelConfig& c = runs.front().model->config();
+  const int rounds = quick ? 1 : 5;
+  const uint32_t tokens = std::min<uint32_t>(quick ? 8 : 64, c.max_position - 9);
+  std::vector<std::vector<uint32_t>> inputs = {{}};
+  for (uint32_t i = 0; i < 8; ++i) inputs[0].push_back((4 + i * 7) % (c.decoder_only ? c.tgt_vocab_size : c.src_vocab_size));
+  const GenerateOptions g{.max_new_tokens = tokens, .stop_at_eos = false};
+  if (print)
+    std::printf("%-10s %14s %16s %14s %12s %10s\n", "weights", "weight bytes", "decode tokens/s", "ratio", "GEMM ms/step",
+                "of step");
+  nlohmann::json out = nlohmann::json::array();
+  std::vector<std::pair<double, double>> gemm(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {  // warm-up, and one profiled step
+    Session s(runs[i].model);
+    s.generate(inputs, {.max_new_tokens = 4, .stop_at_eos = false});
+    s.set_profile(true);
+    s.generate(inputs, {.max_new_tokens = 2, .stop_at_eos = false});
+    gemm[i] = step_gemm_ms(s.profile_report());
+  }
+  for (int r = 0; r < rounds; ++r)
+    for (size_t k = 0; k < runs.size(); ++k) {
+      Setting& run = runs[r % 2 ? runs.size() - 1 - k : k];
+      Session s(run.model);
+      s.generate(inputs, g);
+      run.tps.push_back(s.last_stats().decode_tokens_per_second());
+    }
+  double first = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    auto v = runs[i].tps;
+    std::sort(v.begin(), v.end());
+    const double median = v[v.size() / 2];
+    if (i == 0) first = median;
+    uint64_t bytes = 0;
+    for (const auto& [type, b] : runs[i].model->checkpoint().weight_bytes) bytes += b;
+    out.push_back({{"weights", runs[i].name},
+                   {"weight_bytes", runs[i].model->checkpoint().weight_bytes},
+                   {"decode_tokens_per_second", median},
+                   {"rounds", runs[i].tps},
+                   {"ratio", first > 0 ? median / first : 0},
+                   {"step_gemm_ms", gemm[i].first},
+                   {"step_ms", gemm[i].second}});
+    if (print)
+      std::printf("%-10s %14llu %16.1f %13.2fx %12.2f %9.0f%%\n", runs[i].name.c_str(), (unsigned long long)bytes,
+                  median, first > 0 ? median / first : 0, gemm[i].first,
+                  gemm[i].second > 0 ? 100 * gemm[i].first / gemm[i].second : 0);
+  }
+  if (print)
+    std::printf("(batch 1, %u tokens after a prompt of 8, median of %d alternating rounds; GEMM ms/step: one profiled "
+                "step, its share of that step's GPU time)\n",
+                tokens, rounds);
+  return out;
+}
 
 nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bool quick, bool print) {
   auto model = Model::load(ctx, dir, dtype);
@@ -131,6 +230,16 @@ int bench(const Args& args) {
   auto svg_path = args.value("--svg");
   const DType dt = precision(args);
   const auto model_arg = args.value("--model");
+  // --weights fp16,q8_0,q4_0: the model benchmark also decodes the model so stored.
+  std::vector<std::string> weights;
+  if (const auto w = args.value("--weights")) {
+    for (size_t at = 0; at <= w->size();) {
+      const size_t comma = std::min(w->find(',', at), w->size());
+      weights.push_back(w->substr(at, comma - at));
+      at = comma + 1;
+    }
+    if (weights.size() > 8) throw Error("--weights takes at most 8 storages to compare");
+  }
   ContextOptions options = context_options(args);
   // vkformer bench [ops|model|all] or bench chart REPORT.json...
   std::vector<std::string> extra = args.rest();
@@ -171,6 +280,7 @@ int bench(const Args& args) {
     return 0;
   }
   if (what != "ops" && what != "model" && what != "all") throw Error("unknown benchmark '" + what + "' (ops, model, all, chart)");
+  if (!weights.empty() && what == "ops") throw Error("--weights is for the model benchmark (`vkformer bench model`)");
   // The model benchmark's model: the one given, else the date sample beside this binary;
   // a model that is not there is an error before any benchmark runs.
   std::string model_dir;
@@ -210,6 +320,10 @@ int bench(const Args& args) {
       if (print) std::printf("\nmodel %s\n", model_dir.c_str());
       run["model"] = bench_model(ctx, model_dir, dt, quick, print);
       run["settings"]["model"] = model_dir;
+      if (!weights.empty()) {
+        if (print) std::printf("\nmodel %s, its weights stored each way\n", model_dir.c_str());
+        run["model"]["weights"] = bench_weights(ctx, model_dir, dt, weights, quick, print);
+      }
     }
     report["runs"].push_back(run);
   }

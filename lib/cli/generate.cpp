@@ -113,7 +113,7 @@ int generate(const Args& args) {
 
   Context ctx(co);
   auto t0 = std::chrono::steady_clock::now();
-  auto model = Model::load(ctx, ma.dir, load_options(args));
+  auto model = load_model(ctx, ma.dir, args);
   const ModelConfig& config = model->config();
   if (text_prompt && !config.decoder_only)
     throw Error("--prompt continues text with a decoder-only model; '" + config.architecture +
@@ -294,7 +294,7 @@ int score(const Args& args) {
   const auto t = ids ? parse_ids(*ids, "--ids") : parse_ids(*tgt, "--tgt-ids");
   const auto s = src ? parse_ids(*src, "--src-ids") : std::vector<uint32_t>{};
   Context ctx(co);
-  auto model = Model::load(ctx, ma.dir, load_options(args));
+  auto model = load_model(ctx, ma.dir, args);
   check_family_options(args, model->config(), "score");
   Session session(model);
   session.set_profile(ma.profile);

@@ -201,7 +201,11 @@ const std::vector<CommandSpec>& commands() {
         {"--max-size", "N", K::Integer, "the largest square GEMM (default 4096; 2048 on CPU drivers)", 64, 16384},
         {"--model", "DIR", K::Text,
          "the model for the decoding benchmark (default: the date sample installed\n"
-         "with vkformer, share/vkformer/samples/dates, or the source tree's)"}},
+         "with vkformer, share/vkformer/samples/dates, or the source tree's)"},
+        {"--weights", "LIST", K::Text,
+         "also decode the model with its weights stored each way, side by side\n"
+         "(e.g. fp16,q8_0,q4_0: fp32, fp16 or llama.cpp's blocks q8_0, q5_1, q5_0,\n"
+         "q4_1, q4_0), with the weights' bytes and the decode step's GEMM time"}},
        "WHAT"},
   };
   return table;

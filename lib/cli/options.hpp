@@ -1,5 +1,11 @@
 #pragma once
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "args.hpp"
@@ -22,6 +28,19 @@ inline DType precision(const Args& args) {
   return args.choice("--precision", "fp32", {"fp32", "fp16"}) == "fp16" ? DType::F16 : DType::F32;
 }
 
+// A loading progress line on stderr when it is a terminal and loading has taken more than
+// a second (quantizing a large model's weights takes a while), cleared when done.
+inline std::function<void(size_t, size_t)> terminal_progress(const std::string& what) {
+  if (!isatty(2)) return {};
+  const auto start = std::chrono::steady_clock::now();
+  return [what, start, shown = false](size_t done, size_t total) mutable {
+    if (!shown && std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) return;
+    shown = true;
+    std::fprintf(stderr, "\rvkformer: %s: %zu of %zu tensors%s", what.c_str(), done, total, done == total ? "\r\033[K" : "");
+    std::fflush(stderr);
+  };
+}
+
 // --precision and --weights as Model::load takes them.
 inline LoadOptions load_options(const Args& args) {
   LoadOptions o{.precision = precision(args)};
@@ -33,7 +52,26 @@ inline LoadOptions load_options(const Args& args) {
       throw Error("--weights must be one of " + names + ", not '" + *w + "'");
     }
   }
+  o.progress = terminal_progress(o.weights ? std::string("loading, quantizing to ") + block_type_name(*o.weights)
+                                           : std::string("loading"));
   return o;
+}
+
+// The model at `dir` as --precision and --weights ask, with a warning where --weights
+// stored no weight in blocks at all (every linear layer's rows not whole 32-value blocks).
+inline std::shared_ptr<const Model> load_model(Context& ctx, const std::string& dir, const Args& args) {
+  const LoadOptions o = load_options(args);
+  auto model = Model::load(ctx, dir, o);
+  const CheckpointSummary& s = model->checkpoint();
+  if (o.weights && !s.weight_bytes.count(block_type_name(*o.weights)))
+    std::fprintf(stderr,
+                 "vkformer: warning: --weights %s stored no weight in blocks: the rows of every linear weight of %s "
+                 "(%zu, e.g. '%s') are not a multiple of %u values, so they stay in %s (`vkformer info --model %s "
+                 "--weights %s` lists them)\n",
+                 block_type_name(*o.weights), dir.c_str(), s.weights_not_in_blocks.size(),
+                 s.weights_not_in_blocks.empty() ? "" : s.weights_not_in_blocks.front().c_str(), kBlockValues,
+                 to_string(o.precision), dir.c_str(), block_type_name(*o.weights));
+  return model;
 }
 
 // A model directory as the user named it: a missing one, a file or a directory without

@@ -29,7 +29,7 @@ int translate(const Args& args) {
   const bool from_stdin = texts.empty();
 
   Context ctx(co);
-  auto model = Model::load(ctx, dir, load_options(args));  // first: it names an unsupported model_type as every command does
+  auto model = load_model(ctx, dir, args);  // first: it names an unsupported model_type as every command does
   const auto tokenizer_ptr = Tokenizer::for_model(dir);
   const Tokenizer& tokenizer = *tokenizer_ptr;
   const ModelConfig& c = model->config();

@@ -72,6 +72,13 @@ Buffer upload_blocks(Context& ctx, BlockType t, std::span<const uint8_t> blocks,
     const uint64_t i = first * nb + src % nb * std::min<uint64_t>(group, rows - first) + (row - first);
     const uint8_t* b = blocks.data() + src * block_bytes(t);
     const uint16_t d = half_at(b);
+    // A scale (or minimum) that is infinite or not a number makes every value of its
+    // block so: a damaged tensor, refused with its place.
+    const bool has_min = t == BlockType::Q4_1 || t == BlockType::Q5_1;
+    if ((d & 0x7C00) == 0x7C00 || (has_min && (half_at(b + 2) & 0x7C00) == 0x7C00))
+      throw Error("upload_blocks: " + std::string(name) + ": block " + std::to_string(src % nb) + " of row " +
+                  std::to_string(src / nb) + " has a " + ((d & 0x7C00) == 0x7C00 ? "scale" : "minimum") +
+                  " that is infinite or not a number");
     const uint8_t* codes = b + (t == BlockType::Q8_0 ? 2 : t == BlockType::Q4_0 ? 2 : t == BlockType::Q4_1 ? 4
                                 : t == BlockType::Q5_0 ? 6 : 8);
     std::memcpy(&words[i * l.code_words], codes, l.code_words * 4);  // little-endian words, as the device reads them

@@ -53,6 +53,10 @@ std::string Ops::gemm_variant(const Gemm& g0) const {
   return ops::gemm_plan(ctx_.capabilities(), ctx_.policy(), nullptr, p).variant;
 }
 
+bool Ops::gemm_reads_blocks(const Gemm& g) const {
+  return g.M <= kSmallM || ops::gemm_columns_take(ctx_.capabilities(), ops::resolved_gemm(g));
+}
+
 uint32_t Ops::gemm_row_stats_parts(const Gemm& g) const {
   if (g.M <= kSmallM || g.batch != 1 || g.heads != 1 || g.split.column || g.trans_a) return 0;
   return ops::gemm_row_stats_parts(ctx_.capabilities(), g, gemm_tiles(g));
@@ -93,7 +97,7 @@ std::optional<RowStats> Ops::record_gemm(CommandList& cl, const Gemm& g0, const 
   const Gemm g = ops::resolved_gemm(g0);
   const Capabilities& caps = ctx_.capabilities();
   const uint64_t e = dtype_bytes(dtype_);
-  if (g.b_blocks && g.M > kSmallM && !ops::gemm_columns_take(caps, g)) {
+  if (g.b_blocks && !gemm_reads_blocks(g)) {
     // A prompt's product: the weight dequantized into the scratch, then the plain product.
     const uint32_t rows = g.glu ? 2 * g.N : g.N;
     if (!o.scratch)
@@ -201,7 +205,10 @@ void Ops::check_gemm_views(const Gemm& g, const GemmOperands& o) const {
   const uint64_t step_rows = o.step ? o.step->max_step : 0;  // stepping, the cache's rows start at row `step`
   need(o.c, last(g.stride_c) + (g.M + (sp.column ? 0 : step_rows) - 1) * g.ldc + c_cols, "gemm", "C");
   if (sp.column && o.split_out)
-    need(*o.split_out, (g.batch - 1) * sp.stride + (g.M + step_rows - 1) * ldc2 + c2_cols, "gemm", "split output");
+    need(*o.split_out,
+         sp.rows_are_items ? (g.M - 1) * sp.stride + step_rows * ldc2 + c2_cols
+                           : (g.batch - 1) * sp.stride + (g.M + step_rows - 1) * ldc2 + c2_cols,
+         "gemm", "split output");
   if (o.step) need_step(*o.step, "gemm");
   if (o.bias) need(*o.bias, uint64_t(g.glu ? 2 : 1) * g.N, "gemm", "bias");  // a gated product's: gates', then ups'
   if (o.residual) need(*o.residual, last(g.stride_r) + (uint64_t(g.M) - 1) * g.ldr + g.N, "gemm", "residual");

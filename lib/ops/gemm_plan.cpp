@@ -1,6 +1,7 @@
 #include "gemm_plan.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <string>
 
 #include "gemm_flags.h"  // shaders/: flag bits shared with the GLSL kernels
@@ -64,6 +65,9 @@ void check(const Capabilities& caps, const GemmProblem& p) {
   if (sp.column && (sp.column >= g.N || !p.split_given || g.heads != 1))
     throw Error("gemm: a split output needs its buffer, a split column inside N and heads = 1");
   if (!sp.column && p.split_given) throw Error("gemm: a split output was given but no split column");
+  if (sp.rows_are_items && (!sp.column || g.batch * g.heads != 1 || sp.stride == 0))
+    throw Error("gemm: a split output whose rows are batch items needs a split column, one batch of one head and a "
+                "non-zero split output stride");
   // Inputs may overlap (a sliding window over a series is A with lda < K); outputs may not.
   if (g.ldc < (sp.column ? sp.column : g.N)) throw Error("gemm: ldc is smaller than a row of C");
   if (sp.column && sp.ld && sp.ld < g.N - sp.column) throw Error("gemm: the split output's ld is smaller than its rows");
@@ -96,7 +100,7 @@ GemmPush push_of(const GemmProblem& p) {
                          (g.norm_of == NormOf::A ? GEMM_FLAG_NORM_A : 0u) |
                          (g.norm_of == NormOf::Residual ? GEMM_FLAG_NORM_R : 0u) |
                          ((g.norm_of != NormOf::None || p.out_norm) && g.norm_rms ? GEMM_FLAG_NORM_RMS : 0u) |
-                         (g.glu ? GEMM_FLAG_GLU : 0u);
+                         (g.glu ? GEMM_FLAG_GLU : 0u) | (sp.rows_are_items ? GEMM_FLAG_SPLIT_ITEMS : 0u);
   const uint32_t c2_cols = sp.column ? g.N - sp.column : 0;
   GemmPush push{g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.ldr, g.heads,
                 {narrow(g.stride_a.outer, "stride"), narrow(g.stride_a.inner, "stride")},
@@ -202,7 +206,11 @@ void plan_columns(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan
   while (wg > sg && (g.N + wg * cols - 1) / (wg * cols) < 8) wg /= 2;
   plan.shader = "gemm_columns.comp";
   plan.bindings = GemmBindings::Plain;
-  plan.defines = {{"WG_SIZE", std::to_string(wg)}, {"ROWS", std::to_string(g.M)}, {"COLS", std::to_string(cols)},
+  // Rows: one variant for 1, for 2, then for each power of two up to kColumnsMaxM (the
+  // kernel skips rows past M), so that prompts of every length share a few pipelines.
+  uint32_t rows = g.M;
+  if (rows > 2) rows = std::bit_ceil(rows);
+  plan.defines = {{"WG_SIZE", std::to_string(wg)}, {"ROWS", std::to_string(rows)}, {"COLS", std::to_string(cols)},
                   {"SG", std::to_string(sg)}};
   if (g.b_blocks) {
     for (auto& q : block_defines(*g.b_blocks, caps)) plan.defines.push_back(q);

@@ -171,6 +171,22 @@ TEST_P(GemmBlocksTest, RefusedByName) {
   refused({.M = 1, .N = 64, .K = 64, .b_blocks = BlockType::Q8_0}, "Linear weight");
   refused({.M = 1, .N = 128, .K = 64, .trans_b = true, .b_blocks = BlockType::Q8_0}, "needs 8704 bytes");
   EXPECT_THROW(upload_blocks(ctx(), BlockType::Q8_0, std::vector<uint8_t>(33), 1, 32, "W"), Error);
+  // A scale or minimum that is infinite or NaN: refused with the block's place.
+  for (auto [type, at, bits] : {std::tuple{BlockType::Q8_0, 0, 0x7C00}, std::tuple{BlockType::Q4_0, 0, 0x7E00},
+                                std::tuple{BlockType::Q4_1, 2, 0xFC00}}) {
+    std::vector<float> v(2 * 64, 0.25f);
+    std::vector<uint8_t> b = quantize_blocks(type, v);
+    const size_t block = 3 * block_bytes(type) + at;  // row 1, block 1
+    b[block] = uint8_t(bits), b[block + 1] = uint8_t(bits >> 8);
+    try {
+      upload_blocks(ctx(), type, b, 2, 64, "W");
+      ADD_FAILURE() << block_type_name(type) << ": a non-finite scale accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("W: block 1 of row 1 has a ") + (at ? "minimum" : "scale") +
+                                           " that is infinite or not a number"),
+                std::string::npos) << e.what();
+    }
+  }
   EXPECT_THROW(upload_blocks(ctx(), BlockType::Q8_0, std::vector<uint8_t>(34), 1, 31, "W"), Error);
 }
 

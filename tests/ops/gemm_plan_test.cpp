@@ -360,6 +360,9 @@ TEST(GemmPlan, WeightsInBlocks) {
   EXPECT_EQ(describe(plan(lavapipe(), blocks(16, 576, 1536, BlockType::Q8_0))),
             "gemm_columns.comp [WG_SIZE=32 ROWS=16 COLS=2 SG=8 QTYPE=0 Q_CODE_WORDS=8 Q_OFFSET=0.0 Q_INTERLEAVE=16u "
             "TEXEL_B=1] spec [] texels 2 bindings 7 groups 9x1x1");
+  // Row counts past 2 share the variant of the next power of two (the kernel skips the rest).
+  EXPECT_NE(describe(plan(lavapipe(), blocks(17, 576, 1536, BlockType::Q8_0))).find(" ROWS=32 "), std::string::npos);
+  EXPECT_NE(describe(plan(lavapipe(), blocks(3, 576, 1536, BlockType::Q8_0))).find(" ROWS=4 "), std::string::npos);
   EXPECT_EQ(plan(portable(), blocks(1, 1536, 576, BlockType::Q4_0)).variant, "small_m q4_0");
   EXPECT_EQ(plan(nvidia_like(), blocks(4, 1536, 576, BlockType::Q5_1)).variant, "small_m q5_1");
   GemmProblem folded = blocks(1, 1536, 576, BlockType::Q8_0);

@@ -9,7 +9,9 @@
 #include "support/ops_test.hpp"
 #include "ops/gemm_check.hpp"
 #include "ops/reference.hpp"
+#include "vkformer/blocks.hpp"
 #include "vkformer/gemm_tuning.hpp"
+#include "vkformer/tensor_io.hpp"
 
 #include <set>
 
@@ -784,14 +786,17 @@ TEST_P(GemmTest, FoldedLayerNormMisuseIsAClearError) {
 // fused QKV projection: queries to scratch, keys and values to a cache), at awkward
 // shapes, both GEMM kernels (M <= 4 and the tiled one), with and without a decode step
 // (which moves only the split part's rows), and through split-K (its second pass
-// applies the split and the step rows). Unwritten elements keep their poison.
+// applies the split and the step rows). With rows_are_items, row m of one product goes
+// to batch item m's cache at the step (a batch's decode step as one product), also from
+// a weight in Q8_0 blocks (the decode-step kernels that read them). Unwritten elements
+// keep their poison.
 TEST_P(GemmTest, SplitOutputGoesToItsOwnLayout) {
   auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
   struct Case {
     uint32_t M, N, K, split, batch;
-    bool stepped;
+    bool stepped, items = false, blocks = false;
   };
   const GemmTiles split_k{32, 64, 16, 4, 8, GemmStrategy::Tiled, 4};
   std::vector<std::optional<GemmTiles>> tilings = {std::nullopt};
@@ -799,28 +804,45 @@ TEST_P(GemmTest, SplitOutputGoesToItsOwnLayout) {
   for (const auto& tiles : tilings)
   for (const Case& t : {Case{1, 3, 1, 1, 1, false}, Case{1, 48, 33, 16, 3, true}, Case{3, 37, 17, 11, 2, false},
                         Case{17, 255, 64, 85, 2, false}, Case{70, 40, 9, 39, 1, false}, Case{9, 40, 70, 13, 2, true},
-                        Case{24, 67, 1030, 30, 1, false}}) {
+                        Case{24, 67, 1030, 30, 1, false}, Case{1, 48, 33, 16, 1, true, true},
+                        Case{5, 40, 70, 13, 1, true, true}, Case{17, 37, 17, 11, 1, false, true},
+                        Case{24, 67, 1030, 30, 1, true, true}, Case{3, 40, 64, 13, 1, true, true, true},
+                        Case{16, 37, 96, 11, 1, true, true, true}}) {
+    if (t.blocks && tiles) continue;  // (a weight in blocks has no tiles of its own)
     SCOPED_TRACE("M=" + std::to_string(t.M) + " N=" + std::to_string(t.N) + " split=" + std::to_string(t.split) +
-                 (tiles ? " " + tiles->name() : ""));
-    const uint32_t rows2 = t.M + (t.stepped ? 4 : 0) + 1;  // a cache of rows2 positions per batch item
+                 (tiles ? " " + tiles->name() : "") + (t.items ? " rows are items" : "") + (t.blocks ? " q8_0" : ""));
+    const uint32_t items = t.items ? t.M : t.batch;  // batch items of the split output
+    const uint32_t rows2 = (t.items ? 1 : t.M) + (t.stepped ? 4 : 0) + 1;  // a cache of rows2 positions per item
     const uint32_t cols2 = t.N - t.split, ld2 = cols2 + 3;
     Gemm g{.M = t.M, .N = t.N, .K = t.K, .trans_b = true, .batch = t.batch, .tiles = tiles};
     g.stride_a = {uint64_t(t.M) * t.K, 0};
     g.stride_c = {uint64_t(t.M) * t.split, 0};
-    g.split = {.column = t.split, .ld = ld2, .stride = uint64_t(rows2) * ld2};
+    g.split = {.column = t.split, .ld = ld2, .stride = uint64_t(rows2) * ld2, .rows_are_items = t.items};
     auto A = random_values(size_t(t.batch) * t.M * t.K, rng), W = random_values(size_t(t.N) * t.K, rng);
     auto bias = random_values(t.N, rng);
     for (auto* v : {&A, &W, &bias})
       for (auto& x : *v) x = stored(x, dtype());
+    std::vector<uint8_t> w_blocks;
+    if (t.blocks) {  // the weight as the kernel sees it: quantized, dequantized
+      w_blocks = quantize_blocks(BlockType::Q8_0, std::vector<float>(W.begin(), W.end()));
+      const auto back = dequantize_blocks(BlockType::Q8_0, w_blocks);
+      W.assign(back.begin(), back.end());
+      g.b_blocks = BlockType::Q8_0;
+      if (!ops().gemm_reads_blocks(g))
+        for (auto& x : W) x = stored(x, dtype());  // read dequantized into the storage type
+    }
     Gemm whole = g;
     whole.split = {};
+    whole.b_blocks.reset();
     whole.stride_c = {uint64_t(t.M) * t.N, 0};
     const auto want = ref::gemm(whole, A, W, &bias, nullptr);  // [batch, M, N]
     const uint32_t step = t.stepped ? 3 : 0;
-    Buffer a = upload_as(ctx(), A, dtype(), "A"), w = upload_as(ctx(), W, dtype(), "W");
+    Buffer a = upload_as(ctx(), A, dtype(), "A");
+    Buffer w = t.blocks ? upload_blocks(ctx(), BlockType::Q8_0, w_blocks, t.N, t.K, "W") : upload_as(ctx(), W, dtype(), "W");
+    Buffer scratch = ctx().buffer(uint64_t(t.N) * t.K * 4, "scratch");
     Buffer bb = upload_as(ctx(), bias, dtype(), "bias"), state = upload_u32(ctx(), {step, step, step + 1}, "decode_step");
     Buffer c = poisoned(ctx(), size_t(t.batch) * t.M * t.split, dtype(), "C");
-    Buffer c2 = poisoned(ctx(), size_t(t.batch) * rows2 * ld2, dtype(), "C2");
+    Buffer c2 = poisoned(ctx(), size_t(items) * rows2 * ld2, dtype(), "C2");
     Ops o = ops();
     auto cl = ctx().command_list();
     o.gemm(cl, g,
@@ -829,10 +851,11 @@ TEST_P(GemmTest, SplitOutputGoesToItsOwnLayout) {
             .c = c.view(),
             .bias = bb.view(),
             .step = t.stepped ? std::optional(DecodeStep{state.view(), step + 1}) : std::nullopt,
-            .split_out = c2.view()});
+            .split_out = c2.view(),
+            .scratch = scratch.view()});
     cl.submit();
     std::vector<double> want1(size_t(t.batch) * t.M * t.split), scale1(want1.size());
-    std::vector<double> want2(size_t(t.batch) * rows2 * ld2, std::nan("")), scale2(want2.size(), 0);
+    std::vector<double> want2(size_t(items) * rows2 * ld2, std::nan("")), scale2(want2.size(), 0);
     for (uint32_t b = 0; b < t.batch; ++b)
       for (uint32_t m = 0; m < t.M; ++m)
         for (uint32_t n = 0; n < t.N; ++n) {
@@ -842,7 +865,8 @@ TEST_P(GemmTest, SplitOutputGoesToItsOwnLayout) {
             want1[(size_t(b) * t.M + m) * t.split + n] = want.c[from];
             scale1[(size_t(b) * t.M + m) * t.split + n] = sc;
           } else {
-            const size_t to = (size_t(b) * rows2 + step + m) * ld2 + (n - t.split);
+            const size_t to = t.items ? (size_t(m) * rows2 + step) * ld2 + (n - t.split)
+                                      : (size_t(b) * rows2 + step + m) * ld2 + (n - t.split);
             want2[to] = want.c[from];
             scale2[to] = sc;
           }
@@ -860,6 +884,16 @@ TEST_P(GemmTest, SplitOutputGoesToItsOwnLayout) {
   EXPECT_THROW(o.gemm(cl, bad, {.a = small.view(), .b = small.view(), .c = small.view()}), Error);
   bad.split.column = 8;
   EXPECT_THROW(o.gemm(cl, bad, {.a = small.view(), .b = small.view(), .c = small.view(), .split_out = small.view()}),
+               Error);
+  // Rows that are batch items: one batch of one head, and a stride between the items.
+  Gemm items{.M = 2, .N = 8, .K = 4, .trans_b = true, .batch = 2};
+  items.stride_a = {8, 0};
+  items.stride_c = {8, 0};
+  items.split = {.column = 4, .ld = 4, .stride = 16, .rows_are_items = true};
+  EXPECT_THROW(o.gemm(cl, items, {.a = small.view(), .b = small.view(), .c = small.view(), .split_out = small.view()}),
+               Error);
+  items.batch = 1, items.split.stride = 0;
+  EXPECT_THROW(o.gemm(cl, items, {.a = small.view(), .b = small.view(), .c = small.view(), .split_out = small.view()}),
                Error);
   cl.submit();
 }

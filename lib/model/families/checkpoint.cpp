@@ -182,9 +182,12 @@ void Checkpoint::unread(const std::string& name) {
   if (const auto it = file_.tensors().find(name); it != file_.tensors().end()) expect(name, it->second.shape);
 }
 
-void Checkpoint::load() {
+void Checkpoint::load(const std::function<void(size_t, size_t)>& progress) {
   expected_.check(file_, label_, architecture_);
-  for (const auto& up : uploads_) up();
+  for (size_t i = 0; i < uploads_.size(); ++i) {
+    uploads_[i]();
+    if (progress) progress(i + 1, uploads_.size());
+  }
   for (const auto& step : after_) step();
 }
 

@@ -75,7 +75,9 @@ class Checkpoint {
   // Run after every upload: weights shared between places, tables computed from the config.
   void then(std::function<void()> step) { after_.push_back(std::move(step)); }
 
-  void load();
+  // Checks the file against what was declared, then reads, converts and uploads each
+  // tensor, calling progress(done, total) after each (when given).
+  void load(const std::function<void(size_t, size_t)>& progress = {});
 
   // After load(): the largest weight in blocks (rows x K values, 0: none), each storage's
   // weight bytes, and the weights left in the model's precision although blocks were asked.

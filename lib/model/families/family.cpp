@@ -78,7 +78,7 @@ std::shared_ptr<const Model> Model::load(Context& ctx, const ModelFiles& files, 
   auto impl = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});
   model::Checkpoint checkpoint(ctx, files, family.checkpoint(files), precision, c.architecture, options.weights);
   family.declare_tensors(checkpoint, *impl);  // (refusing more layers than the file holds first)
-  checkpoint.load();
+  checkpoint.load(options.progress);
   impl->dequantized_values = checkpoint.largest_weight_in_blocks();
   std::shared_ptr<Model> model(new Model(std::move(impl)));
   model->checkpoint_ = summarize_checkpoint(files);

@@ -20,6 +20,13 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
   qkv.split = {.column = D, .ld = uint32_t(cache.row_stride()), .stride = cache.self_batch_stride()};
   qkv.b_blocks = l.self_qkv.blocks;
   if (in_norm.norm) qkv.norm_of = NormOf::A;
+  // A batch's decode step as one product of a row per sequence, each row's keys and
+  // values to its own cache (rows_are_items): the weight read once, not once a sequence.
+  // Not with a folded norm (at most 4 rows) nor where the blocks' kernel takes fewer rows.
+  Gemm items = qkv;
+  items.M = p.batch, items.batch = 1, items.stride_a = items.stride_c = {};
+  items.split.rows_are_items = true;
+  if (p.n == 1 && p.batch > 1 && !in_norm.norm && (!qkv.b_blocks || r.ops.gemm_reads_blocks(items))) qkv = items;
   const uint64_t first_row = p.step ? 0 : p.t0;  // a step's rows start at its state's step
   r.ops.gemm(r.cl, qkv,
              {.a = in, .b = l.self_qkv.weight.view(), .c = b.queries.view(), .bias = l.self_qkv.bias.view(),

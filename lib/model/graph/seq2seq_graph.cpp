@@ -382,9 +382,15 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   if (o.logits_of_every_token) {
     r.linear(m_.generator, y.view(), logits_.view());  // logits [B*n, V]
   } else {  // only each sequence's last token predicts the next one
-    Gemm g{.M = 1, .N = V, .K = D, .trans_b = true, .batch = batch_, .b_blocks = m_.generator.blocks};
-    g.stride_a = {uint64_t(o.n) * D, 0};
-    g.stride_c = {V, 0};
+    // One product of a row per sequence (rows n D apart): the weight read once for the
+    // batch, unless the kernel that would read it in blocks takes fewer rows: then a
+    // product per sequence, each reading the blocks.
+    Gemm g{.M = batch_, .N = V, .K = D, .trans_b = true, .lda = o.n * D, .b_blocks = m_.generator.blocks};
+    if (g.b_blocks && !ops_.gemm_reads_blocks(g)) {
+      g.M = 1, g.lda = 0, g.batch = batch_;
+      g.stride_a = {uint64_t(o.n) * D, 0};
+      g.stride_c = {V, 0};
+    }
     ops_.gemm(cl, g,
               {.a = r.at(y, uint64_t(o.n - 1) * D), .b = m_.generator.weight.view(), .c = logits_.view(),
                .bias = m_.generator.bias.view(), .scratch = r.dequantized});  // logits [B, V]

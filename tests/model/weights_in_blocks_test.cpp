@@ -1,0 +1,94 @@
+// 256-wide Llama and GPT-2 models (tests/hf/wide, made by
+// tools/hf_references/make_wide_references.py with transformers 4.36.2) with their linear
+// weights and token embedding in each of llama.cpp's block types (LoadOptions::weights),
+// against transformers running the same models with those weights quantized and
+// dequantized by the `gguf` package's reference quantizers (llama.cpp's): logits
+// ||got - ref|| / ||ref|| over every position of a prompt and its continuation below
+// 2e-4, and greedy decoding token for token. Blocks from the wrong place, nibbles in the
+// wrong order or a scale from another block make errors of order 1 here.
+//
+// Tolerance: the weights are the same values on both sides (our blocks are byte-identical
+// to gguf's for Q8_0; the 4- and 5-bit types may differ in a rare rounding tie, one code by
+// one step); what remains is fp32 accumulation, as llama_test.cpp's 1e-4, and those ties.
+//
+// Also printed, for docs/models.md: each type's logits error against transformers' fp32
+// model (the quantization's own effect) and how many greedy tokens equal fp32's.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "hf_references.hpp"
+#include "support/gpu_test.hpp"
+#include "vkformer/blocks.hpp"
+#include "vkformer/model.hpp"
+
+namespace fs = std::filesystem;
+
+namespace vkf::test {
+namespace {
+
+const fs::path kDir = fs::path(VKF_SOURCE_DIR) / "tests" / "hf" / "wide";
+
+const nlohmann::json& references() {
+  static const nlohmann::json refs = read_references(kDir / "references.json");
+  return refs;
+}
+
+struct Case {
+  const char* model;
+  std::optional<BlockType> weights;
+};
+
+class WeightsInBlocks : public GpuTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(WeightsInBlocks, LogitsAndGreedyDecodingAgainstTransformers) {
+  const auto [name, weights] = GetParam();
+  auto model = Model::load(ctx(), (kDir / name).string(), LoadOptions{.precision = DType::F32, .weights = weights});
+  // Every linear weight (and the tied embedding) is in blocks: these models are block-aligned.
+  EXPECT_TRUE(model->checkpoint().weights_not_in_blocks.empty());
+  if (weights) EXPECT_EQ(model->checkpoint().weight_bytes.count("fp32"), 0u);
+  Session session(model);
+  const nlohmann::json& refs = references()["models"][name];
+  const uint32_t n = references()["new_tokens"];
+  const std::vector<nlohmann::json> cases =
+      weights ? std::vector<nlohmann::json>{refs["blocks"][block_type_name(*weights)]} : refs["fp32"].get<std::vector<nlohmann::json>>();
+  for (const auto& ref : cases) {
+    const auto ids = ref["ids"].get<std::vector<uint32_t>>();
+    SCOPED_TRACE("prompt of " + std::to_string(ids.size()) + " tokens");
+    EXPECT_LT(relative_error(session.score(ref["scored"].get<std::vector<uint32_t>>()),
+                             ref["logits"].get<std::vector<double>>()),
+              2e-4);
+    EXPECT_EQ(session.generate({ids}, {.max_new_tokens = n, .stop_at_eos = false}).at(0),
+              ref["greedy"].get<std::vector<uint32_t>>());
+  }
+  if (!weights) return;
+  // The quantization's own effect, against transformers' fp32 model on the same prompt.
+  const nlohmann::json& fp32 = refs["fp32"][0];
+  const auto want = fp32["logits"].get<std::vector<double>>();
+  const auto got = session.score(fp32["scored"].get<std::vector<uint32_t>>());
+  double largest = 0;
+  for (size_t i = 0; i < got.size(); ++i) largest = std::max(largest, std::abs(got[i] - want[i]));
+  const auto greedy = session.generate({fp32["ids"].get<std::vector<uint32_t>>()}, {.max_new_tokens = n, .stop_at_eos = false}).at(0);
+  const auto fp32_greedy = fp32["greedy"].get<std::vector<uint32_t>>();
+  size_t same = 0;
+  while (same < greedy.size() && same < fp32_greedy.size() && greedy[same] == fp32_greedy[same]) ++same;
+  std::printf("[ figures  ] %s %s against fp32: logits relative error %.2e (largest %.3f), greedy equal for %zu of %zu\n",
+              name, block_type_name(*weights), relative_error(got, want), largest, same, fp32_greedy.size());
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  for (const char* m : {"llama", "gpt2"}) {
+    c.push_back({m, std::nullopt});
+    for (BlockType t : kBlockTypes) c.push_back({m, t});
+  }
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(Wide, WeightsInBlocks, ::testing::ValuesIn(cases()), [](const auto& info) {
+  return std::string(info.param.model) + "_" + (info.param.weights ? block_type_name(*info.param.weights) : "fp32");
+});
+
+}  // namespace
+}  // namespace vkf::test

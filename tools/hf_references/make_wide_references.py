@@ -1,0 +1,126 @@
+"""Makes vkformer's 256-wide references (tests/hf/wide/) with real `transformers`: models
+whose every linear weight has rows of whole 32-value blocks, so that weights in
+llama.cpp's blocks (`--weights`) can be checked against transformers' fp32 outputs.
+
+  tests/hf/wide/llama/   a random LlamaForCausalLM, hidden 256, FFN 768, 2 layers, 8 heads
+                         (2 K/V heads), tied embeddings (SmolLM's layout), with the Llama 3
+                         tokenizer of tests/hf/llama/tokenizer_llama3 (359 tokens)
+  tests/hf/wide/gpt2/    a random GPT2LMHeadModel, n_embd 256, n_inner 768, 2 layers, 8
+                         heads, with tests/hf/gpt2/lm's tokenizer (357 tokens)
+  tests/hf/wide/references.json
+                         per model: prompts (token ids), transformers' fp32 logits at every
+                         position of the prompt and its greedy continuation (the sequence
+                         scored as one input), and that greedy continuation; and per block
+                         type (q8_0, q5_1, q5_0, q4_1, q4_0) the same for the first prompt
+                         with every linear weight and the token embedding quantized and
+                         dequantized by the `gguf` package's reference quantizers
+                         (llama.cpp's, in numpy), as vkformer's --weights stores them
+                         (GPT-2's Conv1D weights in blocks along their input, as vkformer
+                         stores them transposed; positions, norms and biases as they are)
+
+Weights are drawn as make_llama_references.py draws them (scaled up so that logits are
+apart by about one), rounded to fp16 and saved so (the files stay small); the references
+are computed in fp32 from those rounded weights, so a model loaded in fp32 has exactly
+them. Run with transformers 4.36.2 on Debian's torch:
+
+  PYTHONPATH=/path/to/site-packages /usr/bin/python3 tools/hf_references/make_wide_references.py
+"""
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+from gguf import GGMLQuantizationType, quants
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "hf" / "wide"
+NEW_TOKENS = 12
+
+
+def randomised(model, seed, scale):
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name or "ln_" in name:
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+            else:
+                p.mul_(scale)
+            p.copy_(p.half().float())  # as saved
+    return model.eval()
+
+
+def reference(model, ids, digits):
+    with torch.no_grad():
+        greedy = model.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
+                                do_sample=False, pad_token_id=0)[0, len(ids):].tolist()
+        seq = ids + greedy[:-1]
+        logits = model(torch.tensor([seq])).logits[0].double()
+    return {"ids": ids, "greedy": greedy, "scored": seq, "logits": [round(float(x), digits) for x in logits.flatten()]}
+
+
+def references(model, vocab, seed, conv1d):
+    g = torch.Generator().manual_seed(seed)
+    prompts = [[int(x) for x in torch.randint(3, vocab, (n,), generator=g)] for n in (6, 20)]
+    out = {"fp32": [reference(model, ids, 6) for ids in prompts], "blocks": {}}
+    original = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for name in ("Q8_0", "Q5_1", "Q5_0", "Q4_1", "Q4_0"):
+        t = getattr(GGMLQuantizationType, name)
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                w = original[n].numpy()
+                if w.ndim != 2 or "wpe" in n:
+                    continue
+                along_input = conv1d and "wte" not in n  # Conv1D [in, out]: blocks along its input
+                rows = w.T.copy() if along_input else w
+                if rows.shape[1] % 32:
+                    continue
+                q = quants.dequantize(quants.quantize(rows.astype(np.float32), t), t)
+                p.copy_(torch.from_numpy(q.T.copy() if along_input else q))
+        out["blocks"][name.lower()] = reference(model, prompts[0], 5)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            p.copy_(original[n])
+    return out
+
+
+def save(model, name, tokenizer_dir, files):
+    out = OUT / name
+    if out.exists():
+        shutil.rmtree(out)
+    model.half().save_pretrained(out)
+    model.float()
+    for f in files:
+        shutil.copy(tokenizer_dir / f, out / f)
+
+
+def main():
+    refs = {"transformers_version": transformers.__version__, "new_tokens": NEW_TOKENS, "models": {}}
+    llama_tok = ROOT / "tests" / "hf" / "llama" / "tokenizer_llama3"
+    vocab = json.load(open(ROOT / "tests" / "hf" / "llama" / "with_tokenizer" / "config.json"))["vocab_size"]
+    torch.manual_seed(21)
+    llama = LlamaForCausalLM(LlamaConfig(vocab_size=vocab, hidden_size=256, intermediate_size=768, num_hidden_layers=2,
+                                         num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=128,
+                                         rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2, tie_word_embeddings=True))
+    randomised(llama, 21, 4.0)
+    refs["models"]["llama"] = references(llama, vocab, 21, conv1d=False)
+    save(llama, "llama", llama_tok, ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"))
+
+    gpt2_tok = ROOT / "tests" / "hf" / "gpt2" / "lm"
+    vocab = json.load(open(gpt2_tok / "config.json"))["vocab_size"]
+    torch.manual_seed(22)
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=vocab, n_embd=256, n_inner=768, n_layer=2, n_head=8, n_positions=128,
+                                      bos_token_id=0, eos_token_id=0))
+    randomised(gpt2, 22, 4.0)
+    refs["models"]["gpt2"] = references(gpt2, vocab, 22, conv1d=True)
+    save(gpt2, "gpt2", gpt2_tok, ("vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"))
+
+    with open(OUT / "references.json", "w") as f:
+        json.dump(refs, f)
+    print("wrote", OUT)
+
+
+if __name__ == "__main__":
+    main()
