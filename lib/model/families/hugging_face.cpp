@@ -184,15 +184,16 @@ void declare_bart_layout_tensors(Checkpoint& t, Model::Impl& m) {
   // (save_pretrained drops it) and is the shared embedding, or the target's.
   const std::string shared = "model.shared.weight", src = encoder + ".embed_tokens.weight",
                     tgt = decoder + ".embed_tokens.weight", head = "lm_head.weight";
+  // Each in blocks where --weights asks for them (the lookups dequantize the rows they read).
   const bool own_src = t.has(src), own_tgt = t.has(tgt);
-  t.tensor(m.src_embed, own_src ? src : shared, {Vs, D});
-  if (own_tgt) t.tensor(m.tgt_embed, tgt, {Vt, D});
-  else if (own_src) t.tensor(m.tgt_embed, shared, {Vs, D});
-  else t.then([&m] { m.tgt_embed = m.src_embed; });
+  t.embedding(m.src_embed, m.src_embed_blocks, own_src ? src : shared, Vs, D);
+  if (own_tgt) t.embedding(m.tgt_embed, m.tgt_embed_blocks, tgt, Vt, D);
+  else if (own_src) t.embedding(m.tgt_embed, m.tgt_embed_blocks, shared, Vs, D);
+  else t.then([&m] { m.tgt_embed = m.src_embed, m.tgt_embed_blocks = m.src_embed_blocks; });
   if (own_src && own_tgt && t.has(shared)) t.unread(shared, {Vs, D});
   m.generator.out = Vt, m.generator.in = D;
-  if (t.has(head)) t.tensor(m.generator.weight, head, {Vt, D});
-  else t.then([&m] { m.generator.weight = m.tgt_embed; });
+  if (t.has(head)) t.linear_weight(m.generator, head, Vt, D);  // (its bias: final_logits_bias, below)
+  else t.then([&m] { m.generator.weight = m.tgt_embed, m.generator.blocks = m.tgt_embed_blocks; });
   t.tensor(m.generator.bias, "final_logits_bias", {1, Vt});
   // Positions: BART's learned (offset by 2), or sinusoids computed here (older Marian
   // saves carry them too: not read).

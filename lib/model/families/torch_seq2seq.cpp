@@ -25,8 +25,8 @@ void declare_tensors(Checkpoint& t, Model::Impl& m) {
   const std::string encoder = "transformer.encoder", decoder = "transformer.decoder";
   t.layers(encoder + ".layers", c.num_encoder_layers, "num_encoder_layers");
   t.layers(decoder + ".layers", c.num_decoder_layers, "num_decoder_layers");
-  t.tensor(m.src_embed, "src_embed.weight", {c.src_vocab_size, D});
-  t.tensor(m.tgt_embed, "tgt_embed.weight", {c.tgt_vocab_size, D});
+  t.embedding(m.src_embed, m.src_embed_blocks, "src_embed.weight", c.src_vocab_size, D);
+  t.embedding(m.tgt_embed, m.tgt_embed_blocks, "tgt_embed.weight", c.tgt_vocab_size, D);
   m.encoder.resize(c.num_encoder_layers);
   for (uint32_t i = 0; i < c.num_encoder_layers; ++i)
     t.encoder_layer(m.encoder[i], encoder + ".layers." + std::to_string(i), D, F);
