@@ -1,8 +1,10 @@
 #version 450
 // The decode-step GEMM on CPU drivers over a weight in llama.cpp's blocks: C [M, N] =
 // A [M, K] B^T with B a Linear weight [N, K] in blocks (blocks.glsl, rows interleaved in
-// 16s) and M = ROWS, 1 to 32 rows. Each invocation owns COLS whole output columns and
-// walks all of K, so every block is loaded once for all M rows (a batch's step).
+// 16s). Each invocation owns COLS whole output columns of ROWS rows (1 to 32) and walks
+// all of K, so every block is loaded once for all of them (a batch's step); a product of
+// more rows (a prompt) runs in chunks of ROWS along the grid's y, each reading the blocks
+// again, and never needs a dequantized copy of the weight.
 //
 // On llvmpipe an invocation is one lane of a SIMD vector, and a load whose address
 // differs by lane is a loop over lanes. So A, the same for every lane, arrives by
@@ -24,11 +26,12 @@
 #define ROWS 1  // (host: the product's M if at most 2, else the next power of two up to 32)
 #endif
 // Rows past the product's M (pc.M) are neither loaded nor stored: one variant serves each
-// class of row counts (3-4, 5-8, ...), so prompts of every length do not compile a pipeline each.
+// class of row counts (3-4, 5-8, ..., 17 and more), so prompts of every length do not
+// compile a pipeline each. row0: the first row of this workgroup's chunk.
 #if ROWS <= 2
 #define ROW_USED(m) true
 #else
-#define ROW_USED(m) ((m) < pc.M)
+#define ROW_USED(m) (row0 + (m) < pc.M)
 #endif
 #ifndef COLS
 #define COLS 2  // output columns per invocation (host)
@@ -89,7 +92,7 @@ uvec4 lane_value(uvec4 v, uint i) {
 #include "gemm_columns_blocks.glsl"  // block_dot: one block's dot with A's
 
 void main() {
-  const uint z = gl_WorkGroupID.z, lane = gl_SubgroupInvocationID;
+  const uint z = gl_WorkGroupID.z, lane = gl_SubgroupInvocationID, row0 = gl_WorkGroupID.y * ROWS;
   const bool glu = flag(FLAG_GLU);
   // Columns n0 .. n0 + COLS - 1; a gated product's each with its up column N + n.
   const uint n0 = gl_GlobalInvocationID.x * COLS;
@@ -99,7 +102,7 @@ void main() {
     rows_of_b[COLS + c] = rows_of_b[c] + pc.N;
   }
   const uint sums = glu ? 2u * COLS : COLS;
-  const uint a0 = offset_a(z) / UNIT_VALUES, lda_u = pc.lda / UNIT_VALUES, ku = pc.K / UNIT_VALUES;
+  const uint lda_u = pc.lda / UNIT_VALUES, ku = pc.K / UNIT_VALUES, a0 = offset_a(z) / UNIT_VALUES + row0 * lda_u;
   float acc[ROWS * 2 * COLS];  // [row][column, then the ups']
   UNROLL for (uint i = 0; i < ROWS * 2 * COLS; ++i) acc[i] = 0.0;
 
@@ -157,8 +160,8 @@ void main() {
     if (n0 + c >= pc.N) break;
     UNROLL for (uint m = 0; m < ROWS; ++m) {
       if (!ROW_USED(m)) break;
-      if (glu) store_glu(z, m, n0 + c, acc[m * 2u * COLS + c], acc[m * 2u * COLS + COLS + c]);
-      else store_c(z, m, n0 + c, acc[m * 2u * COLS + c]);
+      if (glu) store_glu(z, row0 + m, n0 + c, acc[m * 2u * COLS + c], acc[m * 2u * COLS + COLS + c]);
+      else store_c(z, row0 + m, n0 + c, acc[m * 2u * COLS + c]);
     }
   }
 }

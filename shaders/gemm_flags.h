@@ -43,8 +43,9 @@
 // per vec4 component: 4 at most).
 #define GEMM_SMALL_M_MAX_M 4u
 
-// gemm_columns.comp (CPU drivers' decode steps): at most this many rows, each invocation
-// holding 2 x COLS accumulators a row (a batch of 32 beams or sentences).
+// gemm_columns.comp (CPU drivers' products over blocks): at most this many rows a
+// workgroup, each invocation holding 2 x COLS accumulators a row (a batch of 32 beams or
+// sentences); more rows run in chunks of this many.
 #define GEMM_COLUMNS_MAX_M 32u
 
 #endif

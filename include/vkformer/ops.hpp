@@ -219,9 +219,10 @@ class Ops {
   // Which kernel variant gemm() runs for `g` on this device ("small_m", or "tiled
   // BMxBNxBK/TMxTN"): reports (bench ops) say what ran.
   std::string gemm_variant(const Gemm& g) const;
-  // Whether a product of this shape with B in blocks reads the blocks itself (a decode
-  // step: at most kMaxFoldedNormRows rows, or up to 32 on CPU drivers) rather than a copy
-  // dequantized into GemmOperands::scratch first.
+  // Whether a product of this shape with B in blocks can read the blocks itself (at most
+  // kMaxFoldedNormRows rows; any number on CPU drivers, without a folded norm) rather
+  // than needing a copy dequantized into GemmOperands::scratch first. (Given a scratch,
+  // CPU drivers still use it past 32 rows: faster there.)
   bool gemm_reads_blocks(const Gemm& g) const;
   // The tiles the tiled kernel runs for `g` (products of more than kMaxFoldedNormRows
   // rows): Gemm::tiles, else the device's tuning file's, else the default table's.

@@ -55,9 +55,9 @@ void check(const Capabilities& caps, const GemmProblem& p) {
       throw Error("gemm: B in " + type + " blocks needs K a multiple of " + std::to_string(kBlockValues) +
                   " and its rows packed (ldb = K), not K " + std::to_string(g.K) + ", ldb " + std::to_string(g.ldb));
     if (g.M > kSmallM && !gemm_columns_take(caps, g))  // (Ops::gemm dequantizes such a weight first, then plans the plain product)
-      throw Error("gemm: B in " + type + " blocks is read by the decode-step kernels (at most " +
-                  std::to_string(caps.type == DeviceType::Cpu ? kColumnsMaxM : kSmallM) +
-                  " rows), not by a product of " + std::to_string(g.M) + " rows");
+      throw Error("gemm: B in " + type + " blocks is read by the decode-step kernel of " + device(caps) +
+                  " (at most " + std::to_string(kSmallM) + " rows, without a folded norm past that), not by a "
+                  "product of " + std::to_string(g.M) + " rows");
     if (block_weight_bytes(*g.b_blocks, uint64_t(g.glu ? 2 : 1) * g.N, g.K) > caps.max_storage_buffer_range)
       throw Error("gemm: a weight in " + type + " blocks larger than one binding of " + device(caps));
   }
@@ -175,9 +175,10 @@ void plan_small_m_blocks(const Capabilities& caps, const GemmProblem& p, GemmPla
   plan.groups = {(g.N + per_group - 1) / per_group, 1, batches};
 }
 
-// CPU drivers' decode steps (gemm_columns.comp): an invocation owns whole columns, so
-// a weight is loaded once for all of a step's rows (1 to kColumnsMaxM: a batch of beams
-// or of sentences), and neighbouring invocations own neighbouring rows of a weight in
+// CPU drivers' products over weights in blocks (gemm_columns.comp): an invocation owns
+// whole columns, so a weight is loaded once for all of a step's rows (1 to kColumnsMaxM:
+// a batch of beams or of sentences; more rows, a prompt's, in chunks of kColumnsMaxM
+// along y: no dequantized copy of the weight), and neighbouring invocations own neighbouring rows of a weight in
 // blocks, which CPU drivers lay out interleaved (block_interleave). GPUs keep the
 // small-M kernel, whose subgroups split K (an invocation per column would leave most of a
 // GPU idle at these N). It reads weights in blocks only: over plain row-major weights it
@@ -209,7 +210,7 @@ void plan_columns(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan
   // Rows: one variant for 1, for 2, then for each power of two up to kColumnsMaxM (the
   // kernel skips rows past M), so that prompts of every length share a few pipelines.
   uint32_t rows = g.M;
-  if (rows > 2) rows = std::bit_ceil(rows);
+  if (rows > 2) rows = std::min(std::bit_ceil(rows), kColumnsMaxM);
   plan.defines = {{"WG_SIZE", std::to_string(wg)}, {"ROWS", std::to_string(rows)}, {"COLS", std::to_string(cols)},
                   {"SG", std::to_string(sg)}};
   if (g.b_blocks) {
@@ -219,7 +220,7 @@ void plan_columns(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan
   plan.texels = {TexelFormat::None, b_texels ? TexelFormat::Rgba32Ui : TexelFormat::None};
   plan.variant = g.b_blocks ? std::string("columns ") + block_type_name(*g.b_blocks) : "columns";
   plan.label = "gemm_" + plan.variant;
-  plan.groups = {(g.N + wg * cols - 1) / (wg * cols), 1, g.batch * g.heads};
+  plan.groups = {(g.N + wg * cols - 1) / (wg * cols), (g.M + rows - 1) / rows, g.batch * g.heads};
 }
 
 // Decode steps (at most kSmallM rows): the small-M kernel, streaming the weights once.
@@ -406,7 +407,7 @@ void plan_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning
 bool gemm_columns_take(const Capabilities& caps, const Gemm& g) {
   return caps.type == DeviceType::Cpu && caps.subgroup_basic && caps.subgroup_ballot &&
          caps.min_subgroup_size == caps.max_subgroup_size && caps.subgroup_size >= 4 && caps.subgroup_size <= 16 &&
-         g.trans_b && !g.trans_a && g.norm_of == NormOf::None && g.M <= kColumnsMaxM && g.b_blocks &&
+         g.trans_b && !g.trans_a && g.norm_of == NormOf::None && g.b_blocks &&
          g.address_weights != true;
 }
 

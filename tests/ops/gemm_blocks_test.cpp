@@ -31,6 +31,7 @@ class GemmBlocksTest : public OpsTest {
     uint32_t M, N, K;
     bool glu = false, rms = false;
     Activation act = Activation::None;
+    bool scratch = true;  // GemmOperands::scratch given
   };
   // The weights as the kernel must see them: random, quantized, dequantized on the host.
   std::vector<double> weights(const Case& t, uint32_t rows, std::mt19937_64& rng, std::vector<uint8_t>& blocks) {
@@ -51,11 +52,11 @@ class GemmBlocksTest : public OpsTest {
     std::vector<double> W = weights(t, rows, rng, blocks);
     Gemm g{.M = t.M, .N = t.N, .K = t.K, .trans_b = true, .act = t.act, .glu = t.glu, .b_blocks = t.type};
     if (t.rms) g.norm_of = NormOf::A, g.norm_rms = true, g.norm_eps = 1e-5f;
-    // The kernel this device reads the blocks with: CPU drivers' decode-step kernel up to
-    // 32 rows without a folded norm, else the small-M kernel up to 4. A product of more
-    // rows reads the weight dequantized into the storage type (fp16: each value rounded
-    // once more).
-    const bool columns = ctx().capabilities().type == DeviceType::Cpu && !t.rms && t.M <= 32;
+    // The kernel this device reads the blocks with: CPU drivers' columns kernel without a
+    // folded norm (up to 32 rows, or any number 32 at a time when no scratch is given),
+    // else the small-M kernel up to 4. A product of more rows reads the weight dequantized
+    // into the storage type (fp16: each value rounded once more).
+    const bool columns = ctx().capabilities().type == DeviceType::Cpu && !t.rms && (t.M <= 32 || !t.scratch);
     const bool direct = columns || t.M <= Ops::kMaxFoldedNormRows;
     if (!direct)
       for (auto& x : W) x = stored(x, dt);
@@ -81,7 +82,7 @@ class GemmBlocksTest : public OpsTest {
     ops().gemm(cl, g,
                {.a = a.view(), .b = w.view(), .c = c.view(), .bias = bb.view(), .residual = r.view(),
                 .norm = t.rms ? std::optional(NormWeights{gm.view(), bt.view()}) : std::nullopt,
-                .scratch = scratch.view()});
+                .scratch = t.scratch ? std::optional(scratch.view()) : std::nullopt});
     cl.submit();
     EXPECT_TRUE(gemm_close(download_as(c_, c, want.c.size(), dt), want, dt));
     if (direct)
@@ -118,8 +119,9 @@ TEST_P(GemmBlocksTest, BatchedDecodeSteps) {
   check({.type = BlockType::Q5_1, .M = 17, .N = 21, .K = 96, .glu = true, .act = Activation::Silu}, rng);
 }
 
-// Products of more rows (a prompt) read the weight dequantized into the scratch: the
-// direct and tiled kernels with every epilogue, and the folded norm.
+// Products of more rows (a prompt): on CPU drivers the columns kernel in chunks of 32
+// rows; elsewhere, and with a folded norm, the weight dequantized into the scratch for the
+// direct and tiled kernels, with every epilogue.
 TEST_P(GemmBlocksTest, PromptProductsReadTheWeightDequantized) {
   const auto seed = test_seed();
   VKF_SEED_TRACE(seed);
@@ -127,6 +129,9 @@ TEST_P(GemmBlocksTest, PromptProductsReadTheWeightDequantized) {
   check({.type = BlockType::Q4_1, .M = 33, .N = 37, .K = 96, .act = Activation::Relu}, rng);
   check({.type = BlockType::Q5_0, .M = 40, .N = 40, .K = 64, .glu = true, .act = Activation::Silu}, rng);
   check({.type = BlockType::Q8_0, .M = 9, .N = 33, .K = 32, .rms = true}, rng);
+  // Without a scratch, CPU drivers read the blocks 32 rows at a time (elsewhere: refused).
+  if (ops().gemm_reads_blocks({.M = 70, .N = 8, .K = 32, .trans_b = true, .b_blocks = BlockType::Q4_0}))
+    check({.type = BlockType::Q4_0, .M = 70, .N = 37, .K = 96, .act = Activation::Gelu, .scratch = false}, rng);
 }
 
 // The same reference with each byte's nibbles swapped (code j + 16 read as code j) does
@@ -166,7 +171,8 @@ TEST_P(GemmBlocksTest, RefusedByName) {
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
     }
   };
-  refused({.M = 33, .N = 64, .K = 64, .trans_b = true, .b_blocks = BlockType::Q8_0}, "give GemmOperands::scratch");
+  refused({.M = 33, .N = 64, .K = 64, .trans_b = true, .norm_of = NormOf::A, .b_blocks = BlockType::Q8_0},
+          "give GemmOperands::scratch");
   refused({.M = 1, .N = 64, .K = 48, .trans_b = true, .b_blocks = BlockType::Q8_0}, "K a multiple of 32");
   refused({.M = 1, .N = 64, .K = 64, .b_blocks = BlockType::Q8_0}, "Linear weight");
   refused({.M = 1, .N = 128, .K = 64, .trans_b = true, .b_blocks = BlockType::Q8_0}, "needs 8704 bytes");
