@@ -239,6 +239,9 @@ int bench(const Args& args) {
       at = comma + 1;
     }
     if (weights.size() > 8) throw Error("--weights takes at most 8 storages to compare");
+    for (const auto& name : weights)  // refused before any benchmark runs
+      if (name != "fp32" && name != "fp16" && !block_type_from_name(name))
+        throw Error("--weights takes fp32, fp16 and block types (q8_0, q5_1, q5_0, q4_1, q4_0), not '" + name + "'");
   }
   ContextOptions options = context_options(args);
   // vkformer bench [ops|model|all] or bench chart REPORT.json...

@@ -108,6 +108,18 @@ TEST(BadInput, UnknownCommandAndOption) {
   check(gen({"--src-ids", "5", "--bem", "2"}), {1, "unknown option --bem"});
 }
 
+// --weights: an unknown type is refused by name; a model none of whose linear weights has
+// rows of whole 32-value blocks (hidden 48) runs, with a warning that says why nothing is
+// in blocks; `bench ops` has no --weights.
+TEST(BadInput, WeightsInBlocks) {
+  check(gen({"--src-ids", "5", "--weights", "q3_k"}), {1, "--weights must be one of q8_0, q4_0, q4_1, q5_0, q5_1, not 'q3_k'"});
+  const std::string tied = std::string(VKF_SOURCE_DIR) + "/tests/hf/llama/tied";
+  check({"generate", "--model", tied, "--ids", "5,6", "--max-new-tokens", "2", "--weights", "q8_0"},
+        {0, "warning: --weights q8_0 stored no weight in blocks: the rows of every linear weight of " + tied});
+  check({"bench", "ops", "--weights", "q8_0"}, {1, "--weights is for the model benchmark"});
+  check({"bench", "model", "--model", kDates, "--weights", "q8_0,q9_9"}, {1, "not 'q9_9'"});
+}
+
 TEST(BadInput, NumbersAreParsedWholeAndInRange) {
   check(gen({"--src-ids", "5", "--beam", "abc"}), {1, "--beam must be an integer from 1 to 128, got 'abc'"});
   check(gen({"--src-ids", "5", "--beam", "0"}), {1, "--beam must be an integer from 1 to 128"});

@@ -11,6 +11,10 @@
 // to gguf's for Q8_0; the 4- and 5-bit types may differ in a rare rounding tie, one code by
 // one step); what remains is fp32 accumulation, as llama_test.cpp's 1e-4, and those ties.
 //
+// The encoder-decoders (Marian, BART; 1 + 1 layers) are checked on teacher-forced targets
+// logits the same way (their greedy decoding follows each family's generation settings,
+// which the tiny references' generate() checks cover).
+//
 // Also printed, for docs/models.md: each type's logits error against transformers' fp32
 // model (the quantization's own effect) and how many greedy tokens equal fp32's.
 #include <cmath>
@@ -76,6 +80,42 @@ TEST_P(WeightsInBlocks, LogitsAndGreedyDecodingAgainstTransformers) {
   std::printf("[ figures  ] %s %s against fp32: logits relative error %.2e (largest %.3f), greedy equal for %zu of %zu\n",
               name, block_type_name(*weights), relative_error(got, want), largest, same, fp32_greedy.size());
 }
+
+// Marian and BART: the logits of teacher-forced targets, as transformers gives them with
+// the same weights (fp32, or quantized by gguf), and the quantization's own effect.
+class Seq2SeqWeightsInBlocks : public GpuTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(Seq2SeqWeightsInBlocks, LogitsAgainstTransformers) {
+  const auto [name, weights] = GetParam();
+  auto model = Model::load(ctx(), (kDir / name).string(), LoadOptions{.precision = DType::F32, .weights = weights});
+  EXPECT_TRUE(model->checkpoint().weights_not_in_blocks.empty());
+  if (weights) EXPECT_EQ(model->checkpoint().weight_bytes.count("fp32"), 0u);
+  Session session(model);
+  const nlohmann::json& refs = references()["models"][name];
+  const auto sources = refs["sources"].get<std::vector<std::vector<uint32_t>>>();
+  const auto targets = refs["targets"].get<std::vector<std::vector<uint32_t>>>();
+  const nlohmann::json& want = weights ? refs["blocks"][block_type_name(*weights)] : refs["fp32"];
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const auto got = session.score(sources[i], targets[i]);
+    EXPECT_LT(relative_error(got, want[i].get<std::vector<double>>()), 2e-4) << name << " sequence " << i;
+    if (weights)
+      std::printf("[ figures  ] %s %s against fp32, sequence %zu: logits relative error %.2e\n", name,
+                  block_type_name(*weights), i, relative_error(got, refs["fp32"][i].get<std::vector<double>>()));
+  }
+}
+
+std::vector<Case> seq2seq_cases() {
+  std::vector<Case> c;
+  for (const char* m : {"marian", "bart"}) {
+    c.push_back({m, std::nullopt});
+    for (BlockType t : kBlockTypes) c.push_back({m, t});
+  }
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(Wide, Seq2SeqWeightsInBlocks, ::testing::ValuesIn(seq2seq_cases()), [](const auto& info) {
+  return std::string(info.param.model) + "_" + (info.param.weights ? block_type_name(*info.param.weights) : "fp32");
+});
 
 std::vector<Case> cases() {
   std::vector<Case> c;

@@ -7,8 +7,12 @@ llama.cpp's blocks (`--weights`) can be checked against transformers' fp32 outpu
                          tokenizer of tests/hf/llama/tokenizer_llama3 (359 tokens)
   tests/hf/wide/gpt2/    a random GPT2LMHeadModel, n_embd 256, n_inner 768, 2 layers, 8
                          heads, with tests/hf/gpt2/lm's tokenizer (357 tokens)
+  tests/hf/wide/marian/  a random MarianMTModel, d_model 256, FFN 768, 1 encoder and 1 decoder
+                         layer, 8 heads, tests/hf/marian's tokenizer and settings (180 tokens)
+  tests/hf/wide/bart/    a random BartForConditionalGeneration of the same size, tests/hf/bart's
+                         tokenizer and settings (561 tokens)
   tests/hf/wide/references.json
-                         per model: prompts (token ids), transformers' fp32 logits at every
+                         per decoder-only model: prompts (token ids), transformers' fp32 logits at every
                          position of the prompt and its greedy continuation (the sequence
                          scored as one input), and that greedy continuation; and per block
                          type (q8_0, q5_1, q5_0, q4_1, q4_0) the same for the first prompt
@@ -16,7 +20,10 @@ llama.cpp's blocks (`--weights`) can be checked against transformers' fp32 outpu
                          dequantized by the `gguf` package's reference quantizers
                          (llama.cpp's, in numpy), as vkformer's --weights stores them
                          (GPT-2's Conv1D weights in blocks along their input, as vkformer
-                         stores them transposed; positions, norms and biases as they are)
+                         stores them transposed; positions, norms and biases as they are);
+                         per encoder-decoder: sources and teacher-forced targets, and their
+                         logits in fp32 and per block type (greedy decoding is left to the
+                         tiny references' generate() checks: their settings differ by family)
 
 Weights are drawn as make_llama_references.py draws them (scaled up so that logits are
 apart by about one), rounded to fp16 and saved so (the files stay small); the references
@@ -33,17 +40,20 @@ import numpy as np
 import torch
 import transformers
 from gguf import GGMLQuantizationType, quants
-from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+from transformers import (BartConfig, BartForConditionalGeneration, GPT2Config, GPT2LMHeadModel, LlamaConfig,
+                          LlamaForCausalLM, MarianConfig, MarianMTModel)
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "hf" / "wide"
 NEW_TOKENS = 12
 
 
-def randomised(model, seed, scale):
+def randomised(model, seed, scale, keep=()):
     torch.manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
+            if any(k in name for k in keep):
+                continue
             if "norm" in name or "ln_" in name:
                 p.copy_(1 + 0.3 * torch.randn_like(p))
             else:
@@ -67,23 +77,69 @@ def references(model, vocab, seed, conv1d):
     out = {"fp32": [reference(model, ids, 6) for ids in prompts], "blocks": {}}
     original = {n: p.detach().clone() for n, p in model.named_parameters()}
     for name in ("Q8_0", "Q5_1", "Q5_0", "Q4_1", "Q4_0"):
-        t = getattr(GGMLQuantizationType, name)
+        quantized(model, getattr(GGMLQuantizationType, name), conv1d)
+        out["blocks"][name.lower()] = reference(model, prompts[0], 5)
         with torch.no_grad():
             for n, p in model.named_parameters():
-                w = original[n].numpy()
-                if w.ndim != 2 or "wpe" in n:
-                    continue
-                along_input = conv1d and "wte" not in n  # Conv1D [in, out]: blocks along its input
-                rows = w.T.copy() if along_input else w
-                if rows.shape[1] % 32:
-                    continue
-                q = quants.dequantize(quants.quantize(rows.astype(np.float32), t), t)
-                p.copy_(torch.from_numpy(q.T.copy() if along_input else q))
-        out["blocks"][name.lower()] = reference(model, prompts[0], 5)
+                p.copy_(original[n])
+    return out
+
+
+def quantized(model, t, conv1d):
+    """The model's 2-D weights (not positions) whose rows are whole blocks, quantized and
+    dequantized with gguf's reference quantizer of type t, in place."""
     with torch.no_grad():
         for n, p in model.named_parameters():
-            p.copy_(original[n])
-    return out
+            w = p.detach().numpy()
+            if w.ndim != 2 or "wpe" in n or "embed_positions" in n:
+                continue
+            along_input = conv1d and "wte" not in n  # Conv1D [in, out]: blocks along its input
+            rows = w.T.copy() if along_input else w
+            if rows.shape[1] % 32:
+                continue
+            q = quants.dequantize(quants.quantize(rows.astype(np.float32), t), t)
+            p.copy_(torch.from_numpy(q.T.copy() if along_input else q))
+
+
+def seq2seq_references(model, vocab, seed):
+    g = torch.Generator().manual_seed(seed)
+    start = model.config.decoder_start_token_id
+    sources = [[int(x) for x in torch.randint(3, vocab - 2, (n,), generator=g)] for n in (7, 12)]
+    targets = [[start] + [int(x) for x in torch.randint(3, vocab - 2, (n,), generator=g)] for n in (8, 5)]
+
+    def logits(digits):
+        out = []
+        with torch.no_grad():
+            for src, tgt in zip(sources, targets):
+                out.append([round(float(x), digits)
+                            for x in model(input_ids=torch.tensor([src]), decoder_input_ids=torch.tensor([tgt])).logits[0].flatten()])
+        return out
+
+    refs = {"sources": sources, "targets": targets, "fp32": logits(6), "blocks": {}}
+    original = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for name in ("Q8_0", "Q5_1", "Q5_0", "Q4_1", "Q4_0"):
+        quantized(model, getattr(GGMLQuantizationType, name), conv1d=False)
+        refs["blocks"][name.lower()] = logits(5)
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                p.copy_(original[n])
+    return refs
+
+
+def seq2seq(name, cls, config_cls, src_dir, seed, refs):
+    cfg = json.load(open(src_dir / "config.json"))
+    cfg.update(d_model=256, encoder_layers=1, decoder_layers=1, num_hidden_layers=1, encoder_attention_heads=8,
+               decoder_attention_heads=8, encoder_ffn_dim=768, decoder_ffn_dim=768)
+    torch.manual_seed(seed)
+    model = cls(config_cls(**{k: v for k, v in cfg.items() if k not in ("architectures", "transformers_version")}))
+    # (Marian's sinusoidal positions stay as computed: vkformer computes them, not reads them)
+    randomised(model, seed, 4.0, keep=("embed_positions",) if name == "marian" else ())
+    with torch.no_grad():
+        if hasattr(model, "final_logits_bias"):
+            model.final_logits_bias.copy_((0.5 * torch.randn(model.final_logits_bias.shape)).half().float())
+    refs["models"][name] = seq2seq_references(model, cfg["vocab_size"], seed)
+    files = [f.name for f in src_dir.iterdir() if f.name not in ("config.json", "model.safetensors")]
+    save(model, name, src_dir, files)
 
 
 def save(model, name, tokenizer_dir, files):
@@ -116,6 +172,9 @@ def main():
     randomised(gpt2, 22, 4.0)
     refs["models"]["gpt2"] = references(gpt2, vocab, 22, conv1d=True)
     save(gpt2, "gpt2", gpt2_tok, ("vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"))
+
+    seq2seq("marian", MarianMTModel, MarianConfig, ROOT / "tests" / "hf" / "marian", 23, refs)
+    seq2seq("bart", BartForConditionalGeneration, BartConfig, ROOT / "tests" / "hf" / "bart", 24, refs)
 
     with open(OUT / "references.json", "w") as f:
         json.dump(refs, f)
