@@ -37,7 +37,7 @@
 #define COLS 2  // output columns per invocation (host)
 #endif
 #ifndef SG
-#define SG 8  // (host: the device's subgroup size, 4 to 16)
+#define SG 8  // (host: the device's subgroup size, 8 or 16: a run of SG units holds a whole block)
 #endif
 #ifndef WG_SIZE
 #define WG_SIZE 64

@@ -406,7 +406,7 @@ void plan_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning
 
 bool gemm_columns_take(const Capabilities& caps, const Gemm& g) {
   return caps.type == DeviceType::Cpu && caps.subgroup_basic && caps.subgroup_ballot &&
-         caps.min_subgroup_size == caps.max_subgroup_size && caps.subgroup_size >= 4 && caps.subgroup_size <= 16 &&
+         caps.min_subgroup_size == caps.max_subgroup_size && caps.subgroup_size >= 8 && caps.subgroup_size <= 16 &&
          g.trans_b && !g.trans_a && g.norm_of == NormOf::None && g.b_blocks &&
          g.address_weights != true;
 }

@@ -364,6 +364,13 @@ TEST(GemmPlan, WeightsInBlocks) {
   EXPECT_NE(describe(plan(lavapipe(), blocks(17, 576, 1536, BlockType::Q8_0))).find(" ROWS=32 "), std::string::npos);
   EXPECT_NE(describe(plan(lavapipe(), blocks(3, 576, 1536, BlockType::Q8_0))).find(" ROWS=4 "), std::string::npos);
   EXPECT_EQ(plan(portable(), blocks(1, 1536, 576, BlockType::Q4_0)).variant, "small_m q4_0");
+  // A run of the subgroup's 16-byte units of A must hold a whole block: 8 lanes at least.
+  Capabilities narrow = lavapipe();
+  narrow.subgroup_size = narrow.min_subgroup_size = narrow.max_subgroup_size = 4;
+  EXPECT_EQ(plan(narrow, blocks(1, 1536, 576, BlockType::Q4_0)).variant, "small_m q4_0 texels");
+  Capabilities avx512 = lavapipe();
+  avx512.subgroup_size = avx512.min_subgroup_size = avx512.max_subgroup_size = 16;
+  EXPECT_NE(describe(plan(avx512, blocks(1, 1536, 576, BlockType::Q4_0))).find(" SG=16 "), std::string::npos);
   EXPECT_EQ(plan(nvidia_like(), blocks(4, 1536, 576, BlockType::Q5_1)).variant, "small_m q5_1");
   GemmProblem folded = blocks(1, 1536, 576, BlockType::Q8_0);
   folded.g.norm_of = NormOf::A;
