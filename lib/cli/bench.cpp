@@ -59,6 +59,16 @@ std::pair<double, double> step_gemm_ms(const std::string& report) {
   return {gemm / 1e3, total / 1e3};
 }
 
+// How one `--weights` entry stores the model: fp32 or fp16 (weights and activations), or
+// a block type (activations in `dtype`).
+LoadOptions storage_setting(const std::string& name, DType dtype) {
+  LoadOptions o{.precision = dtype};
+  if (name == "fp32" || name == "fp16") o.precision = name == "fp16" ? DType::F16 : DType::F32;
+  else if (const auto t = block_type_from_name(name)) o.weights = *t;
+  else throw Error("--weights takes fp32, fp16 and block types (q8_0, q5_1, q5_0, q4_1, q4_0), not '" + name + "'");
+  return o;
+}
+
 }  // namespace
 
 // `bench model --weights fp16,q8_0,q4_0`: the same model in each storage, loaded side by
@@ -73,14 +83,7 @@ nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, 
   };
   std::vector<Setting> runs;
   for (const auto& name : settings) {
-    LoadOptions o{.precision = dtype};
-    if (name == "fp32" || name == "fp16") {
-      o.precision = name == "fp16" ? DType::F16 : DType::F32;
-    } else if (const auto t = block_type_from_name(name)) {
-      o.weights = *t;
-    } else {
-      throw Error("--weights takes fp32, fp16 and block types (q8_0, q5_1, q5_0, q4_1, q4_0), not '" + name + "'");
-    }
+    LoadOptions o = storage_setting(name, dtype);
     o.progress = terminal_progress("loading " + name);
     runs.push_back({name, Model::load(ctx, dir, o), {}});
   }
@@ -239,9 +242,7 @@ int bench(const Args& args) {
       at = comma + 1;
     }
     if (weights.size() > 8) throw Error("--weights takes at most 8 storages to compare");
-    for (const auto& name : weights)  // refused before any benchmark runs
-      if (name != "fp32" && name != "fp16" && !block_type_from_name(name))
-        throw Error("--weights takes fp32, fp16 and block types (q8_0, q5_1, q5_0, q4_1, q4_0), not '" + name + "'");
+    for (const auto& name : weights) storage_setting(name, DType::F32);  // refused before any benchmark runs
   }
   ContextOptions options = context_options(args);
   // vkformer bench [ops|model|all] or bench chart REPORT.json...

@@ -104,31 +104,22 @@ TEST_P(Seq2SeqWeightsInBlocks, LogitsAgainstTransformers) {
   }
 }
 
-std::vector<Case> seq2seq_cases() {
+// Each model in fp32 and in every block type, named "<model>_<type>".
+std::vector<Case> cases(std::initializer_list<const char*> models) {
   std::vector<Case> c;
-  for (const char* m : {"marian", "bart"}) {
+  for (const char* m : models) {
     c.push_back({m, std::nullopt});
     for (BlockType t : kBlockTypes) c.push_back({m, t});
   }
   return c;
 }
 
-INSTANTIATE_TEST_SUITE_P(Wide, Seq2SeqWeightsInBlocks, ::testing::ValuesIn(seq2seq_cases()), [](const auto& info) {
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return std::string(info.param.model) + "_" + (info.param.weights ? block_type_name(*info.param.weights) : "fp32");
-});
-
-std::vector<Case> cases() {
-  std::vector<Case> c;
-  for (const char* m : {"llama", "gpt2"}) {
-    c.push_back({m, std::nullopt});
-    for (BlockType t : kBlockTypes) c.push_back({m, t});
-  }
-  return c;
 }
 
-INSTANTIATE_TEST_SUITE_P(Wide, WeightsInBlocks, ::testing::ValuesIn(cases()), [](const auto& info) {
-  return std::string(info.param.model) + "_" + (info.param.weights ? block_type_name(*info.param.weights) : "fp32");
-});
+INSTANTIATE_TEST_SUITE_P(Wide, WeightsInBlocks, ::testing::ValuesIn(cases({"llama", "gpt2"})), case_name);
+INSTANTIATE_TEST_SUITE_P(Wide, Seq2SeqWeightsInBlocks, ::testing::ValuesIn(cases({"marian", "bart"})), case_name);
 
 }  // namespace
 }  // namespace vkf::test
