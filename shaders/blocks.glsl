@@ -1,14 +1,21 @@
 // B as a Linear weight [rows, K] in llama.cpp's blocks (host: Gemm::b_blocks), as
 // lib/ops/block_weights.cpp lays them out on the device: three regions of 32-bit words,
 // each starting on 16 bytes, so that a block's codes are whole 16-byte loads:
-//   codes   per block (row r, block b: index r * K / 32 + b) Q_CODE_WORDS words: Q8_0's 32
-//           int8 codes (8 words), or the 4- and 5-bit types' 16 bytes of nibbles as
-//           llama.cpp packs them (byte j: code j low, code j + 16 high; 4 words)
-//   qh      Q_HIGH_BIT (Q5_0, Q5_1): a word per block, bit j code j's fifth bit
-//   scales  Q_MIN (Q4_1, Q5_1): a word per block, (d, m) as two halves; else d as a half,
-//           two blocks to a word
-// A value is d (code - Q_OFFSET) (+ m).
-// Blocks (and their qh words and scales) are in the order of block_at: row-major, or with
+//   codes   per block of 32 values (row r, block b: index r * K / 32 + b) Q_CODE_WORDS
+//           words: Q8_0's 32 int8 codes (8 words), or the other types' 16 bytes of low
+//           nibbles as llama.cpp packs its 32-value types' (byte j: code j low, code
+//           j + 16 high; 4 words; the K-quants' repacked so at upload)
+//   qh      Q_HIGH_BIT (Q5_0, Q5_1, Q5_K): a word per block, bit j code j's fifth bit;
+//           Q_HIGH_PAIRS (Q6_K): two words, code j's top two bits at bits 2j of the first
+//           (codes 0-15) or the second (16-31)
+//   scales  Q_MIN (Q4_1, Q5_1): a word per block, (d, m) as two halves; Q8_0, Q4_0, Q5_0:
+//           d as a half, two blocks to a word; Q_SUPER (K-quants): 16 bytes a super-block
+//           of 8 blocks (Q4_K, Q5_K: d, dmin and the 12 bytes of 6-bit scales and mins as
+//           llama.cpp has them; Q6_K: its 16 int8 scales, one per 16 values, then each
+//           super-block's d as a half, two to a word)
+// A value is d (code - Q_OFFSET) + m (block_scales: m 0 without a minimum; a K-quant's
+// d and m its sub-block's, d sc and -dmin m).
+// Blocks (and their qh words and scales; super-blocks as blocks of K / 256) are in the order of block_at: row-major, or with
 // Q_INTERLEAVE (host: CPU drivers, 16) the rows in groups of that many, each group's
 // blocks by block then row, so that invocations that own neighbouring rows and walk K
 // together (gemm_columns.comp) read one run of memory instead of a stream per row.
@@ -42,44 +49,82 @@ uint block_at(uint row, uint b, uint rows, uint nb) {
 }
 
 uint q_align4(uint words) { return (words + 3u) & ~3u; }
-uint q_qh_at(uint blocks) { return q_align4(blocks * Q_CODE_WORDS); }
-uint q_scales_at(uint blocks) {
-#ifdef Q_HIGH_BIT
-  return q_align4(q_qh_at(blocks) + blocks);
+#if defined(Q_HIGH_PAIRS)
+#define Q_HIGH_WORDS 2u
+#elif defined(Q_HIGH_BIT)
+#define Q_HIGH_WORDS 1u
 #else
-  return q_qh_at(blocks);
+#define Q_HIGH_WORDS 0u
 #endif
-}
+uint q_qh_at(uint blocks) { return q_align4(blocks * Q_CODE_WORDS); }
+uint q_scales_at(uint blocks) { return q_align4(q_qh_at(blocks) + blocks * Q_HIGH_WORDS); }
 
-// (d, m) of block `blk` of `blocks` (m 0 for the types without one).
-vec2 block_scale(uint blk, uint blocks) {
-#ifdef Q_MIN
-  return unpackHalf2x16(bq_word(q_scales_at(blocks) + blk));
+// Block b (32 values) of row `row`, in a weight of `rows` rows of nb blocks.
+struct BlockRef {
+  uint at;  // block_at: its codes, qh and (32-value types) scale
+  uint row, b, rows, nb;
+};
+BlockRef block_ref(uint row, uint b, uint rows, uint nb) { return BlockRef(block_at(row, b, rows, nb), row, b, rows, nb); }
+
+// (d, m) of the block's values 0-15, then of 16-31 (different only for Q6_K, whose
+// sub-blocks are 16 values): value = d (code - Q_OFFSET) + m.
+vec4 block_scales(BlockRef r) {
+  const uint blocks = r.rows * r.nb;
+#ifdef Q_SUPER
+  // The super-block's 16 bytes of scales, in block_at's order of super-blocks.
+  const uint sat = block_at(r.row, r.b >> 3u, r.rows, r.nb >> 3u), j = r.b & 7u;
+  const uvec4 u = bq_unit(q_scales_at(blocks) / 4u + sat);
+#if defined(Q_HIGH_PAIRS)  // Q6_K: 16 int8 scales; d after the scales, two to a word
+  const float d = unpackHalf2x16(bq_word(q_scales_at(blocks) + blocks / 2u + sat / 2u))[sat & 1u];
+  const uint w = u[j >> 1u] >> (16u * (j & 1u));
+  return vec4(d * float(bitfieldExtract(int(w), 0, 8)), 0.0, d * float(bitfieldExtract(int(w), 8, 8)), 0.0);
+#else  // Q4_K, Q5_K: d, dmin, then 12 bytes of 6-bit (scale, min) pairs
+  const vec2 dm = unpackHalf2x16(u[0]);
+#define Q_SCALE_BYTE(k) ((u[1u + (k) / 4u] >> (8u * ((k) % 4u))) & 0xFFu)
+  uint sc, m;
+  if (j < 4u) {
+    sc = Q_SCALE_BYTE(j) & 63u, m = Q_SCALE_BYTE(j + 4u) & 63u;
+  } else {
+    sc = (Q_SCALE_BYTE(j + 4u) & 0xFu) | ((Q_SCALE_BYTE(j - 4u) >> 6u) << 4u);
+    m = (Q_SCALE_BYTE(j + 4u) >> 4u) | ((Q_SCALE_BYTE(j) >> 6u) << 4u);
+  }
+#undef Q_SCALE_BYTE
+  const vec2 s = vec2(dm.x * float(sc), -(dm.y * float(m)));  // exact: an fp16 times 6 bits
+  return s.xyxy;
+#endif
+#elif defined(Q_MIN)
+  return unpackHalf2x16(bq_word(q_scales_at(blocks) + r.at)).xyxy;
 #else
-  return vec2(unpackHalf2x16(bq_word(q_scales_at(blocks) + blk / 2u))[blk & 1u], 0.0);
+  return vec4(unpackHalf2x16(bq_word(q_scales_at(blocks) + r.at / 2u))[r.at & 1u], 0.0, 0.0, 0.0).xyxy;
 #endif
 }
 
 // The block's 32 codes, less Q_OFFSET, as q[i] = codes 4i .. 4i + 3.
-void block_codes(uint blk, uint blocks, out vec4 q[8]) {
+void block_codes(BlockRef r, out vec4 q[8]) {
 #if Q_CODE_WORDS == 8
   UNROLL for (uint u = 0u; u < 2u; ++u) {
-    const uvec4 w = bq_unit(blk * 2u + u);
+    const uvec4 w = bq_unit(r.at * 2u + u);
     UNROLL for (uint i = 0u; i < 4u; ++i)
       q[u * 4u + i] = vec4(bitfieldExtract(int(w[i]), 0, 8), bitfieldExtract(int(w[i]), 8, 8),
                            bitfieldExtract(int(w[i]), 16, 8), bitfieldExtract(int(w[i]), 24, 8));
   }
 #else
-  const uvec4 w = bq_unit(blk);
-#ifdef Q_HIGH_BIT
-  const uint qh = bq_word(q_qh_at(blocks) + blk);
+  const uvec4 w = bq_unit(r.at);
+#if defined(Q_HIGH_BIT)
+  const uint qh = bq_word(q_qh_at(r.rows * r.nb) + r.at);
+#elif defined(Q_HIGH_PAIRS)
+  const uint h0 = bq_word(q_qh_at(r.rows * r.nb) + 2u * r.at), h1 = bq_word(q_qh_at(r.rows * r.nb) + 2u * r.at + 1u);
 #endif
   UNROLL for (uint i = 0u; i < 4u; ++i) {
     const uvec4 bytes = uvec4(w[i], w[i] >> 8u, w[i] >> 16u, w[i] >> 24u);
     uvec4 lo = bytes & 0xFu, hi = (bytes >> 4u) & 0xFu;
-#ifdef Q_HIGH_BIT
+#if defined(Q_HIGH_BIT)
     lo |= ((uvec4(qh) >> uvec4(4u * i, 4u * i + 1u, 4u * i + 2u, 4u * i + 3u)) & 1u) << 4u;
     hi |= ((uvec4(qh) >> uvec4(16u + 4u * i, 17u + 4u * i, 18u + 4u * i, 19u + 4u * i)) & 1u) << 4u;
+#elif defined(Q_HIGH_PAIRS)
+    const uvec4 at = uvec4(8u * i, 8u * i + 2u, 8u * i + 4u, 8u * i + 6u);
+    lo |= ((uvec4(h0) >> at) & 3u) << 4u;
+    hi |= ((uvec4(h1) >> at) & 3u) << 4u;
 #endif
     q[i] = vec4(lo) - Q_OFFSET;
     q[i + 4u] = vec4(hi) - Q_OFFSET;
@@ -93,19 +138,13 @@ void block_codes(uint blk, uint blocks, out vec4 q[8]) {
 #define Q_ROW_VALUES pc.K
 #endif
 float block_value(uint row, uint k, uint blocks) {
-  const uint nb = Q_ROW_VALUES / 32u, blk = block_at(row, k / 32u, blocks / nb, nb), j = k % 32u;
-  const vec2 dm = block_scale(blk, blocks);
-#if Q_CODE_WORDS == 8
-  const float code = float(bitfieldExtract(int(bq_word(blk * 8u + j / 4u)), int(8u * (j % 4u)), 8));
-#else
-  const uint byte = j % 16u;
-  uint c = (bq_word(blk * 4u + byte / 4u) >> (8u * (byte % 4u) + (j < 16u ? 0u : 4u))) & 0xFu;
-#ifdef Q_HIGH_BIT
-  c |= ((bq_word(q_qh_at(blocks) + blk) >> j) & 1u) << 4u;
-#endif
-  const float code = float(c);
-#endif
-  precise float v = dm.x * (code - Q_OFFSET);  // rounded as the host's dequantize_blocks
+  const uint nb = Q_ROW_VALUES / 32u, j = k % 32u;
+  const BlockRef r = block_ref(row, k / 32u, blocks / nb, nb);
+  const vec4 s = block_scales(r);
+  vec4 q[8];
+  block_codes(r, q);
+  const vec2 dm = j < 16u ? s.xy : s.zw;
+  precise float v = dm.x * q[j / 4u][j % 4u];  // rounded as the host's dequantize_blocks
 #ifdef Q_MIN
   v = v + dm.y;
 #endif

@@ -16,12 +16,14 @@ layout(std430, set = 0, binding = 1) writeonly buffer Dst { store_t dst[]; };
 void main() {
   const uint i = flat_index();  // block i of the weight read row by row
   if (i >= pc.blocks) return;
-  const uint nb = pc.K / 32u, blk = block_at(i / nb, i % nb, pc.blocks / nb, nb);
+  const uint nb = pc.K / 32u;
+  const BlockRef r = block_ref(i / nb, i % nb, pc.blocks / nb, nb);
   vec4 q[8];
-  block_codes(blk, pc.blocks, q);
-  const vec2 dm = block_scale(blk, pc.blocks);
+  block_codes(r, q);
+  const vec4 s = block_scales(r);
   UNROLL for (uint j = 0u; j < 8u; ++j)
     UNROLL for (uint c = 0u; c < 4u; ++c) {
+      const vec2 dm = j < 4u ? s.xy : s.zw;
       precise float v = dm.x * q[j][c];
 #ifdef Q_MIN
       v = v + dm.y;

@@ -113,16 +113,17 @@ void main() {
     [[unroll]] for (uint j = 0u; j < SG * UNIT_VALUES / 32u; ++j) {  // the run's blocks
       const uint b = r * UNIT_VALUES / 32u + j;
       if (b >= nb) break;
-#if ROWS > 2
-      // Several rows: each column's block dequantized once into registers, then every
-      // row's dot with it (A's values as they are, broadcast a row at a time).
+#if ROWS > 2 || defined(Q_HIGH_PAIRS)
+      // Several rows (or Q6_K's codes): each column's block dequantized once into
+      // registers, then every row's dot with it (A's values as they are, broadcast a row
+      // at a time).
       vec4 w[2 * COLS][8];
       UNROLL for (uint c = 0; c < 2u * COLS; ++c)
         if (c < sums) {
-          const uint blk = block_at(rows_of_b[c], b, rows, nb);
-          block_codes(blk, blocks, w[c]);
-          const vec2 dm = block_scale(blk, blocks);
-          UNROLL for (uint i = 0u; i < 8u; ++i) w[c][i] = w[c][i] * dm.x + dm.y;
+          const BlockRef ref = block_ref(rows_of_b[c], b, rows, nb);
+          block_codes(ref, w[c]);
+          const vec4 s = block_scales(ref);
+          UNROLL for (uint i = 0u; i < 8u; ++i) w[c][i] = w[c][i] * (i < 4u ? s.x : s.z) + (i < 4u ? s.y : s.w);
         }
       UNROLL for (uint m = 0; m < ROWS; ++m) {
         if (!ROW_USED(m)) break;
@@ -150,7 +151,7 @@ void main() {
       }
       UNROLL for (uint c = 0; c < 2u * COLS; ++c)
         if (c < sums) {  // each column's block loaded once, for every row
-          const BlockCodes q = block_codes_in_place(block_at(rows_of_b[c], b, rows, nb), blocks);
+          const BlockCodes q = block_codes_in_place(block_ref(rows_of_b[c], b, rows, nb));
           UNROLL for (uint m = 0; m < ROWS; ++m) acc[m * 2u * COLS + c] += block_dot(ba[m], q);
         }
 #endif

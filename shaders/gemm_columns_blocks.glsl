@@ -63,8 +63,9 @@ struct BlockCodes {
   vec2 dm;  // (d, m)
 };
 
-BlockCodes block_codes_in_place(uint blk, uint blocks) {
+BlockCodes block_codes_in_place(BlockRef r) {
   BlockCodes q;
+  const uint blk = r.at, blocks = r.rows * r.nb;
 #if Q_CODE_WORDS == 8
   [[unroll]] for (uint u = 0u; u < 2u; ++u) {
     const uvec4 w = bq_unit(blk * 2u + u) ^ 0x80808080u;
@@ -85,7 +86,7 @@ BlockCodes block_codes_in_place(uint blk, uint blocks) {
   }
 #endif
 #endif
-  q.dm = block_scale(blk, blocks);
+  q.dm = block_scales(r).xy;  // one (d, m) for the block's 32 values: not Q6_K's
   return q;
 }
 

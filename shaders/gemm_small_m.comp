@@ -236,26 +236,27 @@ void main() {
 #endif
     }
 #ifdef Q_MIN
-    float a_sum[MAX_M];
+    vec2 a_sum[MAX_M];  // of values 0-15 and 16-31
     UNROLL for (uint m = 0; m < MAX_M; ++m) {
-      vec4 s = vec4(0.0);
-      UNROLL for (uint i = 0; i < 8u; ++i) s += a[m * 8u + i];
-      a_sum[m] = s.x + s.y + s.z + s.w;
+      const vec4 lo = a[m * 8u] + a[m * 8u + 1u] + a[m * 8u + 2u] + a[m * 8u + 3u];
+      const vec4 hi = a[m * 8u + 4u] + a[m * 8u + 5u] + a[m * 8u + 6u] + a[m * 8u + 7u];
+      a_sum[m] = vec2(lo.x + lo.y + lo.z + lo.w, hi.x + hi.y + hi.z + hi.w);
     }
 #endif
     UNROLL for (uint c = 0; c < COLS; ++c) {
-      const uint blk = block_at(cols[c], b, glu ? 2u * pc.N : pc.N, nb);
+      const BlockRef r = block_ref(cols[c], b, glu ? 2u * pc.N : pc.N, nb);
       vec4 q[8];
-      block_codes(blk, blocks, q);
-      const vec2 dm = block_scale(blk, blocks);
+      block_codes(r, q);
+      const vec4 sc = block_scales(r);  // (d, m) of values 0-15, of 16-31
       UNROLL for (uint m = 0; m < MAX_M; ++m)
         if (ROW_USED(m)) {
-          float s = 0.0;
-          UNROLL for (uint i = 0; i < 8u; ++i) s += dot(a[m * 8u + i], q[i]);
+          float lo = 0.0, hi = 0.0;
+          UNROLL for (uint i = 0; i < 4u; ++i) lo += dot(a[m * 8u + i], q[i]);
+          UNROLL for (uint i = 4; i < 8u; ++i) hi += dot(a[m * 8u + i], q[i]);
 #ifdef Q_MIN
-          acc[m * COLS + c] += dm.x * s + dm.y * a_sum[m];
+          acc[m * COLS + c] += sc.x * lo + sc.z * hi + sc.y * a_sum[m].x + sc.w * a_sum[m].y;
 #else
-          acc[m * COLS + c] += dm.x * s;
+          acc[m * COLS + c] += sc.x * lo + sc.z * hi;
 #endif
         }
     }

@@ -121,13 +121,16 @@ struct CheckpointSummary {
 // How Model::load stores a model.
 struct LoadOptions {
   // Activations, norms, biases, positions, embeddings and the KV cache; the linear layers'
-  // weights too, unless `weights` says otherwise.
+  // weights too, unless `weights` or `mix` says otherwise.
   DType precision = DType::F32;
   // The linear layers' weights (QKV, attention output, FFN, output projection: a tied one a
   // copy of the embedding) in llama.cpp's blocks of this type, quantized at load with its
   // reference quantizer; a weight whose rows are not whole 32-value blocks stays in
   // `precision` (CheckpointSummary names it). Unset: every weight in `precision`.
   std::optional<BlockType> weights;
+  // Instead of one type: llama.cpp's mix (docs/models.md states its rule), for decoder-only
+  // models. Setting both is an Error.
+  std::optional<BlockMix> mix;
   // Called after each tensor is read, converted (quantized) and uploaded, with the tensors
   // done and their total: a caller's progress report (`vkformer` shows one on a terminal
   // when loading takes longer than a second). Called on the loading thread; unset: none.

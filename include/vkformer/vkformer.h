@@ -53,7 +53,7 @@ extern "C" {
  *  vkf_session_last_text fetch a result whose buffer was too small. 5: vkf_model_load_with
  *  and vkf_model_load_from_memory_with take vkf_load_options, whose weights may be
  *  llama.cpp's blocks (nothing that existed changed). */
-#define VKF_ABI_VERSION 5
+#define VKF_ABI_VERSION 6
 
 /** The token of on_token's last call for each output: no new token, only the rest of
  *  the output's text (see vkf_generate_options::on_token). */
@@ -233,7 +233,12 @@ typedef enum vkf_weights {
   VKF_WEIGHTS_Q4_0 = 2,      /**< 4.5 bits */
   VKF_WEIGHTS_Q4_1 = 3,      /**< 5 bits */
   VKF_WEIGHTS_Q5_0 = 4,      /**< 5.5 bits */
-  VKF_WEIGHTS_Q5_1 = 5       /**< 6 bits */
+  VKF_WEIGHTS_Q5_1 = 5,      /**< 6 bits */
+  VKF_WEIGHTS_Q4_K = 6,      /**< 4.5 bits, super-blocks of 256 values (ABI 6) */
+  VKF_WEIGHTS_Q5_K = 7,      /**< 5.5 bits (ABI 6) */
+  VKF_WEIGHTS_Q6_K = 8,      /**< 6.5625 bits (ABI 6) */
+  VKF_WEIGHTS_Q4_K_M = 9,    /**< llama.cpp's mix: Q4_K, Q6_K where it matters; decoder-only models (ABI 6) */
+  VKF_WEIGHTS_Q5_K_M = 10    /**< llama.cpp's mix: Q5_K, Q6_K where it matters (ABI 6) */
 } vkf_weights;
 
 /** How vkf_model_load_with stores a model. */

@@ -48,16 +48,19 @@ bool load_options(const char* fn, const vkf_load_options* options, vkf::LoadOpti
     invalid(fn, "vkf_load_options.precision must be VKF_PRECISION_FP32 or VKF_PRECISION_FP16");
     return false;
   }
-  static const std::optional<vkf::BlockType> kWeights[] = {std::nullopt, vkf::BlockType::Q8_0, vkf::BlockType::Q4_0,
-                                                           vkf::BlockType::Q4_1, vkf::BlockType::Q5_0,
-                                                           vkf::BlockType::Q5_1};
+  using vkf::BlockType;
+  static const std::optional<BlockType> kWeights[] = {std::nullopt,     BlockType::Q8_0, BlockType::Q4_0,
+                                                      BlockType::Q4_1,  BlockType::Q5_0, BlockType::Q5_1,
+                                                      BlockType::Q4_K,  BlockType::Q5_K, BlockType::Q6_K};
   const int w = capi::enum_value(o.weights);
-  if (w < 0 || w >= int(std::size(kWeights))) {
-    invalid(fn, "vkf_load_options.weights must be VKF_WEIGHTS_PRECISION or one of VKF_WEIGHTS_Q8_0 .. VKF_WEIGHTS_Q5_1, not " +
+  if (w < 0 || w > VKF_WEIGHTS_Q5_K_M) {
+    invalid(fn, "vkf_load_options.weights must be VKF_WEIGHTS_PRECISION or one of VKF_WEIGHTS_Q8_0 .. VKF_WEIGHTS_Q5_K_M, not " +
                     std::to_string(w));
     return false;
   }
-  out = {.precision = dtype_of(capi::enum_value(o.precision)), .weights = kWeights[w]};
+  out = {.precision = dtype_of(capi::enum_value(o.precision))};
+  if (w < int(std::size(kWeights))) out.weights = kWeights[w];
+  else out.mix = w == VKF_WEIGHTS_Q4_K_M ? vkf::BlockMix::Q4_K_M : vkf::BlockMix::Q5_K_M;
   return true;
 }
 

@@ -64,8 +64,8 @@ std::pair<double, double> step_gemm_ms(const std::string& report) {
 LoadOptions storage_setting(const std::string& name, DType dtype) {
   LoadOptions o{.precision = dtype};
   if (name == "fp32" || name == "fp16") o.precision = name == "fp16" ? DType::F16 : DType::F32;
-  else if (const auto t = block_type_from_name(name)) o.weights = *t;
-  else throw Error("--weights takes fp32, fp16 and block types (q8_0, q5_1, q5_0, q4_1, q4_0), not '" + name + "'");
+  else if (!set_weights(o, name))
+    throw Error("--weights takes fp32, fp16, block types and mixes (" + weights_names() + "), not '" + name + "'");
   return o;
 }
 

@@ -18,9 +18,10 @@ using K = OptionKind;
 // Options several commands share, spelled once so that their ranges agree.
 const OptionSpec kJson{"--json", nullptr, K::Switch, "one JSON object (schema: docs/cli.md)"};
 const OptionSpec kPrecision{"--precision", "fp32|fp16", K::Text, "storage precision of weights and activations (default fp32)"};
-const OptionSpec kWeights{"--weights", "q8_0|q5_1|q5_0|q4_1|q4_0", K::Text,
+const OptionSpec kWeights{"--weights", "q8_0|q6_k|q5_k|q5_1|q5_0|q4_k|q4_1|q4_0|q4_k_m|q5_k_m", K::Text,
                           "the linear layers' weights in llama.cpp's blocks, quantized at load\n"
-                          "(--precision stays the activations'; default: weights in --precision)"};
+                          "(q4_k_m, q5_k_m: llama.cpp's mixes, for decoder-only models; --precision\n"
+                          "stays the activations'; default: weights in --precision)"};
 const OptionSpec kProfile{"--profile", nullptr, K::Switch, "per-dispatch GPU times and counters on stderr"};
 const OptionSpec kMaxNewTokens{"--max-new-tokens", "N", K::Integer, "at most N tokens per output", 1, 1 << 16};
 const OptionSpec kBeam{"--beam", "K", K::Integer, "beam search of width K (1: greedy)", 1, GenerateOptions::kMaxBeam};
@@ -64,7 +65,7 @@ const std::vector<CommandSpec>& commands() {
          "heads, positions, parameters, the checkpoint's storage, tokenizer,\n"
          "generation defaults), loaded on the chosen device"},
         {"--precision", "fp32|fp16", K::Text, "with --model: the precision to load it in (default fp32)"},
-        {"--weights", "q8_0|q5_1|q5_0|q4_1|q4_0", K::Text,
+        {"--weights", "q8_0|q6_k|q5_k|q5_1|q5_0|q4_k|q4_1|q4_0|q4_k_m|q5_k_m", K::Text,
          "with --model: its linear layers' weights in these blocks (their bytes listed)"},
         kJson}},
       {"help", "this overview, or one command's options", "usage: vkformer help [COMMAND]",
@@ -204,8 +205,9 @@ const std::vector<CommandSpec>& commands() {
          "with vkformer, share/vkformer/samples/dates, or the source tree's)"},
         {"--weights", "LIST", K::Text,
          "also decode the model with its weights stored each way, side by side\n"
-         "(e.g. fp16,q8_0,q4_0: fp32, fp16 or llama.cpp's blocks q8_0, q5_1, q5_0,\n"
-         "q4_1, q4_0), with the weights' bytes and the decode step's GEMM time"}},
+         "(e.g. fp16,q8_0,q4_k_m: fp32, fp16, llama.cpp's blocks q8_0, q6_k, q5_k,\n"
+         "q5_1, q5_0, q4_k, q4_1, q4_0 or its mixes q4_k_m, q5_k_m), with the\n"
+         "weights' bytes and the decode step's GEMM time"}},
        "WHAT"},
   };
   return table;

@@ -41,19 +41,31 @@ inline std::function<void(size_t, size_t)> terminal_progress(const std::string& 
   };
 }
 
+// The names --weights takes: a block type or one of llama.cpp's mixes.
+inline std::string weights_names() {
+  std::string names;
+  for (BlockType t : kBlockTypes) names += (names.empty() ? "" : ", ") + std::string(block_type_name(t));
+  for (BlockMix m : {BlockMix::Q4_K_M, BlockMix::Q5_K_M}) names += std::string(", ") + block_mix_name(m);
+  return names;
+}
+
+// One --weights name into o (false: not a name it takes).
+inline bool set_weights(LoadOptions& o, const std::string& name) {
+  o.weights = block_type_from_name(name);
+  o.mix = block_mix_from_name(name);
+  return o.weights || o.mix;
+}
+
+inline std::string weights_name(const LoadOptions& o) {
+  return o.weights ? block_type_name(*o.weights) : o.mix ? block_mix_name(*o.mix) : to_string(o.precision);
+}
+
 // --precision and --weights as Model::load takes them.
 inline LoadOptions load_options(const Args& args) {
   LoadOptions o{.precision = precision(args)};
-  if (const auto w = args.value("--weights")) {
-    o.weights = block_type_from_name(*w);
-    if (!o.weights) {
-      std::string names;
-      for (BlockType t : kBlockTypes) names += (names.empty() ? "" : ", ") + std::string(block_type_name(t));
-      throw Error("--weights must be one of " + names + ", not '" + *w + "'");
-    }
-  }
-  o.progress = terminal_progress(o.weights ? std::string("loading, quantizing to ") + block_type_name(*o.weights)
-                                           : std::string("loading"));
+  if (const auto w = args.value("--weights"))
+    if (!set_weights(o, *w)) throw Error("--weights must be one of " + weights_names() + ", not '" + *w + "'");
+  o.progress = terminal_progress(o.weights || o.mix ? "loading, quantizing to " + weights_name(o) : std::string("loading"));
   return o;
 }
 
@@ -63,14 +75,16 @@ inline std::shared_ptr<const Model> load_model(Context& ctx, const std::string& 
   const LoadOptions o = load_options(args);
   auto model = Model::load(ctx, dir, o);
   const CheckpointSummary& s = model->checkpoint();
-  if (o.weights && !s.weight_bytes.count(block_type_name(*o.weights)))
+  bool in_blocks = false;
+  for (BlockType t : kBlockTypes) in_blocks |= s.weight_bytes.count(block_type_name(t)) > 0;
+  if ((o.weights || o.mix) && !in_blocks)
     std::fprintf(stderr,
                  "vkformer: warning: --weights %s stored no weight in blocks: the rows of every linear weight of %s "
                  "(%zu, e.g. '%s') are not a multiple of %u values, so they stay in %s (`vkformer info --model %s "
                  "--weights %s` lists them)\n",
-                 block_type_name(*o.weights), dir.c_str(), s.weights_not_in_blocks.size(),
+                 weights_name(o).c_str(), dir.c_str(), s.weights_not_in_blocks.size(),
                  s.weights_not_in_blocks.empty() ? "" : s.weights_not_in_blocks.front().c_str(), kBlockValues,
-                 to_string(o.precision), dir.c_str(), block_type_name(*o.weights));
+                 to_string(o.precision), dir.c_str(), weights_name(o).c_str());
   return model;
 }
 

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
+#include "k_quants.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/half.hpp"
 
@@ -63,6 +65,9 @@ uint8_t truncated(float scaled, float offset, int top) {
 void quantize_block(BlockType t, const float* x, uint8_t* out) {
   uint8_t q[kBlockValues];
   switch (t) {
+    case BlockType::Q4_K:
+    case BlockType::Q5_K:
+    case BlockType::Q6_K: return k_quants::quantize(t, x, out);
     case BlockType::Q8_0: {
       float amax = 0;
       for (uint32_t j = 0; j < kBlockValues; ++j) amax = std::max(amax, std::fabs(x[j]));
@@ -98,8 +103,12 @@ void quantize_block(BlockType t, const float* x, uint8_t* out) {
 }
 
 void dequantize_block(BlockType t, const uint8_t* b, float* x) {
+  if (is_k_quant(t)) return k_quants::dequantize(t, b, x);
   const float d = get_half(b);
   switch (t) {
+    case BlockType::Q4_K:
+    case BlockType::Q5_K:
+    case BlockType::Q6_K: return;
     case BlockType::Q8_0:
       for (uint32_t j = 0; j < kBlockValues; ++j) x[j] = float(int8_t(b[2 + j])) * d;
       return;
@@ -131,8 +140,26 @@ const char* block_type_name(BlockType t) {
     case BlockType::Q4_1: return "q4_1";
     case BlockType::Q5_0: return "q5_0";
     case BlockType::Q5_1: return "q5_1";
+    case BlockType::Q4_K: return "q4_k";
+    case BlockType::Q5_K: return "q5_k";
+    case BlockType::Q6_K: return "q6_k";
   }
   return "?";
+}
+
+bool is_k_quant(BlockType t) { return t == BlockType::Q4_K || t == BlockType::Q5_K || t == BlockType::Q6_K; }
+
+uint32_t block_values(BlockType t) { return is_k_quant(t) ? kSuperBlockValues : kBlockValues; }
+
+std::optional<BlockType> block_type_for_row(BlockType t, uint64_t cols) {
+  if (cols == 0 || cols % kBlockValues) return std::nullopt;
+  if (cols % block_values(t) == 0) return t;
+  switch (t) {
+    case BlockType::Q4_K: return BlockType::Q5_0;
+    case BlockType::Q5_K: return BlockType::Q5_1;
+    case BlockType::Q6_K: return BlockType::Q8_0;
+    default: return t;
+  }
 }
 
 std::optional<BlockType> block_type_from_name(const std::string& name) {
@@ -148,26 +175,40 @@ uint32_t block_bytes(BlockType t) {
     case BlockType::Q4_1: return 20;
     case BlockType::Q5_0: return 22;
     case BlockType::Q5_1: return 24;
+    case BlockType::Q4_K: return 144;
+    case BlockType::Q5_K: return 176;
+    case BlockType::Q6_K: return 210;
   }
   return 0;
 }
 
-double block_bits_per_value(BlockType t) { return block_bytes(t) * 8.0 / kBlockValues; }
+double block_bits_per_value(BlockType t) { return block_bytes(t) * 8.0 / block_values(t); }
 
 std::vector<uint8_t> quantize_blocks(BlockType t, std::span<const float> values) {
-  if (values.size() % kBlockValues)
+  const uint32_t n = block_values(t);
+  if (values.size() % n)
     throw Error(std::string(block_type_name(t)) + ": " + std::to_string(values.size()) +
-                " values are not a whole number of blocks of " + std::to_string(kBlockValues));
-  const size_t blocks = values.size() / kBlockValues;
+                " values are not a whole number of blocks of " + std::to_string(n));
+  const size_t blocks = values.size() / n;
   std::vector<uint8_t> out(blocks * block_bytes(t));
   for (size_t i = 0; i < blocks; ++i) {
-    const float* x = values.data() + i * kBlockValues;
-    for (uint32_t j = 0; j < kBlockValues; ++j)
+    const float* x = values.data() + i * n;
+    for (uint32_t j = 0; j < n; ++j)
       if (!std::isfinite(x[j]))
-        throw Error(std::string(block_type_name(t)) + ": value " + std::to_string(i * kBlockValues + j) +
+        throw Error(std::string(block_type_name(t)) + ": value " + std::to_string(i * n + j) +
                     " (block " + std::to_string(i) + ") is not finite");
-    quantize_block(t, x, out.data() + i * block_bytes(t));
   }
+  // The blocks are independent: large weights are quantized on every core (a K-quant's
+  // scale search costs a few hundred operations a value).
+  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  const size_t per = std::max<size_t>((blocks + threads - 1) / threads, size_t(1) << 16 >> (n == 32 ? 0 : 3));
+  std::vector<std::thread> pool;
+  auto run = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) quantize_block(t, values.data() + i * n, out.data() + i * block_bytes(t));
+  };
+  for (size_t from = per; from < blocks; from += per) pool.emplace_back(run, from, std::min(blocks, from + per));
+  run(0, std::min(blocks, per));
+  for (std::thread& th : pool) th.join();
   return out;
 }
 
@@ -175,10 +216,44 @@ std::vector<float> dequantize_blocks(BlockType t, std::span<const uint8_t> block
   if (blocks.size() % block_bytes(t))
     throw Error(std::string(block_type_name(t)) + ": " + std::to_string(blocks.size()) +
                 " bytes are not a whole number of " + std::to_string(block_bytes(t)) + "-byte blocks");
-  const size_t n = blocks.size() / block_bytes(t);
-  std::vector<float> out(n * kBlockValues);
-  for (size_t i = 0; i < n; ++i) dequantize_block(t, blocks.data() + i * block_bytes(t), out.data() + i * kBlockValues);
+  const size_t n = blocks.size() / block_bytes(t), values = block_values(t);
+  std::vector<float> out(n * values);
+  for (size_t i = 0; i < n; ++i) dequantize_block(t, blocks.data() + i * block_bytes(t), out.data() + i * values);
   return out;
+}
+
+const char* block_mix_name(BlockMix m) { return m == BlockMix::Q4_K_M ? "q4_k_m" : "q5_k_m"; }
+
+std::optional<BlockMix> block_mix_from_name(const std::string& name) {
+  for (BlockMix m : {BlockMix::Q4_K_M, BlockMix::Q5_K_M})
+    if (name == block_mix_name(m)) return m;
+  return std::nullopt;
+}
+
+// llama-quantize's choice (src/llama-quant.cpp, no importance matrix, a model without
+// experts that is not Falcon or a 70B): the output projection (or a tied embedding) in
+// Q6_K, or Q8_0 when its rows are not whole super-blocks; a fused QKV one step up from
+// the base; V and the FFN's down projection in Q6_K in the first eighth of the layers,
+// the last eighth, and every third layer between; the rest in the base. Then the
+// fallback for rows that are not whole super-blocks.
+std::optional<BlockType> mix_block_type(BlockMix mix, const WeightPlace& w, uint64_t cols) {
+  const BlockType base = mix == BlockMix::Q4_K_M ? BlockType::Q4_K : BlockType::Q5_K;
+  const int i = int(w.layer), n = int(w.layers);
+  const bool more_bits = i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+  BlockType t = base;
+  switch (w.role) {
+    case WeightRole::Output:
+    case WeightRole::TokenEmbedding:
+      if (w.role == WeightRole::Output || w.tied) t = cols % kSuperBlockValues ? BlockType::Q8_0 : BlockType::Q6_K;
+      break;
+    case WeightRole::AttentionQKV: t = mix == BlockMix::Q4_K_M ? BlockType::Q5_K : BlockType::Q6_K; break;
+    case WeightRole::AttentionV:
+    case WeightRole::FfnDown:
+      if (more_bits) t = BlockType::Q6_K;
+      break;
+    default: break;
+  }
+  return block_type_for_row(t, cols);
 }
 
 }  // namespace vkf

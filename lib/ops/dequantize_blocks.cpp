@@ -8,9 +8,9 @@ namespace vkf {
 
 void Ops::dequantize_blocks(CommandList& cl, BlockType t, const BufferView& blocks, const BufferView& dst, uint32_t rows,
                             uint32_t cols) {
-  if (rows == 0 || cols == 0 || cols % kBlockValues)
+  if (rows == 0 || cols == 0 || cols % block_values(t))
     throw Error("dequantize_blocks: [" + std::to_string(rows) + ", " + std::to_string(cols) + "] is not whole rows of " +
-                std::to_string(kBlockValues) + "-value blocks");
+                std::to_string(block_values(t)) + "-value " + block_type_name(t) + " blocks");
   const uint64_t bytes = block_weight_bytes(t, rows, cols);
   if (!blocks.alloc || blocks.size < bytes)
     throw Error("dequantize_blocks: the " + std::string(block_type_name(t)) + " weight needs " + std::to_string(bytes) +

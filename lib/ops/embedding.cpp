@@ -28,9 +28,10 @@ void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, 
     throw Error("embedding: rows, vocab, dim and seq_len must be at least 1");
   need(ids, e.rows, "embedding", "ids", DType::F32);  // uint32: same size as fp32
   if (e.table_blocks) {
+    if (e.dim % block_values(*e.table_blocks))
+      throw Error("embedding: a table in " + std::string(block_type_name(*e.table_blocks)) +
+                  " blocks needs dim a multiple of " + std::to_string(block_values(*e.table_blocks)));
     const uint64_t bytes = block_weight_bytes(*e.table_blocks, e.vocab, e.dim);
-    if (e.dim % kBlockValues)
-      throw Error("embedding: a table in blocks needs dim a multiple of " + std::to_string(kBlockValues));
     if (!table.alloc || table.size < bytes)
       throw Error("embedding: the table in " + std::string(block_type_name(*e.table_blocks)) + " blocks needs " +
                   std::to_string(bytes) + " bytes but its view holds " + std::to_string(table.size));

@@ -51,8 +51,8 @@ void check(const Capabilities& caps, const GemmProblem& p) {
     if (!g.trans_b || g.heads != 1 || g.stride_b.outer || g.stride_b.inner || g.trans_a)
       throw Error("gemm: B in " + type + " blocks is one Linear weight [N, K] (trans_b) shared by every batch item "
                   "(one head, no B strides), A not transposed");
-    if (g.K % kBlockValues || g.ldb != g.K)
-      throw Error("gemm: B in " + type + " blocks needs K a multiple of " + std::to_string(kBlockValues) +
+    if (g.K % block_values(*g.b_blocks) || g.ldb != g.K)
+      throw Error("gemm: B in " + type + " blocks needs K a multiple of " + std::to_string(block_values(*g.b_blocks)) +
                   " and its rows packed (ldb = K), not K " + std::to_string(g.K) + ", ldb " + std::to_string(g.ldb));
     if (g.M > kSmallM && !gemm_columns_take(caps, g))  // (Ops::gemm dequantizes such a weight first, then plans the plain product)
       throw Error("gemm: B in " + type + " blocks is read by the decode-step kernel of " + device(caps) +

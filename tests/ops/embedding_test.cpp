@@ -161,12 +161,13 @@ TEST_P(EmbeddingTest, EachSequenceShiftsItsPositionsByItsLeftPadding) {
 // type, ids at both ends of the vocabulary, an id outside it poisoned.
 TEST_P(EmbeddingTest, ReadsATableInBlocks) {
   std::mt19937_64 rng(5);
-  const uint32_t vocab = 37, dim = 64, rows = 6;
-  std::vector<float> table(size_t(vocab) * dim);
-  for (auto& x : table) x = float(random_values(1, rng)[0]);
+  const uint32_t vocab = 37, rows = 6;
   const std::vector<uint32_t> ids = {0, vocab - 1, 5, 17, 5, vocab + 3};
   for (BlockType t : kBlockTypes) {
     SCOPED_TRACE(block_type_name(t));
+    const uint32_t dim = is_k_quant(t) ? 256 : 64;
+    std::vector<float> table(size_t(vocab) * dim);
+    for (auto& x : table) x = float(random_values(1, rng)[0]);
     const auto blocks = quantize_blocks(t, table);
     const auto host = dequantize_blocks(t, blocks);
     Buffer bid = upload_u32(ctx(), ids, "ids"), bt = upload_blocks(ctx(), t, blocks, vocab, dim, "table");

@@ -95,17 +95,42 @@ TEST_P(GemmBlocksTest, EveryTypeAgainstTheDequantizedWeights) {
   const auto seed = test_seed();
   VKF_SEED_TRACE(seed);
   std::mt19937_64 rng(seed);
-  const uint32_t Ks[] = {32, 96, 544};
+  const uint32_t Ks[] = {32, 96, 544}, super_Ks[] = {256, 768};
   uint32_t i = 0;
   for (BlockType type : kBlockTypes) {
-    // One row (batch-1 decoding: its own variant) and three, at a K each.
-    check({.type = type, .M = 1, .N = 37, .K = Ks[i % 3], .act = Activation::GeluTanh}, rng);
-    check({.type = type, .M = 3, .N = 17, .K = Ks[(i + 1) % 3]}, rng);
+    // One row (batch-1 decoding: its own variant) and three, at a K each (K-quants: whole
+    // super-blocks, one and three).
+    const bool k = is_k_quant(type);
+    check({.type = type, .M = 1, .N = 37, .K = k ? super_Ks[i % 2] : Ks[i % 3], .act = Activation::GeluTanh}, rng);
+    check({.type = type, .M = 3, .N = 17, .K = k ? super_Ks[(i + 1) % 2] : Ks[(i + 1) % 3]}, rng);
     ++i;
   }
   // The gated pair and a folded RMSNorm (Llama's FFN up projection), four rows.
   check({.type = BlockType::Q4_0, .M = 4, .N = 33, .K = 96, .glu = true, .act = Activation::Silu}, rng);
   check({.type = BlockType::Q8_0, .M = 1, .N = 20, .K = 64, .rms = true}, rng);
+}
+
+// K-quants: 17 rows of B (a group of 16 interleaved rows and one alone: the super-blocks'
+// scales follow the same order), a gated pair, two rows, a batch of 17; and rows of
+// 256 k + 32 values, which llama.cpp's fallback stores in its 32-value types.
+TEST_P(GemmBlocksTest, KQuantsAndTheirFallbacks) {
+  const auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  check({.type = BlockType::Q4_K, .M = 2, .N = 17, .K = 512, .act = Activation::Silu}, rng);
+  check({.type = BlockType::Q5_K, .M = 1, .N = 19, .K = 256, .glu = true, .act = Activation::Silu}, rng);
+  check({.type = BlockType::Q6_K, .M = 17, .N = 33, .K = 512}, rng);
+  check({.type = BlockType::Q6_K, .M = 2, .N = 18, .K = 256, .rms = true}, rng);
+  check({.type = BlockType::Q4_K, .M = 40, .N = 20, .K = 256, .act = Activation::Gelu}, rng);  // a prompt
+  for (BlockType t : {BlockType::Q4_K, BlockType::Q5_K, BlockType::Q6_K}) {
+    const auto stored = block_type_for_row(t, 544);
+    ASSERT_TRUE(stored && !is_k_quant(*stored)) << block_type_name(t);
+    check({.type = *stored, .M = 1, .N = 21, .K = 544}, rng);
+  }
+  EXPECT_EQ(block_type_for_row(BlockType::Q4_K, 544), BlockType::Q5_0);
+  EXPECT_EQ(block_type_for_row(BlockType::Q5_K, 544), BlockType::Q5_1);
+  EXPECT_EQ(block_type_for_row(BlockType::Q6_K, 544), BlockType::Q8_0);
+  EXPECT_EQ(block_type_for_row(BlockType::Q6_K, 500), std::nullopt);
 }
 
 // A batch's decode step (17 and 32 rows, each weight block read once for all of them on

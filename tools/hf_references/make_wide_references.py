@@ -15,10 +15,16 @@ llama.cpp's blocks (`--weights`) can be checked against transformers' fp32 outpu
                          per decoder-only model: prompts (token ids), transformers' fp32 logits at every
                          position of the prompt and its greedy continuation (the sequence
                          scored as one input), and that greedy continuation; and per block
-                         type (q8_0, q5_1, q5_0, q4_1, q4_0) the same for the first prompt
+                         type (q8_0, q5_1, q5_0, q4_1, q4_0, q4_k, q5_k, q6_k) and mix
+                         (q4_k_m, q5_k_m: decoder-only models) the same for the first prompt
                          with every linear weight and the token embedding quantized and
-                         dequantized by the `gguf` package's reference quantizers
-                         (llama.cpp's, in numpy), as vkformer's --weights stores them
+                         dequantized by llama.cpp's reference quantizers (the `gguf`
+                         package's for the 32-value types; for K-quants, which gguf does not
+                         quantize, llama.cpp's own ggml_quantize_chunk from a libggml-base.so
+                         built by hand outside this repository, named by VKF_GGML_LIB), and
+                         dequantized by gguf, as vkformer's --weights stores them (a mix's
+                         q, k and v stacked in the widest of their types, as vkformer stacks
+                         them)
                          (GPT-2's Conv1D weights in blocks along their input, as vkformer
                          stores them transposed; positions, norms and biases as they are);
                          per encoder-decoder: sources and teacher-forced targets, and their
@@ -30,9 +36,12 @@ apart by about one), rounded to fp16 and saved so (the files stay small); the re
 are computed in fp32 from those rounded weights, so a model loaded in fp32 has exactly
 them. Run with transformers 4.36.2 on Debian's torch:
 
-  PYTHONPATH=/path/to/site-packages /usr/bin/python3 tools/hf_references/make_wide_references.py
+  VKF_GGML_LIB=/path/to/libggml-base.so PYTHONPATH=/path/to/site-packages \
+      /usr/bin/python3 tools/hf_references/make_wide_references.py
 """
+import ctypes
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -46,6 +55,51 @@ from transformers import (BartConfig, BartForConditionalGeneration, GPT2Config, 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "hf" / "wide"
 NEW_TOKENS = 12
+TYPES = ("Q8_0", "Q5_1", "Q5_0", "Q4_1", "Q4_0", "Q4_K", "Q5_K", "Q6_K")
+K_BYTES = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}
+GGML = None
+
+
+def quantize_dequantize(rows, name):
+    """rows [n, k] through llama.cpp's reference quantizer of type `name` and back."""
+    t = getattr(GGMLQuantizationType, name)
+    if name not in K_BYTES:
+        return quants.dequantize(quants.quantize(rows, t), t)
+    global GGML
+    if GGML is None:
+        GGML = ctypes.CDLL(os.environ["VKF_GGML_LIB"])
+        GGML.ggml_quantize_chunk.restype = ctypes.c_size_t
+        GGML.ggml_quantize_chunk.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                             ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+    x = np.ascontiguousarray(rows, np.float32)
+    dst = np.zeros(x.size // 256 * K_BYTES[name], np.uint8)
+    GGML.ggml_quantize_chunk(int(t), x.ctypes.data, dst.ctypes.data, 0, x.shape[0], x.shape[1], None)
+    return quants.dequantize(dst.reshape(-1, K_BYTES[name]), t).reshape(x.shape)
+
+
+def fallback(name, cols):
+    """llama.cpp's type for rows of `cols` values when `name` is asked for (None: unquantized)."""
+    if cols % 32:
+        return None
+    if name in K_BYTES and cols % 256:
+        return {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}[name]
+    return name
+
+
+def mix_type(mix, param, layers, cols):
+    """llama.cpp's Q4_K_M / Q5_K_M choice for a decoder-only model's weight (docs/models.md)."""
+    base = "Q4_K" if mix == "Q4_K_M" else "Q5_K"
+    if "wte" in param or "embed_tokens" in param or "lm_head" in param:  # tied in these models: the output's type
+        return "Q8_0" if cols % 256 else "Q6_K"
+    if "c_attn" in param:
+        return fallback("Q5_K" if mix == "Q4_K_M" else "Q6_K", cols)
+    layer = int([p for p in param.split(".") if p.isdigit()][0])
+    more = layer < layers // 8 or layer >= 7 * layers // 8 or (layer - layers // 8) % 3 == 2
+    if more and any(k in param for k in ("v_proj", "down_proj", "mlp.c_proj")):
+        return fallback("Q6_K", cols)
+    if more and any(k in param for k in ("q_proj", "k_proj")):
+        return fallback("Q6_K", cols)  # stacked with v in one weight: the widest of the three
+    return fallback(base, cols)
 
 
 def randomised(model, seed, scale, keep=()):
@@ -76,8 +130,12 @@ def references(model, vocab, seed, conv1d):
     prompts = [[int(x) for x in torch.randint(3, vocab, (n,), generator=g)] for n in (6, 20)]
     out = {"fp32": [reference(model, ids, 6) for ids in prompts], "blocks": {}}
     original = {n: p.detach().clone() for n, p in model.named_parameters()}
-    for name in ("Q8_0", "Q5_1", "Q5_0", "Q4_1", "Q4_0"):
-        quantized(model, getattr(GGMLQuantizationType, name), conv1d)
+    layers = model.config.num_hidden_layers
+    for name in TYPES + ("Q4_K_M", "Q5_K_M"):
+        if name.endswith("_M"):
+            quantized(model, lambda n, cols: mix_type(name, n, layers, cols), conv1d)
+        else:
+            quantized(model, lambda n, cols: fallback(name, cols), conv1d)
         out["blocks"][name.lower()] = reference(model, prompts[0], 5)
         with torch.no_grad():
             for n, p in model.named_parameters():
@@ -85,9 +143,9 @@ def references(model, vocab, seed, conv1d):
     return out
 
 
-def quantized(model, t, conv1d):
-    """The model's 2-D weights (not positions) whose rows are whole blocks, quantized and
-    dequantized with gguf's reference quantizer of type t, in place."""
+def quantized(model, type_of, conv1d):
+    """The model's 2-D weights (not positions) quantized and dequantized, in place, each
+    with the type type_of(name, cols) gives (None: left as it is)."""
     with torch.no_grad():
         for n, p in model.named_parameters():
             w = p.detach().numpy()
@@ -95,9 +153,10 @@ def quantized(model, t, conv1d):
                 continue
             along_input = conv1d and "wte" not in n  # Conv1D [in, out]: blocks along its input
             rows = w.T.copy() if along_input else w
-            if rows.shape[1] % 32:
+            t = type_of(n, rows.shape[1])
+            if t is None:
                 continue
-            q = quants.dequantize(quants.quantize(rows.astype(np.float32), t), t)
+            q = quantize_dequantize(rows.astype(np.float32), t)
             p.copy_(torch.from_numpy(q.T.copy() if along_input else q))
 
 
@@ -117,8 +176,8 @@ def seq2seq_references(model, vocab, seed):
 
     refs = {"sources": sources, "targets": targets, "fp32": logits(6), "blocks": {}}
     original = {n: p.detach().clone() for n, p in model.named_parameters()}
-    for name in ("Q8_0", "Q5_1", "Q5_0", "Q4_1", "Q4_0"):
-        quantized(model, getattr(GGMLQuantizationType, name), conv1d=False)
+    for name in TYPES:
+        quantized(model, lambda n, cols: fallback(name, cols), conv1d=False)
         refs["blocks"][name.lower()] = logits(5)
         with torch.no_grad():
             for n, p in model.named_parameters():

@@ -1,39 +1,101 @@
 #include "checkpoint.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "vkformer/tensor_io.hpp"
 
 namespace vkf::model {
 
 Checkpoint::Checkpoint(Context& ctx, const ModelFiles& files, const std::string& file, DType precision,
-                       const std::string& architecture, std::optional<BlockType> weights)
+                       const std::string& architecture, Blocks blocks)
     : ctx_(ctx), files_(files), file_(files, file), precision_(precision), label_(files.label()),
-      architecture_(architecture), weights_(weights) {}
+      architecture_(architecture), blocks_(blocks) {
+  if (blocks.type && blocks.mix)
+    throw Error(std::string("weights: ") + block_type_name(*blocks.type) + " and the mix " + block_mix_name(*blocks.mix) +
+                " were both asked for; give one");
+}
 
-void Checkpoint::put_weight(Linear& to, const std::string& name, std::vector<float> values, uint32_t rows,
-                            uint32_t cols) {
+namespace {
+
+// A Hugging Face decoder-only model's weight as llama.cpp's mixes see it (its GGUF name's
+// kind and layer): Llama-family and GPT-2 names. None for anything else (an
+// encoder-decoder's weights: llama.cpp states no mix for them that we could match).
+std::optional<WeightPlace> weight_place(const std::string& name, uint32_t layers, bool tied) {
+  if (name.find("encoder") != std::string::npos || name.find("decoder.") != std::string::npos) return std::nullopt;
+  auto ends = [&](const std::string& tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (ends("embed_tokens.weight") || ends("wte.weight"))
+    return WeightPlace{.role = WeightRole::TokenEmbedding, .layers = layers, .tied = tied};
+  if (name == "lm_head.weight") return WeightPlace{.role = WeightRole::Output, .layers = layers};
+  static const std::pair<const char*, WeightRole> kRoles[] = {
+      {".self_attn.q_proj.weight", WeightRole::AttentionQ}, {".self_attn.k_proj.weight", WeightRole::AttentionK},
+      {".self_attn.v_proj.weight", WeightRole::AttentionV}, {".self_attn.o_proj.weight", WeightRole::AttentionOutput},
+      {".mlp.gate_proj.weight", WeightRole::FfnGate},       {".mlp.up_proj.weight", WeightRole::FfnUp},
+      {".mlp.down_proj.weight", WeightRole::FfnDown},       {".attn.c_attn.weight", WeightRole::AttentionQKV},
+      {".attn.c_proj.weight", WeightRole::AttentionOutput}, {".mlp.c_fc.weight", WeightRole::FfnUp},
+      {".mlp.c_proj.weight", WeightRole::FfnDown}};
+  for (const auto& [tail, role] : kRoles) {
+    if (!ends(tail)) continue;
+    // The layer: the number before the tail ("model.layers.3.self_attn...", "h.3.attn...").
+    const size_t end = name.size() - std::string(tail).size();
+    size_t start = end;
+    while (start > 0 && std::isdigit(static_cast<unsigned char>(name[start - 1]))) --start;
+    if (start == end || end - start > 6) return std::nullopt;
+    const uint32_t layer = uint32_t(std::stoul(name.substr(start, end - start)));
+    if (layer >= layers) return std::nullopt;
+    return WeightPlace{.role = role, .layer = layer, .layers = layers};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<BlockType> Checkpoint::storage(const std::vector<std::string>& names, uint32_t cols) const {
+  if (blocks_.type) return block_type_for_row(*blocks_.type, cols);
+  if (!blocks_.mix) return std::nullopt;
+  // A weight stacked from several tensors (q, k and v) takes the widest of their types:
+  // never fewer bits than llama.cpp gives any of them.
+  std::optional<BlockType> widest;
+  for (const std::string& name : names) {
+    const auto place = weight_place(name, layers_, tied_);
+    if (!place)
+      throw Error("model " + label_ + ": --weights " + block_mix_name(*blocks_.mix) + " is llama.cpp's mix for " +
+                      "decoder-only models (Llama family, GPT-2); it has no rule for tensor '" + name +
+                      "' (model_type " + architecture_ + "): give a single block type, such as q4_k",
+                  ErrorKind::Unsupported);
+    const auto t = mix_block_type(*blocks_.mix, *place, cols);
+    if (t && (!widest || block_bits_per_value(*t) > block_bits_per_value(*widest))) widest = t;
+  }
+  return widest;
+}
+
+void Checkpoint::put_weight(Linear& to, const std::vector<std::string>& names, std::vector<float> values,
+                            uint32_t rows, uint32_t cols) {
   to.out = rows, to.in = cols;
-  if (weights_ && cols % kBlockValues == 0) {
+  const std::string& name = names.front();
+  if (const auto type = storage(names, cols)) {
     std::vector<uint8_t> blocks;
     try {
-      blocks = quantize_blocks(*weights_, values);
+      blocks = quantize_blocks(*type, values);
     } catch (const Error& e) {
       throw Error("model " + label_ + ": tensor '" + name + "': " + e.what());
     }
-    to.blocks = weights_;
-    to.weight = upload_blocks(ctx_, *weights_, blocks, rows, cols, name);
+    to.blocks = type;
+    to.weight = upload_blocks(ctx_, *type, blocks, rows, cols, name);
     largest_ = std::max<uint64_t>(largest_, uint64_t(rows) * cols);
   } else {
-    if (weights_) not_in_blocks_.push_back(name);
+    if (blocks_.type || blocks_.mix) not_in_blocks_.push_back(name);
     to.blocks.reset();
     to.weight = upload(name, std::move(values), precision_);
   }
   weight_bytes_[to.blocks ? block_type_name(*to.blocks) : to_string(precision_)] += to.weight.size();
 }
 
-void Checkpoint::layers(const std::string& prefix, uint32_t count, const std::string& field) const {
+void Checkpoint::layers(const std::string& prefix, uint32_t count, const std::string& field) {
   check_layer_count(file_, label_, prefix, count, field);
+  layers_ = std::max(count, 1u);
 }
 
 Buffer Checkpoint::upload(const std::string& name, std::vector<float> values, DType type) const {
@@ -62,7 +124,7 @@ void Checkpoint::linear(Linear& to, const std::string& prefix, uint32_t out, uin
   to.out = out, to.in = in;
   const std::string weight = prefix + ".weight";
   expect(weight, {out, in});
-  uploads_.push_back([this, &to, weight, out, in] { put_weight(to, weight, file_.floats(weight), out, in); });
+  uploads_.push_back([this, &to, weight, out, in] { put_weight(to, {weight}, file_.floats(weight), out, in); });
   tensor(to.bias, prefix + ".bias", {out});
 }
 
@@ -70,7 +132,7 @@ void Checkpoint::linear_weight(Linear& to, const std::string& name, uint32_t out
   to.out = out, to.in = in;
   expect(name, {out, in});
   uploads_.push_back([this, &to, name, out, in] {
-    put_weight(to, name, file_.floats(name), out, in);
+    put_weight(to, {name}, file_.floats(name), out, in);
     to.bias = zeros(out, name + " bias");
   });
 }
@@ -80,7 +142,7 @@ void Checkpoint::embedding(Buffer& to, std::optional<BlockType>& blocks, const s
   expect(name, {vocab, dim});
   uploads_.push_back([this, &to, &blocks, name, vocab, dim] {
     Linear table;
-    put_weight(table, name, file_.floats(name), vocab, dim);
+    put_weight(table, {name}, file_.floats(name), vocab, dim);
     to = table.weight;
     blocks = table.blocks;
   });
@@ -89,6 +151,7 @@ void Checkpoint::embedding(Buffer& to, std::optional<BlockType>& blocks, const s
 void Checkpoint::tied_head(Linear& to, const Buffer& table, const std::optional<BlockType>& table_blocks, uint32_t out,
                            uint32_t in) {
   to.out = out, to.in = in;
+  tied_ = true;  // (declared before load(): the embedding's upload sees it)
   uploads_.push_back([this, &to, &table, &table_blocks, out] {
     to.weight = table;  // declared, uploaded and counted as the embedding
     to.blocks = table_blocks;
@@ -112,7 +175,9 @@ void Checkpoint::stacked(Linear& to, const std::vector<Part>& parts, uint32_t in
       const auto b = file_.floats(p.prefix + ".bias");
       bias.insert(bias.end(), b.begin(), b.end());
     }
-    put_weight(to, parts.front().prefix + ".weight", std::move(weight), to.out, to.in);
+    std::vector<std::string> names;
+    for (const Part& p : parts) names.push_back(p.prefix + ".weight");
+    put_weight(to, names, std::move(weight), to.out, to.in);
     to.bias = biases ? upload(parts.front().prefix + ".bias", std::move(bias), precision_)
                      : zeros(to.out, parts.front().prefix + " bias");
   });
@@ -126,7 +191,7 @@ void Checkpoint::conv1d(Linear& to, const std::string& prefix, uint32_t in, uint
     std::vector<float> t(w.size());
     for (uint64_t i = 0; i < in; ++i)
       for (uint64_t o = 0; o < out; ++o) t[o * in + i] = w[i * out + o];
-    put_weight(to, prefix + ".weight", std::move(t), out, in);
+    put_weight(to, {prefix + ".weight"}, std::move(t), out, in);
   });
   tensor(to.bias, prefix + ".bias", {out});
 }
@@ -135,7 +200,7 @@ void Checkpoint::in_proj(Linear& qkv, const std::string& prefix, uint32_t d) {
   qkv.out = 3 * d, qkv.in = d;
   const std::string weight = prefix + ".in_proj_weight";
   expect(weight, {3ull * d, d});
-  uploads_.push_back([this, &qkv, weight, d] { put_weight(qkv, weight, file_.floats(weight), 3 * d, d); });
+  uploads_.push_back([this, &qkv, weight, d] { put_weight(qkv, {weight}, file_.floats(weight), 3 * d, d); });
   tensor(qkv.bias, prefix + ".in_proj_bias", {3ull * d});
 }
 
@@ -152,8 +217,8 @@ void Checkpoint::in_proj(Linear& q, Linear& kv, const std::string& prefix, uint3
     auto part = [&](uint64_t row0, uint64_t n) {
       return std::vector<float>(w.begin() + row0 * d, w.begin() + (row0 + n) * d);
     };
-    put_weight(q, weight + " (queries)", part(0, d), d, d);
-    put_weight(kv, weight + " (keys and values)", part(d, 2ull * d), 2 * d, d);
+    put_weight(q, {weight + " (queries)"}, part(0, d), d, d);
+    put_weight(kv, {weight + " (keys and values)"}, part(d, 2ull * d), 2 * d, d);
     q.bias = rows(bias, b, 0, d, 1);
     kv.bias = rows(bias, b, d, 2ull * d, 1);
   });

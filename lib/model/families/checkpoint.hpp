@@ -20,15 +20,20 @@ namespace vkf::model {
 
 class Checkpoint {
  public:
-  // weights: the linear layers' weights in these blocks (LoadOptions::weights).
+  // The linear layers' weights in blocks (LoadOptions::weights and ::mix): one type for
+  // all, or llama.cpp's mix of types by each weight's role and layer.
+  struct Blocks {
+    std::optional<BlockType> type;
+    std::optional<BlockMix> mix;
+  };
   Checkpoint(Context& ctx, const ModelFiles& files, const std::string& file, DType precision,
-             const std::string& architecture, std::optional<BlockType> weights = std::nullopt);
+             const std::string& architecture, Blocks blocks = {});
   const ModelFiles& files() const { return files_; }
   const SafeTensors& file() const { return file_; }
   bool has(const std::string& name) const { return file_.tensors().count(name) > 0; }
   // Refuses a config asking for more layers under `prefix` than the file holds, before
   // anything is declared per layer (check_layer_count).
-  void layers(const std::string& prefix, uint32_t count, const std::string& field) const;
+  void layers(const std::string& prefix, uint32_t count, const std::string& field);
 
   // `name` [shape], in the model's precision.
   void tensor(Buffer& to, const std::string& name, Shape shape);
@@ -87,9 +92,13 @@ class Checkpoint {
 
  private:
   Buffer upload(const std::string& name, std::vector<float> values, DType type) const;
-  // A Linear's weight [rows, cols] from its values: in blocks where asked and its rows are
-  // whole blocks, else in the model's precision.
-  void put_weight(Linear& to, const std::string& name, std::vector<float> values, uint32_t rows, uint32_t cols);
+  // A Linear's weight [rows, cols] from its values (the rows of the tensors `names`, one
+  // after another): in blocks where asked and its rows are whole blocks, else in the
+  // model's precision.
+  void put_weight(Linear& to, const std::vector<std::string>& names, std::vector<float> values, uint32_t rows,
+                  uint32_t cols);
+  // The blocks a weight made of the tensors `names` is stored in (none: the precision).
+  std::optional<BlockType> storage(const std::vector<std::string>& names, uint32_t cols) const;
   Buffer zeros(uint64_t n, const std::string& name) const;
   void expect(const std::string& name, Shape shape) { expected_.add(name, std::move(shape)); }
 
@@ -100,7 +109,9 @@ class Checkpoint {
   std::string label_, architecture_;
   ExpectedTensors expected_;
   std::vector<std::function<void()>> uploads_, after_;
-  std::optional<BlockType> weights_;
+  Blocks blocks_;
+  uint32_t layers_ = 1;  // the model's layers (a mix's rule counts them)
+  bool tied_ = false;    // the token embedding is also the output projection
   uint64_t largest_ = 0;
   std::map<std::string, uint64_t> weight_bytes_;
   std::vector<std::string> not_in_blocks_;

@@ -76,7 +76,8 @@ std::shared_ptr<const Model> Model::load(Context& ctx, const ModelFiles& files, 
   const ModelConfig c = family.read_config(files);
   model::check_runs_here(ctx, files, c.head_dim(), precision);
   auto impl = std::make_unique<Model::Impl>(Model::Impl{.ctx = ctx, .config = c, .dtype = precision});
-  model::Checkpoint checkpoint(ctx, files, family.checkpoint(files), precision, c.architecture, options.weights);
+  model::Checkpoint checkpoint(ctx, files, family.checkpoint(files), precision, c.architecture,
+                               {.type = options.weights, .mix = options.mix});
   family.declare_tensors(checkpoint, *impl);  // (refusing more layers than the file holds first)
   checkpoint.load(options.progress);
   impl->dequantized_values = checkpoint.largest_weight_in_blocks();
