@@ -42,21 +42,26 @@ const nlohmann::json& references() {
 struct Case {
   const char* model;
   std::optional<BlockType> weights;
+  std::optional<BlockMix> mix;
+  const char* name() const { return weights ? block_type_name(*weights) : mix ? block_mix_name(*mix) : "fp32"; }
+  bool quantized() const { return weights || mix; }
 };
 
 class WeightsInBlocks : public GpuTest, public ::testing::WithParamInterface<Case> {};
 
 TEST_P(WeightsInBlocks, LogitsAndGreedyDecodingAgainstTransformers) {
-  const auto [name, weights] = GetParam();
-  auto model = Model::load(ctx(), (kDir / name).string(), LoadOptions{.precision = DType::F32, .weights = weights});
+  const Case c = GetParam();
+  const char* name = c.model;
+  auto model = Model::load(ctx(), (kDir / name).string(),
+                           LoadOptions{.precision = DType::F32, .weights = c.weights, .mix = c.mix});
   // Every linear weight (and the tied embedding) is in blocks: these models are block-aligned.
   EXPECT_TRUE(model->checkpoint().weights_not_in_blocks.empty());
-  if (weights) EXPECT_EQ(model->checkpoint().weight_bytes.count("fp32"), 0u);
+  if (c.quantized()) EXPECT_EQ(model->checkpoint().weight_bytes.count("fp32"), 0u);
   Session session(model);
   const nlohmann::json& refs = references()["models"][name];
   const uint32_t n = references()["new_tokens"];
-  const std::vector<nlohmann::json> cases =
-      weights ? std::vector<nlohmann::json>{refs["blocks"][block_type_name(*weights)]} : refs["fp32"].get<std::vector<nlohmann::json>>();
+  const std::vector<nlohmann::json> cases = c.quantized() ? std::vector<nlohmann::json>{refs["blocks"][c.name()]}
+                                                          : refs["fp32"].get<std::vector<nlohmann::json>>();
   for (const auto& ref : cases) {
     const auto ids = ref["ids"].get<std::vector<uint32_t>>();
     SCOPED_TRACE("prompt of " + std::to_string(ids.size()) + " tokens");
@@ -66,7 +71,7 @@ TEST_P(WeightsInBlocks, LogitsAndGreedyDecodingAgainstTransformers) {
     EXPECT_EQ(session.generate({ids}, {.max_new_tokens = n, .stop_at_eos = false}).at(0),
               ref["greedy"].get<std::vector<uint32_t>>());
   }
-  if (!weights) return;
+  if (!c.quantized()) return;
   // The quantization's own effect, against transformers' fp32 model on the same prompt.
   const nlohmann::json& fp32 = refs["fp32"][0];
   const auto want = fp32["logits"].get<std::vector<double>>();
@@ -78,7 +83,7 @@ TEST_P(WeightsInBlocks, LogitsAndGreedyDecodingAgainstTransformers) {
   size_t same = 0;
   while (same < greedy.size() && same < fp32_greedy.size() && greedy[same] == fp32_greedy[same]) ++same;
   std::printf("[ figures  ] %s %s against fp32: logits relative error %.2e (largest %.3f), greedy equal for %zu of %zu\n",
-              name, block_type_name(*weights), relative_error(got, want), largest, same, fp32_greedy.size());
+              name, c.name(), relative_error(got, want), largest, same, fp32_greedy.size());
 }
 
 // Marian and BART: the logits of teacher-forced targets, as transformers gives them with
@@ -86,7 +91,8 @@ TEST_P(WeightsInBlocks, LogitsAndGreedyDecodingAgainstTransformers) {
 class Seq2SeqWeightsInBlocks : public GpuTest, public ::testing::WithParamInterface<Case> {};
 
 TEST_P(Seq2SeqWeightsInBlocks, LogitsAgainstTransformers) {
-  const auto [name, weights] = GetParam();
+  const char* name = GetParam().model;
+  const std::optional<BlockType> weights = GetParam().weights;
   auto model = Model::load(ctx(), (kDir / name).string(), LoadOptions{.precision = DType::F32, .weights = weights});
   EXPECT_TRUE(model->checkpoint().weights_not_in_blocks.empty());
   if (weights) EXPECT_EQ(model->checkpoint().weight_bytes.count("fp32"), 0u);
@@ -104,22 +110,39 @@ TEST_P(Seq2SeqWeightsInBlocks, LogitsAgainstTransformers) {
   }
 }
 
-// Each model in fp32 and in every block type, named "<model>_<type>".
-std::vector<Case> cases(std::initializer_list<const char*> models) {
+// Each model in fp32, in every block type and (decoder-only models) in llama.cpp's
+// mixes, named "<model>_<storage>".
+std::vector<Case> cases(std::initializer_list<const char*> models, bool mixes) {
   std::vector<Case> c;
   for (const char* m : models) {
     c.push_back({m, std::nullopt});
     for (BlockType t : kBlockTypes) c.push_back({m, t});
+    if (mixes)
+      for (BlockMix x : {BlockMix::Q4_K_M, BlockMix::Q5_K_M}) c.push_back({m, std::nullopt, x});
   }
   return c;
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return std::string(info.param.model) + "_" + (info.param.weights ? block_type_name(*info.param.weights) : "fp32");
+  return std::string(info.param.model) + "_" + info.param.name();
 }
 
-INSTANTIATE_TEST_SUITE_P(Wide, WeightsInBlocks, ::testing::ValuesIn(cases({"llama", "gpt2"})), case_name);
-INSTANTIATE_TEST_SUITE_P(Wide, Seq2SeqWeightsInBlocks, ::testing::ValuesIn(cases({"marian", "bart"})), case_name);
+INSTANTIATE_TEST_SUITE_P(Wide, WeightsInBlocks, ::testing::ValuesIn(cases({"llama", "gpt2"}, true)), case_name);
+INSTANTIATE_TEST_SUITE_P(Wide, Seq2SeqWeightsInBlocks, ::testing::ValuesIn(cases({"marian", "bart"}, false)), case_name);
+
+// A mix is llama.cpp's rule for decoder-only models: an encoder-decoder's is refused by
+// name, not guessed.
+class MixOfBlocks : public GpuTest {};
+
+TEST_F(MixOfBlocks, RefusedForEncoderDecoders) {
+  try {
+    Model::load(ctx(), (kDir / "marian").string(), LoadOptions{.mix = BlockMix::Q4_K_M});
+    ADD_FAILURE() << "a mix applied to Marian";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("q4_k_m is llama.cpp's mix for decoder-only models"), std::string::npos)
+        << e.what();
+  }
+}
 
 }  // namespace
 }  // namespace vkf::test
