@@ -4,7 +4,9 @@
 // on random blocks from 1e-6 to 1e4 and on edge cases (zeros, a constant, ties).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -136,6 +138,46 @@ TEST(Blocks, NamesSizesAndRefusals) {
     EXPECT_NE(std::string(e.what()).find("value 7 (block 0) is not finite"), std::string::npos) << e.what();
   }
   EXPECT_THROW(dequantize_blocks(BlockType::Q5_1, std::vector<uint8_t>(25)), Error);
+}
+
+// llama.cpp's Q4_K_M and Q5_K_M rule (mix_block_type) against the types llama-quantize
+// chose for every 2-D tensor of a 32-layer Llama whose FFN rows (544 values) are not whole
+// super-blocks (the layer pattern and the fallbacks) and of an 8-layer Llama with tied
+// embeddings (tests/ops/llama_quantize_types.json, from tools/peer_llama.py).
+TEST(Blocks, MixesChooseAsLlamaQuantizeDoes) {
+  std::ifstream in(std::string(VKF_OPS_SOURCE_DIR) + "/llama_quantize_types.json");
+  const nlohmann::json refs = nlohmann::json::parse(in);
+  size_t checked = 0;
+  for (const auto& [model, m] : refs["models"].items()) {
+    const uint32_t layers = m["layers"];
+    for (const auto& [mix_name, tensors] : m["mixes"].items()) {
+      const auto mix = block_mix_from_name(mix_name);
+      ASSERT_TRUE(mix) << mix_name;
+      for (const auto& [name, t] : tensors.items()) {
+        static const std::pair<const char*, WeightRole> kRoles[] = {
+            {"attn_q", WeightRole::AttentionQ},       {"attn_k", WeightRole::AttentionK},
+            {"attn_v", WeightRole::AttentionV},       {"attn_output", WeightRole::AttentionOutput},
+            {"ffn_gate", WeightRole::FfnGate},        {"ffn_up", WeightRole::FfnUp},
+            {"ffn_down", WeightRole::FfnDown}};
+        WeightPlace place{.role = WeightRole::Output, .layers = layers, .tied = bool(m["tied"])};
+        if (name == "token_embd.weight") {
+          place.role = WeightRole::TokenEmbedding;
+        } else if (name != "output.weight") {
+          unsigned layer = 0;
+          char kind[32] = {};
+          ASSERT_EQ(std::sscanf(name.c_str(), "blk.%u.%31[a-z_].weight", &layer, kind), 2) << name;
+          const auto* role = std::find_if(std::begin(kRoles), std::end(kRoles),
+                                          [&](const auto& r) { return std::string(kind) == r.first; });
+          ASSERT_NE(role, std::end(kRoles)) << name;
+          place.role = role->second, place.layer = layer;
+        }
+        const auto got = mix_block_type(*mix, place, t["cols"].get<uint64_t>());
+        EXPECT_EQ(got ? block_type_name(*got) : "f16", t["type"].get<std::string>()) << model << " " << mix_name << " " << name;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 566u);  // every tensor of both models under both mixes
 }
 
 }  // namespace
