@@ -17,7 +17,8 @@
 // do not coalesce); the tuner decides per device.
 //
 // Variants as in gemm.comp: VKF_FP16_STORAGE, and VEC4_NT when op(A) = A [M, K] and
-// op(B) = B^T [N, K] with K, the leading dimensions and the offsets multiples of 4.
+// op(B) = B^T [N, K] with K, the leading dimensions and the offsets multiples of 4; with
+// VEC4_NT, QTYPE: B in blocks (below).
 // FLAG_GLU (gemm_flags.h, TN even): a workgroup owns WG * TN / 2 outputs, and an
 // invocation's columns j < TN / 2 are its outputs' gates, j + TN / 2 the same outputs' ups.
 #extension GL_GOOGLE_include_directive : require
@@ -63,23 +64,33 @@ layout(std430, set = 0, binding = 10) writeonly buffer StatsOut { vec4 stats_out
 // gathers). a4(i) and b4(i) are the i-th vec4 of A and B either way.
 #ifdef VKF_FP16_STORAGE
 layout(set = 0, binding = 0, rgba32ui) uniform restrict readonly uimageBuffer A_texels;
-layout(set = 0, binding = 1, rgba32ui) uniform restrict readonly uimageBuffer B_texels;
 vec4 half_texel(uvec4 t, uint p) { return p == 0u ? vec4(unpackHalf2x16(t.x), unpackHalf2x16(t.y))
                                                    : vec4(unpackHalf2x16(t.z), unpackHalf2x16(t.w)); }
 vec4 a4(uint i) { return half_texel(imageLoad(A_texels, int(i / 2u)), i % 2u); }
+#ifndef QTYPE
+layout(set = 0, binding = 1, rgba32ui) uniform restrict readonly uimageBuffer B_texels;
 vec4 b4(uint i) { return half_texel(imageLoad(B_texels, int(i / 2u)), i % 2u); }
+#endif
 #else
 layout(set = 0, binding = 0, rgba32f) uniform restrict readonly imageBuffer A_texels;
-layout(set = 0, binding = 1, rgba32f) uniform restrict readonly imageBuffer B_texels;
 vec4 a4(uint i) { return imageLoad(A_texels, int(i)); }
+#ifndef QTYPE
+layout(set = 0, binding = 1, rgba32f) uniform restrict readonly imageBuffer B_texels;
 vec4 b4(uint i) { return imageLoad(B_texels, int(i)); }
+#endif
+#endif
+#ifdef QTYPE
+#define TEXEL_B  // blocks.glsl: the blocks' 16-byte units as texels too
 #endif
 #else
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
 vec4 a4(uint i) { return vec4(A4[i]); }
+#ifndef QTYPE
+layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
 vec4 b4(uint i) { return vec4(B4[i]); }
 #endif
+#endif
+
 #ifdef NORM_FOLDED
 layout(std430, set = 0, binding = 7) readonly buffer NormGamma4 { store_vec4 norm_gamma4[]; };
 layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm_beta4[]; };
@@ -87,6 +98,13 @@ layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm
 #define GEMM_SKIP_AB
 #endif
 #include "gemm_common.glsl"
+#ifdef QTYPE
+// QTYPE (host: Gemm::b_blocks, a prompt's product on CPU drivers): B, a Linear weight in
+// llama.cpp's blocks (blocks.glsl), each of an invocation's columns' blocks dequantized
+// into registers once and used for the TM rows, so that no dequantized copy of the
+// weight is written and read back.
+#include "blocks.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint TM = 8;  // rows of C per workgroup (and per invocation)
@@ -272,9 +290,31 @@ void main() {
 #if defined(SHUFFLE_A) && defined(NORM_FOLDED)
   vec4 g_lane = vec4(1.0), be_lane = vec4(0.0);  // gamma and beta of step kq - kq % SG + lane
 #endif
-  UNROLL for (uint kq = 0; kq < K4; ++kq) {
+#ifdef QTYPE
+  const uint KSTEP = 8u;  // a block: 8 vec4s of K
+  const uint nb = pc.K / 32u, b_rows = glu ? 2u * pc.N : pc.N;
+#else
+  const uint KSTEP = 1u;
+#endif
+  for (uint kb = 0; kb < K4; kb += KSTEP) {
+#ifdef QTYPE
+    vec4 w[TN * 8u];  // each column's block kb / 8, dequantized
+    UNROLL for (uint j = 0; j < TN; ++j) {
+      const BlockRef ref = block_ref(cols[j], kb / 8u, b_rows, nb);
+      vec4 q[8];
+      block_codes(ref, q);
+      const vec4 sc = block_scales(ref);  // (d, m) of values 0-15, of 16-31
+      UNROLL for (uint i = 0; i < 8u; ++i) w[j * 8u + i] = q[i] * (i < 4u ? sc.x : sc.z) + (i < 4u ? sc.y : sc.w);
+    }
+#endif
+  UNROLL for (uint u = 0; u < KSTEP; ++u) {
+    const uint kq = kb + u;
     vec4 b[TN];
+#ifdef QTYPE
+    UNROLL for (uint j = 0; j < TN; ++j) b[j] = w[j * 8u + u];
+#else
     UNROLL for (uint j = 0; j < TN; ++j) b[j] = b4((b_off + cols[j] * pc.ldb) / 4u + kq);
+#endif
 #ifdef SHUFFLE_A
     // One load per lane brings SG rows' vec4s; each row is then shuffled to every lane
     // (a register broadcast on a CPU) instead of loaded by every lane.
@@ -308,6 +348,7 @@ void main() {
       UNROLL for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma4(a, b[j], acc[i * TN + j]);
     }
 #endif
+  }
   }
 #else
   // Any shape and transpose: scalar loads.

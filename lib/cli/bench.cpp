@@ -71,15 +71,16 @@ LoadOptions storage_setting(const std::string& name, DType dtype) {
 
 }  // namespace
 
-// `bench model --weights fp16,q8_0,q4_0`: the same model in each storage, loaded side by
+// `bench model --weights fp16,q8_0,q4_k_m`: the same model in each storage, loaded side by
 // side, greedy decoding at batch 1 in alternating rounds (medians): decode tokens/s, the
-// weights' device bytes, and one profiled step's GEMM time and its share of the step.
+// weights' device bytes, one profiled step's GEMM time and its share of the step, and (a
+// decoder-only model) the prompt pass's tokens/s on a prompt of 128 tokens.
 nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, const std::vector<std::string>& settings,
                              bool quick, bool print) {
   struct Setting {
     std::string name;
     std::shared_ptr<const Model> model;
-    std::vector<double> tps;
+    std::vector<double> tps, prompt_tps;
   };
   std::vector<Setting> runs;
   for (const auto& name : settings) {
@@ -93,9 +94,13 @@ nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, 
   std::vector<std::vector<uint32_t>> inputs = {{}};
   for (uint32_t i = 0; i < 8; ++i) inputs[0].push_back((4 + i * 7) % (c.decoder_only ? c.tgt_vocab_size : c.src_vocab_size));
   const GenerateOptions g{.max_new_tokens = tokens, .stop_at_eos = false};
+  // The prompt pass: a prompt of 128 tokens (fewer where the model's positions end sooner).
+  const uint32_t prompt_len = std::min<uint32_t>(quick ? 16 : 128, c.max_position - 2);
+  std::vector<std::vector<uint32_t>> prompt = {{}};
+  for (uint32_t i = 0; i < prompt_len; ++i) prompt[0].push_back((4 + i * 7) % c.tgt_vocab_size);
   if (print)
-    std::printf("%-10s %14s %16s %14s %12s %10s\n", "weights", "weight bytes", "decode tokens/s", "ratio", "GEMM ms/step",
-                "of step");
+    std::printf("%-10s %14s %16s %9s %12s %10s%s\n", "weights", "weight bytes", "decode tokens/s", "ratio",
+                "GEMM ms/step", "of step", c.decoder_only ? "  prompt tokens/s    ratio" : "");
   nlohmann::json out = nlohmann::json::array();
   std::vector<std::pair<double, double>> gemm(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {  // warm-up, and one profiled step
@@ -111,13 +116,18 @@ nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, 
       Session s(run.model);
       s.generate(inputs, g);
       run.tps.push_back(s.last_stats().decode_tokens_per_second());
+      if (!c.decoder_only) continue;
+      s.generate(prompt, {.max_new_tokens = 1, .stop_at_eos = false});
+      run.prompt_tps.push_back(s.last_stats().prompt_tokens_per_second());
     }
-  double first = 0;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    auto v = runs[i].tps;
+  auto median_of = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
-    const double median = v[v.size() / 2];
-    if (i == 0) first = median;
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  double first = 0, first_prompt = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const double median = median_of(runs[i].tps), prompt_median = median_of(runs[i].prompt_tps);
+    if (i == 0) first = median, first_prompt = prompt_median;
     uint64_t bytes = 0;
     for (const auto& [type, b] : runs[i].model->checkpoint().weight_bytes) bytes += b;
     out.push_back({{"weights", runs[i].name},
@@ -127,15 +137,25 @@ nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, 
                    {"ratio", first > 0 ? median / first : 0},
                    {"step_gemm_ms", gemm[i].first},
                    {"step_ms", gemm[i].second}});
-    if (print)
-      std::printf("%-10s %14llu %16.1f %13.2fx %12.2f %9.0f%%\n", runs[i].name.c_str(), (unsigned long long)bytes,
-                  median, first > 0 ? median / first : 0, gemm[i].first,
+    if (c.decoder_only) {
+      out.back()["prompt_tokens"] = prompt_len;
+      out.back()["prompt_tokens_per_second"] = prompt_median;
+      out.back()["prompt_rounds"] = runs[i].prompt_tps;
+      out.back()["prompt_ratio"] = first_prompt > 0 ? prompt_median / first_prompt : 0;
+    }
+    if (print) {
+      std::printf("%-10s %14llu %16.1f %8.2fx %12.2f %9.0f%%", runs[i].name.c_str(), (unsigned long long)bytes, median,
+                  first > 0 ? median / first : 0, gemm[i].first,
                   gemm[i].second > 0 ? 100 * gemm[i].first / gemm[i].second : 0);
+      if (c.decoder_only)
+        std::printf(" %17.1f %7.2fx", prompt_median, first_prompt > 0 ? prompt_median / first_prompt : 0);
+      std::printf("\n");
+    }
   }
   if (print)
     std::printf("(batch 1, %u tokens after a prompt of 8, median of %d alternating rounds; GEMM ms/step: one profiled "
-                "step, its share of that step's GPU time)\n",
-                tokens, rounds);
+                "step, its share of that step's GPU time%s)\n",
+                tokens, rounds, c.decoder_only ? ("; a prompt pass of " + std::to_string(prompt_len) + " tokens").c_str() : "");
   return out;
 }
 

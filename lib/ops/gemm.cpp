@@ -43,7 +43,8 @@ bool Ops::fits_one_binding(uint64_t bytes) const { return bytes <= ctx_.capabili
 // The plan for `g` with A and B assumed to start aligned (the views are not known here).
 std::string Ops::gemm_variant(const Gemm& g0) const {
   const Gemm g = ops::resolved_gemm(g0);
-  if (g.M > kSmallM && !ops::gemm_columns_take(ctx_.capabilities(), g)) return gemm_tiles(g).name();
+  if (g.M > kSmallM && !ops::gemm_columns_take(ctx_.capabilities(), g) && !gemm_reads_blocks(g))
+    return gemm_tiles(g).name();
   ops::GemmProblem p{.g = g, .dtype = dtype_};
   p.a.bytes = (uint64_t(g.M - 1) * g.lda + g.K) * dtype_bytes(dtype_);
   p.b.bytes = g.b_blocks ? block_weight_bytes(*g.b_blocks, uint64_t(g.glu ? 2 : 1) * g.N, g.K)
@@ -54,8 +55,10 @@ std::string Ops::gemm_variant(const Gemm& g0) const {
   return ops::gemm_plan(ctx_.capabilities(), ctx_.policy(), nullptr, p).variant;
 }
 
-bool Ops::gemm_reads_blocks(const Gemm& g) const {
-  return g.M <= kSmallM || ops::gemm_columns_take(ctx_.capabilities(), ops::resolved_gemm(g));
+bool Ops::gemm_reads_blocks(const Gemm& g0) const {
+  const Gemm g = ops::resolved_gemm(g0);
+  return g.M <= kSmallM || ops::gemm_direct_reads_blocks(g, gemm_tiles(g)) ||
+         ops::gemm_columns_take(ctx_.capabilities(), g);
 }
 
 uint32_t Ops::gemm_row_stats_parts(const Gemm& g) const {
@@ -98,22 +101,27 @@ std::optional<RowStats> Ops::record_gemm(CommandList& cl, const Gemm& g0, const 
   const Gemm g = ops::resolved_gemm(g0);
   const Capabilities& caps = ctx_.capabilities();
   const uint64_t e = dtype_bytes(dtype_);
-  // A prompt's product: the weight dequantized into the scratch, then the plain product;
-  // where the kernel can read the blocks itself (CPU drivers' columns kernel, 32 rows at
-  // a time), only when given a scratch and past 32 rows, where the direct kernel over the
-  // copy measured 13-16% faster (lavapipe, SmolLM's shape, 128 and 512-token prompts).
-  const bool dequantized = g.b_blocks && (!gemm_reads_blocks(g) || (o.scratch && g.M > GEMM_COLUMNS_MAX_M));
+  // A prompt's product where no kernel reads the blocks itself (GPUs past the decode-step
+  // kernel's rows): the weight dequantized into the scratch, then the plain product.
+  const bool dequantized = g.b_blocks && !gemm_reads_blocks(g);
   if (dequantized) {
     const uint32_t rows = g.glu ? 2 * g.N : g.N;
     if (!o.scratch)
       throw Error("gemm: a product of " + std::to_string(g.M) + " rows reads B in " + block_type_name(*g.b_blocks) +
                   " blocks dequantized first: give GemmOperands::scratch ([" + std::to_string(rows) + ", " +
                   std::to_string(g.K) + "] values)");
-    dequantize_blocks(cl, *g.b_blocks, o.b, *o.scratch, rows, g.K);
+    // (the weight's values only: the scratch is sized for the largest weight, which may
+    // be larger than one binding where this one is not)
+    const BufferView copy{o.scratch->alloc, o.scratch->offset, uint64_t(rows) * g.K * e};
+    if (copy.size > o.scratch->size)
+      throw Error("gemm: the scratch for a dequantized weight holds " + std::to_string(o.scratch->size) +
+                  " bytes, not the " + std::to_string(copy.size) + " of [" + std::to_string(rows) + ", " +
+                  std::to_string(g.K) + "] values");
+    dequantize_blocks(cl, *g.b_blocks, o.b, copy, rows, g.K);
     Gemm plain = g;
     plain.b_blocks.reset();
     GemmOperands dequantized = o;
-    dequantized.b = BufferView{o.scratch->alloc, o.scratch->offset, uint64_t(rows) * g.K * e};
+    dequantized.b = copy;
     dequantized.scratch.reset();
     return record_gemm(cl, plain, dequantized, out_norm);
   }

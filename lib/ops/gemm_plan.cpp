@@ -54,7 +54,9 @@ void check(const Capabilities& caps, const GemmProblem& p) {
     if (g.K % block_values(*g.b_blocks) || g.ldb != g.K)
       throw Error("gemm: B in " + type + " blocks needs K a multiple of " + std::to_string(block_values(*g.b_blocks)) +
                   " and its rows packed (ldb = K), not K " + std::to_string(g.K) + ", ldb " + std::to_string(g.ldb));
-    if (g.M > kSmallM && !gemm_columns_take(caps, g))  // (Ops::gemm dequantizes such a weight first, then plans the plain product)
+    // (past kSmallM rows: the columns kernel, or the direct kernel's check in plan_tiles;
+    // Ops::gemm dequantizes a weight neither reads first, then plans the plain product)
+    if (g.M > kSmallM && g.M <= kColumnsMaxM && !gemm_columns_take(caps, g))
       throw Error("gemm: B in " + type + " blocks is read by the decode-step kernel of " + device(caps) +
                   " (at most " + std::to_string(kSmallM) + " rows, without a folded norm past that), not by a "
                   "product of " + std::to_string(g.M) + " rows");
@@ -365,6 +367,9 @@ void plan_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning
   // tiles without it).
   const bool prefetch = t.prefetch && vec4_nt;
   std::string texel_label;
+  if (g.b_blocks && t.strategy != GemmStrategy::Direct)  // (Ops::gemm dequantizes such a weight first)
+    throw Error("gemm: B in " + std::string(block_type_name(*g.b_blocks)) + " blocks is read by the direct kernel " +
+                "past the decode-step kernels' rows, not by " + t.name());
   if (t.strategy == GemmStrategy::CoopMatNV) {
     d.clear();  // its only defines (it never folds)
     if (plan.split_k > 1) d.emplace_back("SPLIT_K", std::to_string(plan.split_k));
@@ -386,7 +391,13 @@ void plan_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning
     plan.shader = "gemm_direct.comp";
     plan.spec = shuffle ? std::vector<uint32_t>{t.invocations(), t.tm, t.tn, caps.subgroup_size}
                         : std::vector<uint32_t>{t.invocations(), t.tm, t.tn};
-    if (texels) plan.texels = {f, f}, texel_label = " texels";
+    if (texels) plan.texels = {f, g.b_blocks ? TexelFormat::Rgba32Ui : f}, texel_label = " texels";
+    if (g.b_blocks) {
+      if (!vec4_nt)
+        throw Error("gemm: with B in blocks, A's rows must start on whole vec4s (lda and A's offset multiples of 4)");
+      for (auto& q : block_defines(*g.b_blocks, caps)) d.push_back(q);
+      texel_label = std::string(" ") + block_type_name(*g.b_blocks) + texel_label;
+    }
   } else {
     if (prefetch) d.emplace_back("PREFETCH", "1");
     plan.shader = "gemm.comp";
@@ -394,7 +405,7 @@ void plan_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning
   }
   const uint32_t outputs = g.glu ? t.bn / 2 : t.bn;  // a gated product's tile: its gates', then their ups'
   plan.groups = {(g.N + outputs - 1) / outputs, (g.M + t.bm - 1) / t.bm, batches};
-  plan.variant = t.name();
+  plan.variant = t.name() + (g.b_blocks ? std::string(" ") + block_type_name(*g.b_blocks) : "");
   plan.label = "gemm " + t.name() + texel_label + ",";
   if (plan.split_k > 1) {
     plan.reduce_defines = {{"SLICES", std::to_string(plan.split_k)}};
@@ -403,6 +414,10 @@ void plan_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning
 }
 
 }  // namespace
+
+bool gemm_direct_reads_blocks(const Gemm& g, const GemmTiles& t) {
+  return g.b_blocks && g.M > kColumnsMaxM && t.strategy == GemmStrategy::Direct && g.trans_b && !g.trans_a;
+}
 
 bool gemm_columns_take(const Capabilities& caps, const Gemm& g) {
   return caps.type == DeviceType::Cpu && caps.subgroup_basic && caps.subgroup_ballot &&
@@ -470,7 +485,12 @@ GemmPlan gemm_plan(const Capabilities& caps, const Policy& policy, const GemmTun
   plan.push = push_of(p);
   // The CPU drivers' decode-step kernel where it takes the product and its views suit it
   // (a weight in blocks of more than kSmallM rows has no other kernel: refused by name).
-  if (gemm_columns_take(caps, p.g) && !p.out_norm &&
+  // Past its rows, a weight in blocks goes to the direct kernel where the tiles are its
+  // (each block dequantized in registers for its TM rows), else the columns kernel in chunks.
+  const bool direct_blocks =
+      p.g.b_blocks && p.g.M > kColumnsMaxM &&
+      gemm_direct_reads_blocks(p.g, planned_gemm_tiles(caps, policy, tuning, p.g, p.dtype));
+  if (gemm_columns_take(caps, p.g) && !p.out_norm && !direct_blocks &&
       (columns_fit(caps, p, plan.push) || (p.g.b_blocks && p.g.M > kSmallM)))
     plan_columns(caps, p, plan);
   else if (p.g.M <= kSmallM) plan_small_m(caps, p, plan);

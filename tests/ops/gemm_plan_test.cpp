@@ -377,17 +377,18 @@ TEST(GemmPlan, WeightsInBlocks) {
   folded.norm = true;
   EXPECT_EQ(plan(lavapipe(), folded).variant, "small_m q8_0 texels");
   EXPECT_TRUE(ops::gemm_columns_take(lavapipe(), blocks(32, 64, 64, BlockType::Q4_1).g));
-  // A prompt's product: chunks of 32 rows along y.
-  EXPECT_TRUE(ops::gemm_columns_take(lavapipe(), blocks(300, 64, 64, BlockType::Q4_1).g));
-  EXPECT_NE(describe(plan(lavapipe(), blocks(300, 576, 64, BlockType::Q4_1))).find(" ROWS=32 "), std::string::npos);
-  EXPECT_EQ(plan(lavapipe(), blocks(300, 576, 64, BlockType::Q4_1)).groups.y, 10u);
+  // A prompt's product: the direct kernel reading the blocks (a folded norm's too).
+  EXPECT_EQ(plan(lavapipe(), blocks(300, 576, 64, BlockType::Q4_1)).shader, "gemm_direct.comp");
+  EXPECT_NE(plan(lavapipe(), blocks(300, 576, 256, BlockType::Q4_K)).variant.find(" q4_k"), std::string::npos);
   EXPECT_FALSE(ops::gemm_columns_take(lavapipe(), linear(16, 64, 64, DType::F32).g));  // plain weights: the direct kernel
   EXPECT_THROW(plan(nvidia_like(), blocks(33, 64, 64, BlockType::Q4_1)), Error);
   EXPECT_THROW(plan(portable(), blocks(5, 64, 64, BlockType::Q4_1)), Error);
   GemmProblem folded_prompt = blocks(9, 64, 64, BlockType::Q4_1);
   folded_prompt.g.norm_of = NormOf::A;
   folded_prompt.norm = true;
-  EXPECT_THROW(plan(lavapipe(), folded_prompt), Error);  // a folded norm past 4 rows: dequantized first
+  EXPECT_THROW(plan(lavapipe(), folded_prompt), Error);  // a folded norm at 5 to 32 rows: dequantized first
+  folded_prompt.g.M = 33;
+  EXPECT_EQ(plan(lavapipe(), folded_prompt).shader, "gemm_direct.comp");
 }
 
 // A Linear weight past one binding runs in slices of whole rows (64 at a time where
