@@ -113,10 +113,9 @@ void main() {
     [[unroll]] for (uint j = 0u; j < SG * UNIT_VALUES / 32u; ++j) {  // the run's blocks
       const uint b = r * UNIT_VALUES / 32u + j;
       if (b >= nb) break;
-#if ROWS > 2 || defined(Q_HIGH_PAIRS)
-      // Several rows (or Q6_K's codes): each column's block dequantized once into
-      // registers, then every row's dot with it (A's values as they are, broadcast a row
-      // at a time).
+#if ROWS > 2
+      // Several rows: each column's block dequantized once into registers, then every
+      // row's dot with it (A's values as they are, broadcast a row at a time).
       vec4 w[2 * COLS][8];
       UNROLL for (uint c = 0; c < 2u * COLS; ++c)
         if (c < sums) {

@@ -1,5 +1,6 @@
 // gemm_columns.comp's dot product of one block of A's row (32 values) with one block of
-// a weight in llama.cpp's blocks (blocks.glsl's device layout).
+// a weight in llama.cpp's blocks (blocks.glsl's device layout), Q6_K's (two scales a
+// block, its top bit pairs read in place as the fifth bits are) included.
 //
 // A code is read where it lies in its 32-bit word, not shifted down: (w & 0xF << 4p)
 // converts exactly to code * 2^4p, so A's value for it is taken times 2^-4p instead
@@ -14,10 +15,13 @@
 
 struct BlockA {
   vec4 v[8];  // A's values in the order of the codes' bits, each times 2^-(its code's shift)
-#ifdef Q_HIGH_BIT
+#if defined(Q_HIGH_BIT)
   vec4 h[8];  // A's value j times 16 * 2^-j: for the fifth bit of code j, read in place in qh
+#elif defined(Q_HIGH_PAIRS)
+  vec4 h[8];  // A's value j times 16 * 4^-(j % 16): for code j's top two bits, in place in its word
 #endif
-  float sum;  // of the block's 32 values
+  float sum;     // of the block's 32 values
+  vec2 halves;  // of values 0-15 and 16-31 (Q6_K: a scale each)
 };
 
 #if Q_CODE_WORDS == 8
@@ -29,9 +33,9 @@ struct BlockA {
 // a[k]: values 4k .. 4k + 3 of the block.
 BlockA block_a(vec4 a[8]) {
   BlockA ba;
-  vec4 s = a[0];
-  [[unroll]] for (uint k = 1u; k < 8u; ++k) s += a[k];
-  ba.sum = s.x + s.y + s.z + s.w;
+  const vec4 lo = a[0] + a[1] + a[2] + a[3], hi = a[4] + a[5] + a[6] + a[7];
+  ba.halves = vec2(lo.x + lo.y + lo.z + lo.w, hi.x + hi.y + hi.z + hi.w);
+  ba.sum = ba.halves.x + ba.halves.y;
 #if Q_CODE_WORDS == 8
   // Word i holds codes 4i .. 4i + 3, a byte each.
   const vec4 byte_scale = vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0);
@@ -49,6 +53,14 @@ BlockA block_a(vec4 a[8]) {
     ba.h[k] = a[k] * (vec4(16.0) / vec4(float(1u << (4u * k)), float(1u << (4u * k + 1u)),
                                          float(1u << (4u * k + 2u)), float(1u << (4u * k + 3u))));
   ba.h[7].w = a[7].w * 16.0;  // bit 31 is shifted down
+#elif defined(Q_HIGH_PAIRS)
+  // Code j's top bits are bits 2(j % 16) of its half's word, worth 16: A's value times 2^(4 - 2(j % 16)).
+  [[unroll]] for (uint k = 0u; k < 8u; ++k) {
+    const uint j = 4u * (k % 4u);
+    ba.h[k] = a[k] * vec4(exp2(4.0 - 2.0 * float(j)), exp2(2.0 - 2.0 * float(j)), exp2(-2.0 * float(j)),
+                          exp2(-2.0 - 2.0 * float(j)));
+  }
+  ba.h[3].w = a[3].w * 16.0, ba.h[7].w = a[7].w * 16.0;  // bits 30-31 are shifted down
 #endif
   return ba;
 }
@@ -57,10 +69,10 @@ BlockA block_a(vec4 a[8]) {
 // described above) and its scale, loaded once for every row of A.
 struct BlockCodes {
   vec4 v[8];  // in the order of BlockA::v
-#ifdef Q_HIGH_BIT
-  vec4 h[8];  // the fifth bits, in the order of BlockA::h
+#if defined(Q_HIGH_BIT) || defined(Q_HIGH_PAIRS)
+  vec4 h[8];  // the fifth bits (top pairs), in the order of BlockA::h
 #endif
-  vec2 dm;  // (d, m)
+  vec4 dm;  // (d, m) of values 0-15, of 16-31
 };
 
 BlockCodes block_codes_in_place(BlockRef r) {
@@ -78,26 +90,42 @@ BlockCodes block_codes_in_place(BlockRef r) {
     q.v[2u * i] = vec4(ivec4(w[i] & uvec4(0xFu, 0xF0u, 0xF00u, 0xF000u)));
     q.v[2u * i + 1u] = vec4(ivec4(w[i] & uvec4(0xF0000u, 0xF00000u, 0xF000000u, 0u)) | ivec4(0, 0, 0, int(w[i] >> 28u)));
   }
-#ifdef Q_HIGH_BIT
+#if defined(Q_HIGH_BIT)
   const uint qh = bq_word(q_qh_at(blocks) + blk);
   [[unroll]] for (uint k = 0u; k < 8u; ++k) {
     const uvec4 bits = uvec4(1u << (4u * k), 1u << (4u * k + 1u), 1u << (4u * k + 2u), k < 7u ? 1u << (4u * k + 3u) : 0u);
     q.h[k] = vec4(ivec4(uvec4(qh) & bits)) + vec4(0.0, 0.0, 0.0, k < 7u ? 0.0 : float(qh >> 31u));
   }
+#elif defined(Q_HIGH_PAIRS)
+  const uint hw[2] = uint[2](bq_word(q_qh_at(blocks) + 2u * blk), bq_word(q_qh_at(blocks) + 2u * blk + 1u));
+  [[unroll]] for (uint k = 0u; k < 8u; ++k) {
+    const uint w = hw[k / 4u], j = 4u * (k % 4u);
+    const uvec4 pairs = uvec4(3u << (2u * j), 3u << (2u * j + 2u), 3u << (2u * j + 4u), j < 12u ? 3u << (2u * j + 6u) : 0u);
+    q.h[k] = vec4(ivec4(uvec4(w) & pairs)) + vec4(0.0, 0.0, 0.0, j < 12u ? 0.0 : float(w >> 30u));
+  }
 #endif
 #endif
-  q.dm = block_scales(r).xy;  // one (d, m) for the block's 32 values: not Q6_K's
+  q.dm = block_scales(r);
   return q;
 }
 
 // A's block dotted with the weight's, scaled: the block's share of a sum over K.
 float block_dot(BlockA ba, BlockCodes q) {
+#ifdef Q_HIGH_PAIRS
+  // Q6_K: values 0-15 and 16-31 have a scale each. In v, components x and z are codes of
+  // the first half (low nibbles), y and w of the second; h[0-3] the first half's top bits.
+  vec2 s = vec2(0.0);
+  [[unroll]] for (uint i = 0u; i < 8u; ++i) s += vec2(dot(q.v[i].xz, ba.v[i].xz), dot(q.v[i].yw, ba.v[i].yw));
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) s += vec2(dot(q.h[i], ba.h[i]), dot(q.h[i + 4u], ba.h[i + 4u]));
+  return q.dm.x * (s.x - Q_CODE_OFFSET * ba.halves.x) + q.dm.z * (s.y - Q_CODE_OFFSET * ba.halves.y);
+#else
   float s = 0.0;
   [[unroll]] for (uint i = 0u; i < 8u; ++i) s += dot(q.v[i], ba.v[i]);
 #ifdef Q_HIGH_BIT
   [[unroll]] for (uint i = 0u; i < 8u; ++i) s += dot(q.h[i], ba.h[i]);
 #endif
   return q.dm.x * (s - Q_CODE_OFFSET * ba.sum) + q.dm.y * ba.sum;
+#endif
 }
 
 #endif

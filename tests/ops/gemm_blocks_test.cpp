@@ -121,6 +121,7 @@ TEST_P(GemmBlocksTest, KQuantsAndTheirFallbacks) {
   check({.type = BlockType::Q5_K, .M = 1, .N = 19, .K = 256, .glu = true, .act = Activation::Silu}, rng);
   check({.type = BlockType::Q6_K, .M = 17, .N = 33, .K = 512}, rng);
   check({.type = BlockType::Q6_K, .M = 2, .N = 18, .K = 256, .rms = true}, rng);
+  check({.type = BlockType::Q6_K, .M = 2, .N = 35, .K = 768, .act = Activation::Gelu}, rng);
   check({.type = BlockType::Q4_K, .M = 40, .N = 20, .K = 256, .act = Activation::Gelu}, rng);  // a prompt
   for (BlockType t : {BlockType::Q4_K, BlockType::Q5_K, BlockType::Q6_K}) {
     const auto stored = block_type_for_row(t, 544);
