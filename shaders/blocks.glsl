@@ -132,6 +132,47 @@ void block_codes(BlockRef r, out vec4 q[8]) {
 #endif
 }
 
+// A block's words held in registers (its codes, fifth bits or top pairs, scales), from
+// which block_vec4 dequantizes values 4u .. 4u + 3 one vec4 at a time: kernels that walk
+// K a vec4 at a time (the direct GEMM) keep a few words a column, not 32 values.
+struct BlockRegs {
+  uvec4 c[Q_CODE_WORDS / 4u];
+  uint h0, h1;
+  vec4 s;
+};
+BlockRegs block_regs(BlockRef r) {
+  BlockRegs b;
+  UNROLL for (uint u = 0u; u < Q_CODE_WORDS / 4u; ++u) b.c[u] = bq_unit(r.at * (Q_CODE_WORDS / 4u) + u);
+  b.h0 = b.h1 = 0u;
+#if defined(Q_HIGH_BIT)
+  b.h0 = bq_word(q_qh_at(r.rows * r.nb) + r.at);
+#elif defined(Q_HIGH_PAIRS)
+  b.h0 = bq_word(q_qh_at(r.rows * r.nb) + 2u * r.at), b.h1 = bq_word(q_qh_at(r.rows * r.nb) + 2u * r.at + 1u);
+#endif
+  b.s = block_scales(r);
+  return b;
+}
+vec4 block_vec4(BlockRegs b, uint u) {
+  vec4 q;
+#if Q_CODE_WORDS == 8
+  const uint w = b.c[u / 4u][u % 4u];
+  q = vec4(bitfieldExtract(int(w), 0, 8), bitfieldExtract(int(w), 8, 8), bitfieldExtract(int(w), 16, 8),
+           bitfieldExtract(int(w), 24, 8));
+#else
+  // Codes 4u .. 4u + 3: the low nibbles of word u (u < 4), else the high nibbles of word u - 4.
+  const uint w = b.c[0][u % 4u] >> (u < 4u ? 0u : 4u);
+  uvec4 c = uvec4(w, w >> 8u, w >> 16u, w >> 24u) & 0xFu;
+#if defined(Q_HIGH_BIT)
+  c |= ((uvec4(b.h0) >> uvec4(4u * u, 4u * u + 1u, 4u * u + 2u, 4u * u + 3u)) & 1u) << 4u;
+#elif defined(Q_HIGH_PAIRS)
+  const uint h = u < 4u ? b.h0 : b.h1, j = 8u * (u % 4u);
+  c |= ((uvec4(h) >> uvec4(j, j + 2u, j + 4u, j + 6u)) & 3u) << 4u;
+#endif
+  q = vec4(c) - Q_OFFSET;
+#endif
+  return u < 4u ? q * b.s.x + b.s.y : q * b.s.z + b.s.w;
+}
+
 // Value k of row `row` (Q_ROW_VALUES a row: the GEMMs' K), one at a time: the kernels
 // without subgroups, the embedding lookup.
 #ifndef Q_ROW_VALUES

@@ -100,9 +100,9 @@ layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm
 #include "gemm_common.glsl"
 #ifdef QTYPE
 // QTYPE (host: Gemm::b_blocks, a prompt's product on CPU drivers): B, a Linear weight in
-// llama.cpp's blocks (blocks.glsl), each of an invocation's columns' blocks dequantized
-// into registers once and used for the TM rows, so that no dequantized copy of the
-// weight is written and read back.
+// llama.cpp's blocks (blocks.glsl): each of an invocation's columns' blocks loaded once
+// into registers, a vec4 of it dequantized at each step of K and used for the TM rows,
+// so that no dequantized copy of the weight is written and read back.
 #include "blocks.glsl"
 #endif
 
@@ -298,20 +298,14 @@ void main() {
 #endif
   for (uint kb = 0; kb < K4; kb += KSTEP) {
 #ifdef QTYPE
-    vec4 w[TN * 8u];  // each column's block kb / 8, dequantized
-    UNROLL for (uint j = 0; j < TN; ++j) {
-      const BlockRef ref = block_ref(cols[j], kb / 8u, b_rows, nb);
-      vec4 q[8];
-      block_codes(ref, q);
-      const vec4 sc = block_scales(ref);  // (d, m) of values 0-15, of 16-31
-      UNROLL for (uint i = 0; i < 8u; ++i) w[j * 8u + i] = q[i] * (i < 4u ? sc.x : sc.z) + (i < 4u ? sc.y : sc.w);
-    }
+    BlockRegs w[TN];  // each column's block kb / 8: its words, dequantized a vec4 a step
+    UNROLL for (uint j = 0; j < TN; ++j) w[j] = block_regs(block_ref(cols[j], kb / 8u, b_rows, nb));
 #endif
   UNROLL for (uint u = 0; u < KSTEP; ++u) {
     const uint kq = kb + u;
     vec4 b[TN];
 #ifdef QTYPE
-    UNROLL for (uint j = 0; j < TN; ++j) b[j] = w[j * 8u + u];
+    UNROLL for (uint j = 0; j < TN; ++j) b[j] = block_vec4(w[j], u);
 #else
     UNROLL for (uint j = 0; j < TN; ++j) b[j] = b4((b_off + cols[j] * pc.ldb) / 4u + kq);
 #endif

@@ -66,6 +66,17 @@ uint32_t Ops::gemm_row_stats_parts(const Gemm& g) const {
   return ops::gemm_row_stats_parts(ctx_.capabilities(), g, gemm_tiles(g));
 }
 
+bool Ops::blocks_need_scratch() const {
+  // The rows where the kernels change (past the small-M kernel's, past the columns
+  // kernel's), with and without a folded norm.
+  for (uint32_t rows : {kSmallM + 1, uint32_t(GEMM_COLUMNS_MAX_M) + 1})
+    for (NormOf norm : {NormOf::None, NormOf::A})
+      if (!gemm_reads_blocks({.M = rows, .N = 256, .K = 256, .trans_b = true, .norm_of = norm,
+                              .b_blocks = BlockType::Q8_0}))
+        return true;
+  return false;
+}
+
 std::optional<RowStats> Ops::gemm(CommandList& cl, const Gemm& g, const GemmOperands& o) {
   return record_gemm(cl, g, o, nullptr);
 }

@@ -54,12 +54,8 @@ void check(const Capabilities& caps, const GemmProblem& p) {
     if (g.K % block_values(*g.b_blocks) || g.ldb != g.K)
       throw Error("gemm: B in " + type + " blocks needs K a multiple of " + std::to_string(block_values(*g.b_blocks)) +
                   " and its rows packed (ldb = K), not K " + std::to_string(g.K) + ", ldb " + std::to_string(g.ldb));
-    // (past kSmallM rows: the columns kernel, or the direct kernel's check in plan_tiles;
+    // (past kSmallM rows: the columns kernel or the direct kernel, which plan_tiles checks;
     // Ops::gemm dequantizes a weight neither reads first, then plans the plain product)
-    if (g.M > kSmallM && g.M <= kColumnsMaxM && !gemm_columns_take(caps, g))
-      throw Error("gemm: B in " + type + " blocks is read by the decode-step kernel of " + device(caps) +
-                  " (at most " + std::to_string(kSmallM) + " rows, without a folded norm past that), not by a "
-                  "product of " + std::to_string(g.M) + " rows");
     if (block_weight_bytes(*g.b_blocks, uint64_t(g.glu ? 2 : 1) * g.N, g.K) > caps.max_storage_buffer_range)
       throw Error("gemm: a weight in " + type + " blocks larger than one binding of " + device(caps));
   }
@@ -416,7 +412,8 @@ void plan_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning
 }  // namespace
 
 bool gemm_direct_reads_blocks(const Gemm& g, const GemmTiles& t) {
-  return g.b_blocks && g.M > kColumnsMaxM && t.strategy == GemmStrategy::Direct && g.trans_b && !g.trans_a;
+  return g.b_blocks && g.M > kSmallM && (g.M > kColumnsMaxM || g.norm_of != NormOf::None) &&
+         t.strategy == GemmStrategy::Direct && g.trans_b && !g.trans_a;
 }
 
 bool gemm_columns_take(const Capabilities& caps, const Gemm& g) {
@@ -488,7 +485,7 @@ GemmPlan gemm_plan(const Capabilities& caps, const Policy& policy, const GemmTun
   // Past its rows, a weight in blocks goes to the direct kernel where the tiles are its
   // (each block dequantized in registers for its TM rows), else the columns kernel in chunks.
   const bool direct_blocks =
-      p.g.b_blocks && p.g.M > kColumnsMaxM &&
+      p.g.b_blocks && p.g.M > kSmallM &&
       gemm_direct_reads_blocks(p.g, planned_gemm_tiles(caps, policy, tuning, p.g, p.dtype));
   if (gemm_columns_take(caps, p.g) && !p.out_norm && !direct_blocks &&
       (columns_fit(caps, p, plan.push) || (p.g.b_blocks && p.g.M > kSmallM)))

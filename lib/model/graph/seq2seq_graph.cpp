@@ -46,7 +46,7 @@ LayerRecorder Seq2SeqGraph::recorder(CommandList& cl, uint32_t rows) {
     const uint32_t zero = 0;
     ctx_.upload(norm_tickets_, &zero, 4);
   }
-  if (m_.dequantized_values && !dequantized_)
+  if (m_.dequantized_values && !dequantized_ && ops_.blocks_need_scratch())
     dequantized_ = ctx_.buffer(m_.dequantized_values * dtype_bytes(m_.dtype), "dequantized weight");
   return {.ops = ops_, .cl = cl, .rows = rows, .d_model = c.d_model, .norm_first = c.norm_first,
           .eps = c.layer_norm_eps, .activation = c.activation, .rms_norm = c.rms_norm, .gated_ffn = c.gated_ffn,
