@@ -225,8 +225,10 @@ typedef struct vkf_memory_file {
 VKF_API vkf_status vkf_model_load_from_memory(vkf_context* context, const vkf_memory_file* files, size_t count,
                                               vkf_precision precision, vkf_model** model);
 /** How the linear layers' weights are stored (vkf_load_options::weights): in the model's
- *  precision, or in llama.cpp's blocks of 32 values, quantized at load with its reference
- *  quantizer (a weight whose rows are not whole blocks stays in the precision). */
+ *  precision, or in llama.cpp's blocks (32 values; 256 for the K-quants) or its mixes,
+ *  quantized at load with its reference quantizers (a K-quant weight whose rows are not
+ *  whole super-blocks takes llama.cpp's fallback; rows that are not whole 32-value
+ *  blocks stay in the precision). docs/models.md, "Weights in blocks". */
 typedef enum vkf_weights {
   VKF_WEIGHTS_PRECISION = 0, /**< in vkf_load_options::precision, as vkf_model_load stores them */
   VKF_WEIGHTS_Q8_0 = 1,      /**< 8.5 bits a value */

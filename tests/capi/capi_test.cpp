@@ -145,9 +145,14 @@ TEST(CApi, LoadWithWeightsInBlocks) {
   ASSERT_EQ(vkf_model_load_with(h.context, kDates.c_str(), nullptr, &m), VKF_OK) << vkf_last_error();
   vkf_model_free(m);
   m = nullptr;
-  o.weights = vkf_weights(9);
+  o.weights = vkf_weights(11);
   EXPECT_EQ(vkf_model_load_with(h.context, kDates.c_str(), &o, &m), VKF_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(error_mentions("vkf_load_options.weights")) << vkf_last_error();
+  // llama.cpp's mixes are for decoder-only models: the date translator's refused by name.
+  o.weights = VKF_WEIGHTS_Q4_K_M;
+  EXPECT_NE(vkf_model_load_with(h.context, kDates.c_str(), &o, &m), VKF_OK);
+  EXPECT_TRUE(error_mentions("decoder-only")) << vkf_last_error();
+  EXPECT_EQ(m, nullptr);
   o = vkf_load_options_default();
   o.struct_size = 3;
   EXPECT_EQ(vkf_model_load_with(h.context, kDates.c_str(), &o, &m), VKF_ERROR_INVALID_ARGUMENT);

@@ -112,7 +112,10 @@ TEST(BadInput, UnknownCommandAndOption) {
 // rows of whole 32-value blocks (hidden 48) runs, with a warning that says why nothing is
 // in blocks; `bench ops` has no --weights.
 TEST(BadInput, WeightsInBlocks) {
-  check(gen({"--src-ids", "5", "--weights", "q3_k"}), {1, "--weights must be one of q8_0, q4_0, q4_1, q5_0, q5_1, not 'q3_k'"});
+  check(gen({"--src-ids", "5", "--weights", "q3_k"}),
+        {1, "--weights must be one of q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m, q5_k_m, not 'q3_k'"});
+  // A mix is llama.cpp's rule for decoder-only models: refused by name for the date translator.
+  check(gen({"--src-ids", "5", "--weights", "q4_k_m"}), {1, "q4_k_m is llama.cpp's mix for decoder-only models"});
   const std::string tied = std::string(VKF_SOURCE_DIR) + "/tests/hf/llama/tied";
   check({"generate", "--model", tied, "--ids", "5,6", "--max-new-tokens", "2", "--weights", "q8_0"},
         {0, "warning: --weights q8_0 stored no weight in blocks: the rows of every linear weight of " + tied});
