@@ -6,8 +6,10 @@
 //           nibbles as llama.cpp packs its 32-value types' (byte j: code j low, code
 //           j + 16 high; 4 words; the K-quants' repacked so at upload)
 //   qh      Q_HIGH_BIT (Q5_0, Q5_1, Q5_K): a word per block, bit j code j's fifth bit;
-//           Q_HIGH_PAIRS (Q6_K): two words, code j's top two bits at bits 2j of the first
-//           (codes 0-15) or the second (16-31)
+//           Q_HIGH_PAIRS (Q6_K): two words, code j's top two bits in the first (codes
+//           0-15) or the second (16-31) at bit 8 (j % 4) + 2 (j % 16 / 4): shifted by
+//           4 - 2 (j % 16 / 4), the pairs of a nibble word's four codes sit just above
+//           their nibbles' bytes (gemm_columns_blocks.glsl)
 //   scales  Q_MIN (Q4_1, Q5_1): a word per block, (d, m) as two halves; Q8_0, Q4_0, Q5_0:
 //           d as a half, two blocks to a word; Q_SUPER (K-quants): 16 bytes a super-block
 //           of 8 blocks (Q4_K, Q5_K: d, dmin and the 12 bytes of 6-bit scales and mins as
@@ -122,7 +124,7 @@ void block_codes(BlockRef r, out vec4 q[8]) {
     lo |= ((uvec4(qh) >> uvec4(4u * i, 4u * i + 1u, 4u * i + 2u, 4u * i + 3u)) & 1u) << 4u;
     hi |= ((uvec4(qh) >> uvec4(16u + 4u * i, 17u + 4u * i, 18u + 4u * i, 19u + 4u * i)) & 1u) << 4u;
 #elif defined(Q_HIGH_PAIRS)
-    const uvec4 at = uvec4(8u * i, 8u * i + 2u, 8u * i + 4u, 8u * i + 6u);
+    const uvec4 at = uvec4(2u * i, 8u + 2u * i, 16u + 2u * i, 24u + 2u * i);  // codes 4i .. 4i + 3 (+ 16)
     lo |= ((uvec4(h0) >> at) & 3u) << 4u;
     hi |= ((uvec4(h1) >> at) & 3u) << 4u;
 #endif
@@ -165,8 +167,8 @@ vec4 block_vec4(BlockRegs b, uint u) {
 #if defined(Q_HIGH_BIT)
   c |= ((uvec4(b.h0) >> uvec4(4u * u, 4u * u + 1u, 4u * u + 2u, 4u * u + 3u)) & 1u) << 4u;
 #elif defined(Q_HIGH_PAIRS)
-  const uint h = u < 4u ? b.h0 : b.h1, j = 8u * (u % 4u);
-  c |= ((uvec4(h) >> uvec4(j, j + 2u, j + 4u, j + 6u)) & 3u) << 4u;
+  const uint h = u < 4u ? b.h0 : b.h1, i2 = 2u * (u % 4u);
+  c |= ((uvec4(h) >> uvec4(i2, 8u + i2, 16u + i2, 24u + i2)) & 3u) << 4u;
 #endif
   q = vec4(c) - Q_OFFSET;
 #endif

@@ -17,8 +17,6 @@ struct BlockA {
   vec4 v[8];  // A's values in the order of the codes' bits, each times 2^-(its code's shift)
 #if defined(Q_HIGH_BIT)
   vec4 h[8];  // A's value j times 16 * 2^-j: for the fifth bit of code j, read in place in qh
-#elif defined(Q_HIGH_PAIRS)
-  vec4 h[8];  // A's value j times 16 * 4^-(j % 16): for code j's top two bits, in place in its word
 #endif
   float sum;     // of the block's 32 values
   vec2 halves;  // of values 0-15 and 16-31 (Q6_K: a scale each)
@@ -36,7 +34,12 @@ BlockA block_a(vec4 a[8]) {
   const vec4 lo = a[0] + a[1] + a[2] + a[3], hi = a[4] + a[5] + a[6] + a[7];
   ba.halves = vec2(lo.x + lo.y + lo.z + lo.w, hi.x + hi.y + hi.z + hi.w);
   ba.sum = ba.halves.x + ba.halves.y;
-#if Q_CODE_WORDS == 8
+#if defined(Q_HIGH_PAIRS)
+  // Q6_K: v[2i + h] holds codes 4i + b + 16h (b = 0..3), whole, a byte each (joined in
+  // block_codes_in_place), so A's values times 2^-8b.
+  const vec4 byte_scale = vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 16777216.0);
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) ba.v[2u * i] = a[i] * byte_scale, ba.v[2u * i + 1u] = a[4u + i] * byte_scale;
+#elif Q_CODE_WORDS == 8
   // Word i holds codes 4i .. 4i + 3, a byte each.
   const vec4 byte_scale = vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0);
   [[unroll]] for (uint i = 0u; i < 8u; ++i) ba.v[i] = a[i] * byte_scale;
@@ -53,14 +56,6 @@ BlockA block_a(vec4 a[8]) {
     ba.h[k] = a[k] * (vec4(16.0) / vec4(float(1u << (4u * k)), float(1u << (4u * k + 1u)),
                                          float(1u << (4u * k + 2u)), float(1u << (4u * k + 3u))));
   ba.h[7].w = a[7].w * 16.0;  // bit 31 is shifted down
-#elif defined(Q_HIGH_PAIRS)
-  // Code j's top bits are bits 2(j % 16) of its half's word, worth 16: A's value times 2^(4 - 2(j % 16)).
-  [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-    const uint j = 4u * (k % 4u);
-    ba.h[k] = a[k] * vec4(exp2(4.0 - 2.0 * float(j)), exp2(2.0 - 2.0 * float(j)), exp2(-2.0 * float(j)),
-                          exp2(-2.0 - 2.0 * float(j)));
-  }
-  ba.h[3].w = a[3].w * 16.0, ba.h[7].w = a[7].w * 16.0;  // bits 30-31 are shifted down
 #endif
   return ba;
 }
@@ -69,8 +64,8 @@ BlockA block_a(vec4 a[8]) {
 // described above) and its scale, loaded once for every row of A.
 struct BlockCodes {
   vec4 v[8];  // in the order of BlockA::v
-#if defined(Q_HIGH_BIT) || defined(Q_HIGH_PAIRS)
-  vec4 h[8];  // the fifth bits (top pairs), in the order of BlockA::h
+#ifdef Q_HIGH_BIT
+  vec4 h[8];  // the fifth bits, in the order of BlockA::h
 #endif
   vec4 dm;  // (d, m) of values 0-15, of 16-31
 };
@@ -84,6 +79,18 @@ BlockCodes block_codes_in_place(BlockRef r) {
     [[unroll]] for (uint i = 0u; i < 4u; ++i)
       q.v[u * 4u + i] = vec4(ivec4(w[i] & uvec4(0xFFu, 0xFF00u, 0xFF0000u, 0u)) | ivec4(0, 0, 0, int(w[i] >> 24u)));
   }
+#elif defined(Q_HIGH_PAIRS)
+  // Q6_K: each nibble word's four low (then high) nibbles as bytes, and beside each its
+  // top pair, shifted from where the layout keeps it (bit 8b + 2i) to bits 8b + 4, 8b + 5:
+  // four whole 6-bit codes a word, each then converted where it lies.
+  const uvec4 w = bq_unit(blk);
+  const uint h[2] = uint[2](bq_word(q_qh_at(blocks) + 2u * blk), bq_word(q_qh_at(blocks) + 2u * blk + 1u));
+  [[unroll]] for (uint i = 0u; i < 4u; ++i)
+    [[unroll]] for (uint half_ = 0u; half_ < 2u; ++half_) {
+      const uint pairs = i < 2u ? h[half_] << (4u - 2u * i) : h[half_] >> (2u * i - 4u);
+      const uint x = ((w[i] >> (4u * half_)) & 0x0F0F0F0Fu) | (pairs & 0x30303030u);
+      q.v[2u * i + half_] = vec4(ivec4(uvec4(x) & uvec4(0x3Fu, 0x3F00u, 0x3F0000u, 0x3F000000u)));
+    }
 #else
   const uvec4 w = bq_unit(blk);
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
@@ -96,13 +103,6 @@ BlockCodes block_codes_in_place(BlockRef r) {
     const uvec4 bits = uvec4(1u << (4u * k), 1u << (4u * k + 1u), 1u << (4u * k + 2u), k < 7u ? 1u << (4u * k + 3u) : 0u);
     q.h[k] = vec4(ivec4(uvec4(qh) & bits)) + vec4(0.0, 0.0, 0.0, k < 7u ? 0.0 : float(qh >> 31u));
   }
-#elif defined(Q_HIGH_PAIRS)
-  const uint hw[2] = uint[2](bq_word(q_qh_at(blocks) + 2u * blk), bq_word(q_qh_at(blocks) + 2u * blk + 1u));
-  [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-    const uint w = hw[k / 4u], j = 4u * (k % 4u);
-    const uvec4 pairs = uvec4(3u << (2u * j), 3u << (2u * j + 2u), 3u << (2u * j + 4u), j < 12u ? 3u << (2u * j + 6u) : 0u);
-    q.h[k] = vec4(ivec4(uvec4(w) & pairs)) + vec4(0.0, 0.0, 0.0, j < 12u ? 0.0 : float(w >> 30u));
-  }
 #endif
 #endif
   q.dm = block_scales(r);
@@ -112,11 +112,10 @@ BlockCodes block_codes_in_place(BlockRef r) {
 // A's block dotted with the weight's, scaled: the block's share of a sum over K.
 float block_dot(BlockA ba, BlockCodes q) {
 #ifdef Q_HIGH_PAIRS
-  // Q6_K: values 0-15 and 16-31 have a scale each. In v, components x and z are codes of
-  // the first half (low nibbles), y and w of the second; h[0-3] the first half's top bits.
+  // Q6_K: values 0-15 and 16-31 have a scale each; v[2i] holds codes of the first half,
+  // v[2i + 1] of the second.
   vec2 s = vec2(0.0);
-  [[unroll]] for (uint i = 0u; i < 8u; ++i) s += vec2(dot(q.v[i].xz, ba.v[i].xz), dot(q.v[i].yw, ba.v[i].yw));
-  [[unroll]] for (uint i = 0u; i < 4u; ++i) s += vec2(dot(q.h[i], ba.h[i]), dot(q.h[i + 4u], ba.h[i + 4u]));
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) s += vec2(dot(q.v[2u * i], ba.v[2u * i]), dot(q.v[2u * i + 1u], ba.v[2u * i + 1u]));
   return q.dm.x * (s.x - Q_CODE_OFFSET * ba.halves.x) + q.dm.z * (s.y - Q_CODE_OFFSET * ba.halves.y);
 #else
   float s = 0.0;

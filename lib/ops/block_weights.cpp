@@ -57,7 +57,7 @@ uint64_t device_at(uint64_t row, uint64_t unit, uint64_t rows, uint64_t units_a_
 
 // A K-quant unit's 32 codes in the 32-value types' order: low nibbles of codes j and
 // j + 16 in byte j, the fifth bits (Q5_K) in one word, Q6_K's top bit pairs in two
-// (codes 0-15, then 16-31; code j's pair at bits 2j).
+// (codes 0-15, then 16-31; blocks.glsl says where in them).
 void k_unit(BlockType t, const uint8_t* super, uint32_t unit, uint32_t* codes, uint32_t* high) {
   uint8_t q[kBlockValues];
   for (uint32_t i = 0; i < kBlockValues; ++i) q[i] = k_quants::code(t, super, int(unit * kBlockValues + i));
@@ -69,7 +69,9 @@ void k_unit(BlockType t, const uint8_t* super, uint32_t unit, uint32_t* codes, u
     for (uint32_t i = 0; i < kBlockValues; ++i) high[0] |= uint32_t((q[i] >> 4) & 1) << i;
   } else if (t == BlockType::Q6_K) {
     high[0] = high[1] = 0;
-    for (uint32_t i = 0; i < kBlockValues; ++i) high[i / 16] |= uint32_t(q[i] >> 4 & 3) << (2 * (i % 16));
+    // Code j's pair in word j / 16 at bit 8 (j % 4) + 2 (j % 16 / 4): beside the byte that
+    // holds its nibble once shifted (gemm_columns_blocks.glsl joins them in place).
+    for (uint32_t i = 0; i < kBlockValues; ++i) high[i / 16] |= uint32_t(q[i] >> 4 & 3) << (8 * (i % 4) + 2 * (i % 16 / 4));
   }
 }
 
