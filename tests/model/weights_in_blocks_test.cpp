@@ -1,15 +1,18 @@
 // 256-wide Llama and GPT-2 models (tests/hf/wide, made by
 // tools/hf_references/make_wide_references.py with transformers 4.36.2) with their linear
-// weights and token embedding in each of llama.cpp's block types (LoadOptions::weights),
-// against transformers running the same models with those weights quantized and
-// dequantized by the `gguf` package's reference quantizers (llama.cpp's): logits
+// weights and token embedding in each of llama.cpp's block types (LoadOptions::weights)
+// and, decoder-only, its Q4_K_M and Q5_K_M mixes (LoadOptions::mix), against
+// transformers running the same models with those weights quantized and dequantized by
+// llama.cpp's reference quantizers (the `gguf` package's; llama.cpp's own for the
+// K-quants, which gguf does not quantize): logits
 // ||got - ref|| / ||ref|| over every position of a prompt and its continuation below
 // 2e-4, and greedy decoding token for token. Blocks from the wrong place, nibbles in the
 // wrong order or a scale from another block make errors of order 1 here.
 //
 // Tolerance: the weights are the same values on both sides (our blocks are byte-identical
-// to gguf's for Q8_0; the 4- and 5-bit types may differ in a rare rounding tie, one code by
-// one step); what remains is fp32 accumulation, as llama_test.cpp's 1e-4, and those ties.
+// to gguf's and llama.cpp's on tests/ops/blocks_test.cpp's values; elsewhere a rare
+// rounding tie may move one code by one step); what remains is fp32 accumulation, as
+// llama_test.cpp's 1e-4, and those ties.
 //
 // The encoder-decoders (Marian, BART; 1 + 1 layers) are checked on teacher-forced targets
 // logits the same way (their greedy decoding follows each family's generation settings,
