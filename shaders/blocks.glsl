@@ -5,7 +5,10 @@
 //           words: Q8_0's 32 int8 codes (8 words), or the other types' 16 bytes of low
 //           nibbles as llama.cpp packs its 32-value types' (byte j: code j low, code
 //           j + 16 high; 4 words; the K-quants' repacked so at upload)
-//   qh      Q_HIGH_BIT (Q5_0, Q5_1, Q5_K): a word per block, bit j code j's fifth bit;
+//   qh      Q_HIGH_BIT (Q5_0, Q5_1, Q5_K): a word per block, code j's fifth bit at bit
+//           8 (j % 4) + 4 (j / 16) + j % 16 / 4 (llama.cpp's bit j, moved at upload so
+//           that one shift a word puts the bits beside their nibbles' bytes:
+//           gemm_columns_blocks.glsl);
 //           Q_HIGH_PAIRS (Q6_K): two words, code j's top two bits in the first (codes
 //           0-15) or the second (16-31) at bit 8 (j % 4) + 2 (j % 16 / 4): shifted by
 //           4 - 2 (j % 16 / 4), the pairs of a nibble word's four codes sit just above
@@ -121,8 +124,9 @@ void block_codes(BlockRef r, out vec4 q[8]) {
     const uvec4 bytes = uvec4(w[i], w[i] >> 8u, w[i] >> 16u, w[i] >> 24u);
     uvec4 lo = bytes & 0xFu, hi = (bytes >> 4u) & 0xFu;
 #if defined(Q_HIGH_BIT)
-    lo |= ((uvec4(qh) >> uvec4(4u * i, 4u * i + 1u, 4u * i + 2u, 4u * i + 3u)) & 1u) << 4u;
-    hi |= ((uvec4(qh) >> uvec4(16u + 4u * i, 17u + 4u * i, 18u + 4u * i, 19u + 4u * i)) & 1u) << 4u;
+    const uvec4 at = uvec4(i, 8u + i, 16u + i, 24u + i);  // codes 4i .. 4i + 3 (+ 16: 4 more)
+    lo |= ((uvec4(qh) >> at) & 1u) << 4u;
+    hi |= ((uvec4(qh) >> (at + 4u)) & 1u) << 4u;
 #elif defined(Q_HIGH_PAIRS)
     const uvec4 at = uvec4(2u * i, 8u + 2u * i, 16u + 2u * i, 24u + 2u * i);  // codes 4i .. 4i + 3 (+ 16)
     lo |= ((uvec4(h0) >> at) & 3u) << 4u;
@@ -165,7 +169,8 @@ vec4 block_vec4(BlockRegs b, uint u) {
   const uint w = b.c[0][u % 4u] >> (u < 4u ? 0u : 4u);
   uvec4 c = uvec4(w, w >> 8u, w >> 16u, w >> 24u) & 0xFu;
 #if defined(Q_HIGH_BIT)
-  c |= ((uvec4(b.h0) >> uvec4(4u * u, 4u * u + 1u, 4u * u + 2u, 4u * u + 3u)) & 1u) << 4u;
+  const uint i = (u % 4u) + (u < 4u ? 0u : 4u);
+  c |= ((uvec4(b.h0) >> uvec4(i, 8u + i, 16u + i, 24u + i)) & 1u) << 4u;
 #elif defined(Q_HIGH_PAIRS)
   const uint h = u < 4u ? b.h0 : b.h1, i2 = 2u * (u % 4u);
   c |= ((uvec4(h) >> uvec4(i2, 8u + i2, 16u + i2, 24u + i2)) & 3u) << 4u;

@@ -1,6 +1,5 @@
 // gemm_columns.comp's dot product of one block of A's row (32 values) with one block of
-// a weight in llama.cpp's blocks (blocks.glsl's device layout), Q6_K's (two scales a
-// block, its top bit pairs read in place as the fifth bits are) included.
+// a weight in llama.cpp's blocks (blocks.glsl's device layout).
 //
 // A code is read where it lies in its 32-bit word, not shifted down: (w & 0xF << 4p)
 // converts exactly to code * 2^4p, so A's value for it is taken times 2^-4p instead
@@ -8,16 +7,23 @@
 // takes three operations, and the scaling is done once per subgroup, for COLS columns.
 // The word's top code is shifted down (a conversion of bit 31 would be signed). Q8_0's
 // signed bytes are made unsigned (XOR 0x80: code + 128) and the offset taken back with
-// A's sum, as the 4- and 5-bit types' offsets are.
+// A's sum, as the other types' offsets are.
+//
+// The 5- and 6-bit types (Q_JOINED): a nibble word's four low (or high) nibbles are
+// masked into bytes, and each code's top bit (pair) is OR-ed in beside its nibble from
+// where the layout keeps it (one shift a word), so four whole codes lie a byte each and
+// are converted where they lie: about four operations a code, where reading the top bits
+// apart (an AND, a conversion and a multiply-add more) took six.
 
 #ifndef VKF_GEMM_COLUMNS_BLOCKS_GLSL
 #define VKF_GEMM_COLUMNS_BLOCKS_GLSL
 
-struct BlockA {
-  vec4 v[8];  // A's values in the order of the codes' bits, each times 2^-(its code's shift)
-#if defined(Q_HIGH_BIT)
-  vec4 h[8];  // A's value j times 16 * 2^-j: for the fifth bit of code j, read in place in qh
+#if defined(Q_HIGH_BIT) || defined(Q_HIGH_PAIRS)
+#define Q_JOINED
 #endif
+
+struct BlockA {
+  vec4 v[8];     // A's values in the order of the codes' bits, each times 2^-(its code's shift)
   float sum;     // of the block's 32 values
   vec2 halves;  // of values 0-15 and 16-31 (Q6_K: a scale each)
 };
@@ -34,8 +40,8 @@ BlockA block_a(vec4 a[8]) {
   const vec4 lo = a[0] + a[1] + a[2] + a[3], hi = a[4] + a[5] + a[6] + a[7];
   ba.halves = vec2(lo.x + lo.y + lo.z + lo.w, hi.x + hi.y + hi.z + hi.w);
   ba.sum = ba.halves.x + ba.halves.y;
-#if defined(Q_HIGH_PAIRS)
-  // Q6_K: v[2i + h] holds codes 4i + b + 16h (b = 0..3), whole, a byte each (joined in
+#if defined(Q_JOINED)
+  // v[2i + h] holds codes 4i + b + 16h (b = 0..3), whole, a byte each (joined in
   // block_codes_in_place), so A's values times 2^-8b.
   const vec4 byte_scale = vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 16777216.0);
   [[unroll]] for (uint i = 0u; i < 4u; ++i) ba.v[2u * i] = a[i] * byte_scale, ba.v[2u * i + 1u] = a[4u + i] * byte_scale;
@@ -50,24 +56,14 @@ BlockA block_a(vec4 a[8]) {
     ba.v[2u * i + 1u] = vec4(a[i].z / 65536.0, a[4u + i].z / 1048576.0, a[i].w / 16777216.0, a[4u + i].w);
   }
 #endif
-#ifdef Q_HIGH_BIT
-  // Code j's fifth bit is bit j of qh, worth 16: value 2^j in place, so A's value j times 2^(4 - j).
-  [[unroll]] for (uint k = 0u; k < 8u; ++k)
-    ba.h[k] = a[k] * (vec4(16.0) / vec4(float(1u << (4u * k)), float(1u << (4u * k + 1u)),
-                                         float(1u << (4u * k + 2u)), float(1u << (4u * k + 3u))));
-  ba.h[7].w = a[7].w * 16.0;  // bit 31 is shifted down
-#endif
   return ba;
 }
 
 // Block `blk` of the weight (of `blocks`): its codes where they lie (converted as
-// described above) and its scale, loaded once for every row of A.
+// described above) and its scales, loaded once for every row of A.
 struct BlockCodes {
   vec4 v[8];  // in the order of BlockA::v
-#ifdef Q_HIGH_BIT
-  vec4 h[8];  // the fifth bits, in the order of BlockA::h
-#endif
-  vec4 dm;  // (d, m) of values 0-15, of 16-31
+  vec4 dm;    // (d, m) of values 0-15, of 16-31
 };
 
 BlockCodes block_codes_in_place(BlockRef r) {
@@ -79,31 +75,32 @@ BlockCodes block_codes_in_place(BlockRef r) {
     [[unroll]] for (uint i = 0u; i < 4u; ++i)
       q.v[u * 4u + i] = vec4(ivec4(w[i] & uvec4(0xFFu, 0xFF00u, 0xFF0000u, 0u)) | ivec4(0, 0, 0, int(w[i] >> 24u)));
   }
-#elif defined(Q_HIGH_PAIRS)
-  // Q6_K: each nibble word's four low (then high) nibbles as bytes, and beside each its
-  // top pair, shifted from where the layout keeps it (bit 8b + 2i) to bits 8b + 4, 8b + 5:
-  // four whole 6-bit codes a word, each then converted where it lies.
+#elif defined(Q_JOINED)
   const uvec4 w = bq_unit(blk);
+#ifdef Q_HIGH_PAIRS
+  // Q6_K: code 4i + b + 16h's pair at bit 8b + 2i of word h: shifted by 4 - 2i to 8b + 4.
   const uint h[2] = uint[2](bq_word(q_qh_at(blocks) + 2u * blk), bq_word(q_qh_at(blocks) + 2u * blk + 1u));
+#define Q_TOP(i, half_) (((i) < 2u ? h[half_] << (4u - 2u * (i)) : h[half_] >> (2u * (i) - 4u)) & 0x30303030u)
+#define Q_CODE_MASK 0x3Fu
+#else
+  // The 5-bit types: code 4i + b + 16h's fifth bit at bit 8b + 4h + i: shifted to 8b + 4.
+  const uint qh = bq_word(q_qh_at(blocks) + blk);
+#define Q_TOP(i, half_) (((half_) == 0u ? qh << (4u - (i)) : qh >> (i)) & 0x10101010u)
+#define Q_CODE_MASK 0x1Fu
+#endif
   [[unroll]] for (uint i = 0u; i < 4u; ++i)
     [[unroll]] for (uint half_ = 0u; half_ < 2u; ++half_) {
-      const uint pairs = i < 2u ? h[half_] << (4u - 2u * i) : h[half_] >> (2u * i - 4u);
-      const uint x = ((w[i] >> (4u * half_)) & 0x0F0F0F0Fu) | (pairs & 0x30303030u);
-      q.v[2u * i + half_] = vec4(ivec4(uvec4(x) & uvec4(0x3Fu, 0x3F00u, 0x3F0000u, 0x3F000000u)));
+      const uint x = ((w[i] >> (4u * half_)) & 0x0F0F0F0Fu) | Q_TOP(i, half_);
+      q.v[2u * i + half_] = vec4(ivec4(uvec4(x) & (uvec4(Q_CODE_MASK) << uvec4(0u, 8u, 16u, 24u))));
     }
+#undef Q_TOP
+#undef Q_CODE_MASK
 #else
   const uvec4 w = bq_unit(blk);
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
     q.v[2u * i] = vec4(ivec4(w[i] & uvec4(0xFu, 0xF0u, 0xF00u, 0xF000u)));
     q.v[2u * i + 1u] = vec4(ivec4(w[i] & uvec4(0xF0000u, 0xF00000u, 0xF000000u, 0u)) | ivec4(0, 0, 0, int(w[i] >> 28u)));
   }
-#if defined(Q_HIGH_BIT)
-  const uint qh = bq_word(q_qh_at(blocks) + blk);
-  [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-    const uvec4 bits = uvec4(1u << (4u * k), 1u << (4u * k + 1u), 1u << (4u * k + 2u), k < 7u ? 1u << (4u * k + 3u) : 0u);
-    q.h[k] = vec4(ivec4(uvec4(qh) & bits)) + vec4(0.0, 0.0, 0.0, k < 7u ? 0.0 : float(qh >> 31u));
-  }
-#endif
 #endif
   q.dm = block_scales(r);
   return q;
@@ -120,9 +117,6 @@ float block_dot(BlockA ba, BlockCodes q) {
 #else
   float s = 0.0;
   [[unroll]] for (uint i = 0u; i < 8u; ++i) s += dot(q.v[i], ba.v[i]);
-#ifdef Q_HIGH_BIT
-  [[unroll]] for (uint i = 0u; i < 8u; ++i) s += dot(q.h[i], ba.h[i]);
-#endif
   return q.dm.x * (s - Q_CODE_OFFSET * ba.sum) + q.dm.y * ba.sum;
 #endif
 }

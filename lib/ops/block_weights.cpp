@@ -55,6 +55,14 @@ uint64_t device_at(uint64_t row, uint64_t unit, uint64_t rows, uint64_t units_a_
   return first * units_a_row + unit * std::min<uint64_t>(group, rows - first) + (row - first);
 }
 
+// Where code j's fifth bit lies in a 5-bit type's qh word on the device (blocks.glsl).
+uint32_t fifth_bit_at(uint32_t j) { return 8 * (j % 4) + 4 * (j / 16) + j % 16 / 4; }
+uint32_t device_qh(uint32_t llama_qh) {
+  uint32_t out = 0;
+  for (uint32_t j = 0; j < kBlockValues; ++j) out |= ((llama_qh >> j) & 1) << fifth_bit_at(j);
+  return out;
+}
+
 // A K-quant unit's 32 codes in the 32-value types' order: low nibbles of codes j and
 // j + 16 in byte j, the fifth bits (Q5_K) in one word, Q6_K's top bit pairs in two
 // (codes 0-15, then 16-31; blocks.glsl says where in them).
@@ -66,7 +74,7 @@ void k_unit(BlockType t, const uint8_t* super, uint32_t unit, uint32_t* codes, u
   std::memcpy(codes, bytes, 16);
   if (t == BlockType::Q5_K) {
     high[0] = 0;
-    for (uint32_t i = 0; i < kBlockValues; ++i) high[0] |= uint32_t((q[i] >> 4) & 1) << i;
+    for (uint32_t i = 0; i < kBlockValues; ++i) high[0] |= uint32_t((q[i] >> 4) & 1) << fifth_bit_at(i);
   } else if (t == BlockType::Q6_K) {
     high[0] = high[1] = 0;
     // Code j's pair in word j / 16 at bit 8 (j % 4) + 2 (j % 16 / 4): beside the byte that
@@ -139,7 +147,7 @@ Buffer upload_blocks(Context& ctx, BlockType t, std::span<const uint8_t> blocks,
     const uint8_t* codes = b + (t == BlockType::Q8_0 ? 2 : t == BlockType::Q4_0 ? 2 : t == BlockType::Q4_1 ? 4
                                 : t == BlockType::Q5_0 ? 6 : 8);
     std::memcpy(&words[i * l.code_words], codes, l.code_words * 4);  // little-endian words, as the device reads them
-    if (l.high_words) words[l.qh_at + i] = word_at(b + (l.min ? 4 : 2));
+    if (l.high_words) words[l.qh_at + i] = device_qh(word_at(b + (l.min ? 4 : 2)));
     if (l.min) words[l.scales_at + i] = uint32_t(d) | uint32_t(half_at(b + 2)) << 16;
     else words[l.scales_at + i / 2] |= uint32_t(d) << (16 * (i % 2));
   }
