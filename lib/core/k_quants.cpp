@@ -135,7 +135,7 @@ void pack_scale_min(int j, uint8_t sc, uint8_t m, uint8_t* s) {
 }
 
 // Q4_K (nmax 15) and Q5_K (31): codes of 256 values into L, d, dmin and scales into out.
-void quantize_with_min(int nmax, float rmin, int steps, const float* x, uint8_t* L, uint8_t* out) {
+void quantize_with_min(BlockType t, int nmax, float rmin, int steps, const float* x, uint8_t* L, uint8_t* out) {
   float scales[8], mins[8], w[32], max_scale = 0, max_min = 0;
   for (int j = 0; j < 8; ++j) {
     const float* xj = x + 32 * j;
@@ -156,7 +156,7 @@ void quantize_with_min(int nmax, float rmin, int steps, const float* x, uint8_t*
   put_half(out, max_scale / 63.0f);
   put_half(out + 2, max_min / 63.0f);
   for (int j = 0; j < 8; ++j) {  // the codes again, against the scales as stored
-    const SubScale sm = sub_scale(BlockType::Q4_K, out, j);
+    const SubScale sm = sub_scale(t, out, j);
     if (sm.d == 0) continue;
     for (int l = 0; l < 32; ++l) L[32 * j + l] = uint8_t(std::clamp(nearest((x[32 * j + l] - sm.m) / sm.d), 0, nmax));
   }
@@ -221,7 +221,7 @@ void quantize(BlockType t, const float* x, uint8_t* out) {
   if (t == BlockType::Q6_K) return quantize_q6_k(x, out);
   uint8_t L[kSuper];
   const bool five = t == BlockType::Q5_K;
-  quantize_with_min(five ? 31 : 15, five ? -0.5f : -1.0f, five ? 15 : 20, x, L, out);
+  quantize_with_min(t, five ? 31 : 15, five ? -0.5f : -1.0f, five ? 15 : 20, x, L, out);
   uint8_t* qs = out + (five ? 48 : 16);
   if (five) std::memset(out + 16, 0, 32);
   for (int c = 0; c < kSuper / 64; ++c)  // each 64 values: 32 bytes, low nibble first 32
