@@ -180,6 +180,13 @@ vec4 block_vec4(BlockRegs b, uint u) {
   return u < 4u ? q * b.s.x + b.s.y : q * b.s.z + b.s.w;
 }
 
+// Values k .. k + 3 of row `row` (k a multiple of 4) of a weight of `rows` rows of nb
+// blocks, dequantized: the tiled and cooperative-matrix kernels' op(B) tiles, a vec4 at
+// a time (a GPU's caches serve the block's words to its eight vec4s' loads).
+vec4 block_row_vec4(uint row, uint k, uint rows, uint nb) {
+  return block_vec4(block_regs(block_ref(row, k / 32u, rows, nb)), (k % 32u) / 4u);
+}
+
 // Value k of row `row` (Q_ROW_VALUES a row: the GEMMs' K), one at a time: the kernels
 // without subgroups, the embedding lookup.
 #ifndef Q_ROW_VALUES

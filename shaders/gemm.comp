@@ -18,6 +18,9 @@
 // FLAG_GLU (gemm_flags.h, TN even): a workgroup's BN columns of op(B) are BN / 2 outputs'
 // gates then the same outputs' ups, so invocation column j < TN / 2 meets its up at
 // j + TN / 2.
+// QTYPE (host: Gemm::b_blocks, a prompt's product on GPUs; with VEC4_NT): B a Linear
+// weight in llama.cpp's blocks (blocks.glsl), each vec4 of op(B)'s tile dequantized as it
+// is loaded, so no dequantized copy of the weight is written and read back.
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
 #include "activations.glsl"
@@ -31,14 +34,21 @@
 #endif
 #ifdef VEC4_NT
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
+#ifndef QTYPE
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
+#endif
 #ifdef NORM_FOLDED
 layout(std430, set = 0, binding = 7) readonly buffer NormGamma4 { store_vec4 norm_gamma4[]; };
 layout(std430, set = 0, binding = 8) readonly buffer NormBeta4 { store_vec4 norm_beta4[]; };
 #endif
 #define GEMM_SKIP_AB
+#elif defined(QTYPE)
+#error "B in blocks is read as vec4s: VEC4_NT"
 #endif
 #include "gemm_common.glsl"
+#ifdef QTYPE
+#include "blocks.glsl"
+#endif
 
 #ifdef NORM_FOLDED
 float norm_source(uint z, uint m, uint i) {
@@ -96,7 +106,12 @@ vec4 a_tile_vec4(uint i, uint m0, uint k0, uint k_last, uint a_off) {
 // Element i of the step's op(B) tile, [BN][BK4] vec4s.
 vec4 b_tile_vec4(uint i, uint n0, uint k0, uint k_last, uint b_off) {
   const uint n = i / BK4, kq = i % BK4, gn = tile_column(n0, n), gk = k0 + 4 * kq;
+#ifdef QTYPE  // (a gated product's weight: its gates' rows, then its ups')
+  const uint rows = flag(FLAG_GLU) ? 2u * pc.N : pc.N;
+  return (gn != ~0u && gk < k_last) ? block_row_vec4(gn, gk, rows, pc.K / 32u) : vec4(0.0);
+#else
   return (gn != ~0u && gk < k_last) ? vec4(B4[(b_off + gn * pc.ldb + gk) / 4]) : vec4(0.0);
+#endif
 }
 #endif
 

@@ -35,6 +35,10 @@
 // 128x128 blocks with 64x64 per subgroup (twice the reuse of each loaded matrix) fit the
 // 48 KiB of shared memory that NVIDIA's drivers offer.
 //
+// QTYPE (host: Gemm::b_blocks, a prompt's product; never with WIDE): B a Linear weight in
+// llama.cpp's blocks (blocks.glsl), op(B)'s tile dequantized into halves as it is staged,
+// so no dequantized copy of the weight is written and read back.
+//
 // COOPMAT_EMULATED (host: VKF_EMULATE_COOPMAT=1, for tests on devices without NV
 // cooperative matrices, lavapipe in CI): the same kernel with its matrices emulated by
 // plain shared-memory reads, "subgroups" of 32 consecutive invocations whatever the
@@ -60,16 +64,26 @@
 #if defined(WIDE) && !(defined(PREFETCH) && defined(PREFETCH_LAYOUT))
 #error "WIDE is a form of the prefetch designs' staging"
 #endif
+#if defined(WIDE) && defined(QTYPE)
+#error "B in blocks is staged a vec4 at a time, not WIDE"
+#endif
 #if defined(PREFETCH) && defined(WIDE)
 layout(std430, set = 0, binding = 0) readonly buffer BufA8 { uvec4 A8[]; };  // eight halves each
 layout(std430, set = 0, binding = 1) readonly buffer BufB8 { uvec4 B8[]; };
 #define GEMM_SKIP_AB
 #elif defined(PREFETCH)
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { store_vec4 A4[]; };
+#ifndef QTYPE
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { store_vec4 B4[]; };
+#endif
 #define GEMM_SKIP_AB
+#elif defined(QTYPE)
+#define GEMM_SKIP_B
 #endif
 #include "gemm_common.glsl"
+#ifdef QTYPE
+#include "blocks.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint BM = 64;
@@ -184,7 +198,11 @@ stage_t a_tile_load(uint i, uint m0, uint k0, uint k_last, uint a_off) {
 }
 stage_t b_tile_load(uint i, uint n0, uint k0, uint k_last, uint b_off) {
   const uint gn = n0 + i / BKV, gk = k0 + PER * (i % BKV);
+#ifdef QTYPE
+  return gn < pc.N && gk < k_last ? tile_vec4(block_row_vec4(gn, gk, pc.N, pc.K / 32u)) : STAGE_ZERO;
+#else
   return gn < pc.N && gk < k_last ? B_STAGED(b_off + gn * pc.ldb + gk) : STAGE_ZERO;
+#endif
 }
 #endif
 
@@ -236,8 +254,13 @@ void main() {
     }
     for (uint i = 2 * tid; i < BN * BK; i += 2 * WG) {
       const uint gn = n0 + i / BK, gk = k0 + i % BK;
+#ifdef QTYPE  // (gk even and K whole blocks: the pair lies in one vec4, in bounds with gk)
+      const vec4 q = gn < pc.N && gk < k_last ? block_row_vec4(gn, gk & ~3u, pc.N, pc.K / 32u) : vec4(0.0);
+      const vec2 v = (gk & 2u) != 0u ? q.zw : q.xy;
+#else
       const vec2 v = vec2(gn < pc.N && gk < k_last ? b_at(b_off, gk, gn) : 0.0,
                           gn < pc.N && gk + 1 < k_last ? b_at(b_off, gk + 1, gn) : 0.0);
+#endif
       PUT2(Bs, (i / BK) * BKP + i % BK, v);
     }
     barrier();

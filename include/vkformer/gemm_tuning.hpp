@@ -101,13 +101,16 @@ void save_gemm_tuning(const Context& ctx, DType precision, const GemmTuning& tun
 // a double-precision reference on the host. The error is |c - ref| / (sum_k |a_k b_k|),
 // the largest over C, which fp32 accumulation keeps below ~K * 2^-24 and the tuner
 // requires below 1e-5 (fp16 storage: plus 2^-10 of |ref|, the stored result's rounding).
-// `tamper`, for tests, alters the candidate's output before the comparison.
+// `tamper`, for tests, alters the candidate's output before the comparison. With
+// `blocks`, B is a weight in those blocks (K whole blocks), which the tiles' kernel reads
+// itself past the decode-step kernels' rows; the reference takes it dequantized.
 struct GemmCheck {
   bool ok = false;
   double error = 0;  // the largest error as above; for fp16, after the rounding allowance
 };
 GemmCheck check_gemm_tiles(Context& ctx, DType precision, uint32_t M, uint32_t N, uint32_t K, const GemmTiles& tiles,
-                           uint64_t seed, const std::function<void(std::vector<float>&)>& tamper = {});
+                           uint64_t seed, const std::function<void(std::vector<float>&)>& tamper = {},
+                           std::optional<BlockType> blocks = std::nullopt);
 
 // The tuner. Per row class (one product each, GemmTuneOptions::shapes), every candidate
 // valid here is verified with check_gemm_tiles at awkward shapes of the class (one that

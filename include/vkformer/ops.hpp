@@ -219,13 +219,14 @@ class Ops {
   // Which kernel variant gemm() runs for `g` on this device ("small_m", or "tiled
   // BMxBNxBK/TMxTN"): reports (bench ops) say what ran.
   std::string gemm_variant(const Gemm& g) const;
-  // Whether a product of this shape with B in blocks reads the blocks itself (at most
-  // kMaxFoldedNormRows rows; any number on CPU drivers: the columns kernel to 32 rows,
-  // the direct kernel past that or with a folded norm) rather than needing a copy
-  // dequantized into GemmOperands::scratch first.
+  // Whether a product of this shape with B in blocks reads the blocks itself (a Linear
+  // weight at any number of rows: the decode-step kernel to kMaxFoldedNormRows, then the
+  // tiles' kernel, tiled, direct or cooperative-matrix; on CPU drivers the columns kernel
+  // to 32 rows and the direct kernel past that or with a folded norm) rather than needing
+  // a copy dequantized into GemmOperands::scratch first (B transposed otherwise).
   bool gemm_reads_blocks(const Gemm& g) const;
   // Whether some product over a weight in blocks needs GemmOperands::scratch on this
-  // device (false on CPU drivers, whose kernels read the blocks at every row count).
+  // device (false where the kernels read the blocks at every row count).
   bool blocks_need_scratch() const;
   // The tiles the tiled kernel runs for `g` (products of more than kMaxFoldedNormRows
   // rows): Gemm::tiles, else the device's tuning file's, else the default table's.

@@ -58,7 +58,7 @@ std::string Ops::gemm_variant(const Gemm& g0) const {
 bool Ops::gemm_reads_blocks(const Gemm& g0) const {
   const Gemm g = ops::resolved_gemm(g0);
   if (g.M <= kSmallM || ops::gemm_columns_take(ctx_.capabilities(), g)) return true;
-  return g.b_blocks && ops::gemm_direct_reads_blocks(g, gemm_tiles(g));  // (the tiles only where they decide)
+  return g.b_blocks && ops::gemm_tiles_read_blocks(ctx_.capabilities(), g, gemm_tiles(g));  // (the tiles only where they decide)
 }
 
 uint32_t Ops::gemm_row_stats_parts(const Gemm& g) const {

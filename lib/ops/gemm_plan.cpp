@@ -363,18 +363,23 @@ void plan_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning
   // tiles without it).
   const bool prefetch = t.prefetch && vec4_nt;
   std::string texel_label;
-  if (g.b_blocks && t.strategy != GemmStrategy::Direct)  // (Ops::gemm dequantizes such a weight first)
-    throw Error("gemm: B in " + std::string(block_type_name(*g.b_blocks)) + " blocks is read by the direct kernel " +
-                "past the decode-step kernels' rows, not by " + t.name());
+  if (g.b_blocks && (g.trans_a || !g.trans_b))  // (Ops::gemm dequantizes such a weight first)
+    throw Error("gemm: B in " + std::string(block_type_name(*g.b_blocks)) + " blocks is read by " + t.name() +
+                " as a Linear weight only");
+  if (g.b_blocks && t.strategy != GemmStrategy::CoopMatNV && !vec4_nt)
+    throw Error("gemm: with B in blocks, A's rows must start on whole vec4s (lda and A's offset multiples of 4)");
   if (t.strategy == GemmStrategy::CoopMatNV) {
     d.clear();  // its only defines (it never folds)
     if (plan.split_k > 1) d.emplace_back("SPLIT_K", std::to_string(plan.split_k));
     if (prefetch) d.emplace_back("PREFETCH", "1");
     // Wide staging where the rows are whole uvec4s of eight halves (else the design's
     // f16vec4 prefetch, which gemm_tiles_problem also sizes it for).
-    if (t.wide && prefetch && rows_on_vectors(p, plan.push, 8)) d.emplace_back("WIDE", "1");
+    // (B in blocks is dequantized a vec4 at a time: never wide)
+    if (t.wide && prefetch && rows_on_vectors(p, plan.push, 8) && !g.b_blocks) d.emplace_back("WIDE", "1");
     if (t.prefetch) d.emplace_back("PREFETCH_LAYOUT", "1");  // the design's padded rows and epilogue, either way
     if (caps.cooperative_matrix_emulated) d.emplace_back("COOPMAT_EMULATED", "1");
+    if (g.b_blocks)
+      for (auto& q : block_defines(*g.b_blocks, caps)) d.push_back(q);
     plan.shader = "gemm_coopmat.comp";
     plan.bindings = GemmBindings::Plain;
     plan.spec = {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn};
@@ -389,13 +394,13 @@ void plan_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning
                         : std::vector<uint32_t>{t.invocations(), t.tm, t.tn};
     if (texels) plan.texels = {f, g.b_blocks ? TexelFormat::Rgba32Ui : f}, texel_label = " texels";
     if (g.b_blocks) {
-      if (!vec4_nt)
-        throw Error("gemm: with B in blocks, A's rows must start on whole vec4s (lda and A's offset multiples of 4)");
       for (auto& q : block_defines(*g.b_blocks, caps)) d.push_back(q);
       texel_label = std::string(" ") + block_type_name(*g.b_blocks) + texel_label;
     }
   } else {
     if (prefetch) d.emplace_back("PREFETCH", "1");
+    if (g.b_blocks)
+      for (auto& q : block_defines(*g.b_blocks, caps)) d.push_back(q);
     plan.shader = "gemm.comp";
     plan.spec = {t.invocations(), t.bm, t.bn, t.bk, t.tm, t.tn};
   }
@@ -411,9 +416,13 @@ void plan_tiles(const Capabilities& caps, const Policy& policy, const GemmTuning
 
 }  // namespace
 
-bool gemm_direct_reads_blocks(const Gemm& g, const GemmTiles& t) {
-  return g.b_blocks && g.M > kSmallM && (g.M > kColumnsMaxM || g.norm_of != NormOf::None) &&
-         t.strategy == GemmStrategy::Direct && g.trans_b && !g.trans_a;
+bool gemm_tiles_read_blocks(const Capabilities& caps, const Gemm& g, const GemmTiles& t) {
+  if (!g.b_blocks || g.M <= kSmallM || !g.trans_b || g.trans_a) return false;
+  // CPU drivers: the columns kernel takes what the direct kernel (or a product's own
+  // tiles) does not.
+  if (gemm_columns_take(caps, g))
+    return (t.strategy == GemmStrategy::Direct || g.tiles) && (g.M > kColumnsMaxM || g.norm_of != NormOf::None);
+  return true;
 }
 
 bool gemm_columns_take(const Capabilities& caps, const Gemm& g) {
@@ -486,7 +495,7 @@ GemmPlan gemm_plan(const Capabilities& caps, const Policy& policy, const GemmTun
   // (each block dequantized in registers for its TM rows), else the columns kernel in chunks.
   const bool direct_blocks =
       p.g.b_blocks && p.g.M > kSmallM &&
-      gemm_direct_reads_blocks(p.g, planned_gemm_tiles(caps, policy, tuning, p.g, p.dtype));
+      gemm_tiles_read_blocks(caps, p.g, planned_gemm_tiles(caps, policy, tuning, p.g, p.dtype));
   if (gemm_columns_take(caps, p.g) && !p.out_norm && !direct_blocks &&
       (columns_fit(caps, p, plan.push) || (p.g.b_blocks && p.g.M > kSmallM)))
     plan_columns(caps, p, plan);

@@ -98,9 +98,11 @@ GemmPlan gemm_plan(const Capabilities& caps, const Policy& policy, const GemmTun
 // shape: then it reads a weight in blocks itself, at every row count it serves.
 bool gemm_columns_take(const Capabilities& caps, const Gemm& g);
 
-// Whether the direct kernel with these tiles reads a weight in blocks itself (a prompt's
-// product past the columns kernel's rows): B a Linear weight, the tiles the direct kernel's.
-bool gemm_direct_reads_blocks(const Gemm& g, const GemmTiles& t);
+// Whether the tiles' kernel (tiled, direct or cooperative-matrix) reads a weight in blocks
+// itself, a prompt's product past the decode-step kernel's rows: B a Linear weight, and
+// on CPU drivers the direct kernel (or a product's own tiles, Gemm::tiles) past the
+// columns kernel's rows or with a folded norm.
+bool gemm_tiles_read_blocks(const Capabilities& caps, const Gemm& g, const GemmTiles& t);
 
 // Partials per row the direct kernel writes as row statistics for `g` with these tiles
 // (0 where it writes none).

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "gemm_flags.h"  // shaders/: GEMM_COLUMNS_MAX_M
 #include "gemm_tiles.hpp"
 #include "vkformer/gemm_tuning.hpp"
 #include "vkformer/tensor_io.hpp"
@@ -140,14 +141,19 @@ GemmTuneReport tune_gemm(Context& ctx, const GemmTuneOptions& o) {
       }
       GemmTuneReport::Candidate cand{.tiles = t};
       // Verified first, on awkward shapes of the class (K a multiple of 4 and not, for the
-      // vec4 and scalar loads), against the double reference.
+      // vec4 and scalar loads; and over a weight in Q4_K blocks, which the same tiles read
+      // in a quantized model's prompt), against the double reference.
       const uint32_t m = std::max<uint32_t>(shape.M - 1, Ops::kMaxFoldedNormRows + 1);
       std::function<void(std::vector<float>&)> tamper;
       if (o.tamper) tamper = [&](std::vector<float>& out) { o.tamper(t, out); };
       const GemmCheck v4 = check_gemm_tiles(ctx, o.precision, m, 131, 260, t, seed++, tamper);
       const GemmCheck v1 = v4.ok ? check_gemm_tiles(ctx, o.precision, m, 131, 259, t, seed++, tamper) : v4;
-      cand.verified = v4.ok && v1.ok;
-      cand.error = std::max(v4.error, v1.error);
+      const GemmCheck vq =
+          v1.ok ? check_gemm_tiles(ctx, o.precision, std::max<uint32_t>(m, GEMM_COLUMNS_MAX_M + 1), 131, 512, t, seed++, tamper,
+                                   BlockType::Q4_K)
+                : v1;
+      cand.verified = v4.ok && v1.ok && vq.ok;
+      cand.error = std::max({v4.error, v1.error, vq.error});
       if (cand.verified) {
         g.tiles = t;
         cand.seconds = time_product(ctx, ops, g, a, b, c, o.seconds_per_timing);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <random>
 
+#include "vkformer/blocks.hpp"
 #include "vkformer/error.hpp"
 #include "files.hpp"
 #include "vkformer/half.hpp"
@@ -84,21 +85,39 @@ void save_gemm_tuning(const Context& ctx, DType precision, const GemmTuning& tun
 }
 
 GemmCheck check_gemm_tiles(Context& ctx, DType precision, uint32_t M, uint32_t N, uint32_t K, const GemmTiles& tiles,
-                           uint64_t seed, const std::function<void(std::vector<float>&)>& tamper) {
+                           uint64_t seed, const std::function<void(std::vector<float>&)>& tamper,
+                           std::optional<BlockType> blocks) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const bool half = precision == DType::F16;
   auto stored = [&](float x) { return half ? half_to_float(float_to_half(x)) : x; };
   std::vector<float> a(uint64_t(M) * K), b(uint64_t(N) * K);
   for (auto& x : a) x = stored(u(rng));
-  for (auto& x : b) x = stored(u(rng));
-  Buffer ba = upload_floats(ctx, a, precision, "tune A"), bb = upload_floats(ctx, b, precision, "tune B");
+  for (auto& x : b) x = blocks ? u(rng) : stored(u(rng));
+  const Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .tiles = tiles, .b_blocks = blocks};
+  Ops ops(ctx, precision);
+  Buffer ba = upload_floats(ctx, a, precision, "tune A"), bb;
+  std::optional<Buffer> scratch;
+  if (blocks) {
+    // B in blocks: the reference takes the weight as the kernel sees it, dequantized on
+    // the host, and rounded to the storage type where it passes through it (the
+    // cooperative-matrix kernel's fp16 tiles, or a dequantized copy).
+    const std::vector<uint8_t> q = quantize_blocks(*blocks, b);
+    b = dequantize_blocks(*blocks, q);
+    const bool reads = ops.gemm_reads_blocks(g);
+    if (!reads || tiles.strategy == GemmStrategy::CoopMatNV)
+      for (auto& x : b) x = stored(x);
+    bb = upload_blocks(ctx, *blocks, q, N, K, "tune B blocks");
+    if (!reads) scratch = ctx.buffer(uint64_t(N) * K * dtype_bytes(precision), "tune B dequantized");
+  } else {
+    bb = upload_floats(ctx, b, precision, "tune B");
+  }
   // The output poisoned with NaN, which the kernel never writes: an element it skips fails.
   Buffer bc = upload_floats(ctx, std::vector<float>(uint64_t(M) * N, NAN), precision, "tune C");
-  Ops ops(ctx, precision);
   CommandList cl = ctx.command_list();
-  ops.gemm(cl, {.M = M, .N = N, .K = K, .trans_b = true, .tiles = tiles},
-           {.a = ba.view(), .b = bb.view(), .c = bc.view()});
+  ops.gemm(cl, g,
+           {.a = ba.view(), .b = bb.view(), .c = bc.view(),
+            .scratch = scratch ? std::optional(scratch->view()) : std::nullopt});
   cl.submit();
   std::vector<float> c = download_floats(ctx, bc, uint64_t(M) * N, precision);
   if (tamper) tamper(c);

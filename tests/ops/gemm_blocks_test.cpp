@@ -19,6 +19,7 @@
 #include "ops/reference.hpp"
 #include "support/ops_test.hpp"
 #include "vkformer/blocks.hpp"
+#include "vkformer/gemm_tuning.hpp"
 #include "vkformer/tensor_io.hpp"
 
 namespace vkf::test {
@@ -162,6 +163,32 @@ TEST_P(GemmBlocksTest, PromptProductsReadTheWeightDequantized) {
   // Without a scratch where the kernels read the blocks themselves (elsewhere: refused).
   if (ops().gemm_reads_blocks({.M = 70, .N = 8, .K = 32, .trans_b = true, .b_blocks = BlockType::Q4_0}))
     check({.type = BlockType::Q4_0, .M = 70, .N = 37, .K = 96, .act = Activation::Gelu, .scratch = false}, rng);
+}
+
+// Every tiles design a prompt's product can run here (the tuner's candidates: tiled,
+// direct, split-K; the cooperative-matrix designs in GemmCoopMatRun, emulated on
+// lavapipe), each over a block type in turn (two while some type has met no design yet),
+// read by the kernel itself (no dequantized copy): K whole super-blocks for the K-quants,
+// 256 k + 32 (their fallbacks' rows) for the others, through the tuner's own check
+// (check_gemm_tiles: double reference, poisoned output).
+TEST_P(GemmBlocksTest, EveryTilesDesignReadsEveryType) {
+  const auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  size_t i = 0;
+  for (const GemmTiles& t : gemm_tile_candidates(ctx().capabilities(), dtype())) {
+    if (t.strategy == GemmStrategy::CoopMatNV) continue;
+    for (int twice = 0; twice < 1 + (i < std::size(kBlockTypes)); ++twice, ++i) {
+      const BlockType type = kBlockTypes[i % std::size(kBlockTypes)];
+      const uint32_t M = 33 + 7 * uint32_t(i % 3), N = 37, K = is_k_quant(type) ? 512 : 288;
+      const Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .tiles = t, .b_blocks = type};
+      ASSERT_TRUE(ops().gemm_reads_blocks(g)) << t.name();
+      EXPECT_NE(ops().gemm_variant(g).find(block_type_name(type)), std::string::npos) << ops().gemm_variant(g);
+      const GemmCheck c = check_gemm_tiles(ctx(), dtype(), M, N, K, t, seed + i, {}, type);
+      EXPECT_TRUE(c.ok) << t.name() << " over " << block_type_name(type) << " at " << M << "x" << N << "x" << K
+                        << ": error " << c.error;
+    }
+  }
+  EXPECT_GE(i, std::size(kBlockTypes)) << "fewer designs than block types: some type met none";
 }
 
 // The same reference with each byte's nibbles swapped (code j + 16 read as code j) does

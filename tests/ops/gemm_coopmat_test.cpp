@@ -11,6 +11,7 @@
 #include "ops/reference.hpp"
 #include "shader_compiler.hpp"  // lib/gpu: the runtime's GLSL compiler and SPIR-V check
 #include "support/ops_test.hpp"
+#include "vkformer/blocks.hpp"
 #include "vkformer/gemm_tuning.hpp"
 
 namespace vkf::test {
@@ -159,15 +160,29 @@ TEST_P(GemmCoopMatRun, EveryVariantAtAwkwardShapesTransposesAndEpilogues) {
   VKF_SEED_TRACE(seed);
   uint64_t s = seed;
   std::vector<std::string> ran;
+  bool staged[2] = {false, false};  // blocks checked with the scalar, the vec4 staging
   for (const GemmTiles& t : gemm_tile_candidates(caps, dtype())) {
     if (t.strategy != GemmStrategy::CoopMatNV) continue;
     for (auto [M, N, K] : {std::tuple{1u, 1u, 1u}, {3u, 17u, 255u}, {17u, 3u, 1000u}, {255u, 129u, 64u},
                            {1030u, 70u, 33u}})
       EXPECT_TRUE(check_gemm_tiles(ctx(), dtype(), M, N, K, t, s++).ok) << t.name() << " at " << M << "x" << N << "x" << K;
+    // A weight in blocks, dequantized as it is staged into the fp16 tiles: by the first
+    // design with the prefetch's vec4 staging and the first with the scalar one, over a
+    // K-quant (K whole super-blocks) and a 32-value type (256 k + 32), each a variant the
+    // emulation takes seconds to compile.
+    if (!staged[t.prefetch]) {
+      staged[t.prefetch] = true;
+      for (BlockType type : {t.prefetch ? BlockType::Q4_K : BlockType::Q6_K, t.prefetch ? BlockType::Q5_1 : BlockType::Q8_0})
+        EXPECT_TRUE(check_gemm_tiles(ctx(), dtype(), 40, 33, is_k_quant(type) ? 256 : 288, t, s++, {}, type).ok)
+            << t.name() << " over " << block_type_name(type);
+    }
     ran.push_back(t.name());
   }
   // The portable profile's 16 KiB and 128 invocations hold no cooperative-matrix design.
-  if (!GetParam().portable) EXPECT_FALSE(ran.empty()) << "no cooperative-matrix design fits device '" << caps.name << "'";
+  if (!GetParam().portable) {
+    EXPECT_FALSE(ran.empty()) << "no cooperative-matrix design fits device '" << caps.name << "'";
+    EXPECT_TRUE(staged[0] && staged[1]) << "a staging path met no weight in blocks";
+  }
   for (const auto& name : ran) std::printf("ran %s\n", name.c_str());
 }
 

@@ -381,13 +381,29 @@ TEST(GemmPlan, WeightsInBlocks) {
   EXPECT_EQ(plan(lavapipe(), blocks(300, 576, 64, BlockType::Q4_1)).shader, "gemm_direct.comp");
   EXPECT_NE(plan(lavapipe(), blocks(300, 576, 256, BlockType::Q4_K)).variant.find(" q4_k"), std::string::npos);
   EXPECT_FALSE(ops::gemm_columns_take(lavapipe(), linear(16, 64, 64, DType::F32).g));  // plain weights: the direct kernel
-  EXPECT_THROW(plan(nvidia_like(), blocks(33, 64, 64, BlockType::Q4_1)), Error);
-  EXPECT_THROW(plan(portable(), blocks(5, 64, 64, BlockType::Q4_1)), Error);
+  // GPUs and the portable profile: the tiles' kernel (tiled or cooperative-matrix)
+  // dequantizing each vec4 of B's tile as it loads it.
+  EXPECT_EQ(describe(plan(nvidia_like(), blocks(33, 64, 64, BlockType::Q4_1))),
+            "gemm.comp [VEC4_NT=1 QTYPE=2 Q_CODE_WORDS=4 Q_OFFSET=0.0 Q_MIN=1 Q_INTERLEAVE=1u] spec [256 64 64 16 4 4] "
+            "texels 0 bindings 7 groups 1x1x1");
+  EXPECT_EQ(describe(plan(portable(), blocks(5, 64, 64, BlockType::Q4_1))),
+            "gemm.comp [VEC4_NT=1 QTYPE=2 Q_CODE_WORDS=4 Q_OFFSET=0.0 Q_MIN=1 Q_INTERLEAVE=1u] spec [128 64 32 16 4 4] "
+            "texels 0 bindings 7 groups 2x1x1");
+  // The cooperative-matrix kernel stages a K-quant's tile a vec4 at a time: never WIDE.
+  GemmProblem coopmat = blocks(300, 576, 512, BlockType::Q6_K);
+  coopmat.g.tiles = GemmTiles{128, 128, 32, 64, 64, GemmStrategy::CoopMatNV, 1, true, true};
+  EXPECT_EQ(describe(plan(nvidia_like(), coopmat)),
+            "gemm_coopmat.comp [PREFETCH=1 PREFETCH_LAYOUT=1 QTYPE=7 Q_CODE_WORDS=4 Q_OFFSET=32.0 Q_HIGH_PAIRS=1 "
+            "Q_SUPER=1 Q_INTERLEAVE=1u] spec [128 128 128 32 64 64] texels 0 bindings 7 groups 5x3x1");
+  coopmat.g.tiles->wide = false;
+  EXPECT_EQ(describe(plan(nvidia_like(), coopmat)).find("WIDE"), std::string::npos);
   GemmProblem folded_prompt = blocks(9, 64, 64, BlockType::Q4_1);
   folded_prompt.g.norm_of = NormOf::A;
   folded_prompt.norm = true;
   EXPECT_EQ(plan(lavapipe(), folded_prompt).shader, "gemm_direct.comp");  // a folded norm past 4 rows
-  EXPECT_THROW(plan(nvidia_like(), folded_prompt), Error);  // GPUs: dequantized first (Ops::gemm)
+  EXPECT_EQ(describe(plan(nvidia_like(), folded_prompt)),
+            "gemm.comp [VEC4_NT=1 NORM_FOLDED=1 NORM_ROWS=64 NORM_PARTS=4 QTYPE=2 Q_CODE_WORDS=4 Q_OFFSET=0.0 Q_MIN=1 "
+            "Q_INTERLEAVE=1u] spec [256 64 64 16 4 4] texels 0 bindings 9 groups 1x1x1");
 }
 
 // A Linear weight past one binding runs in slices of whole rows (64 at a time where
