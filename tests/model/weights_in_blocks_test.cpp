@@ -73,6 +73,18 @@ TEST_P(WeightsInBlocks, LogitsAndGreedyDecodingAgainstTransformers) {
               2e-4);
     EXPECT_EQ(session.generate({ids}, {.max_new_tokens = n, .stop_at_eos = false}).at(0),
               ref["greedy"].get<std::vector<uint32_t>>());
+    if (!c.quantized()) continue;
+    // A batch of two decodes each as alone (a batch's step: one product of a row per
+    // sequence; a mix's values, stored apart, in a product per sequence).
+    const auto both = session.generate({ids, ids}, {.max_new_tokens = n, .stop_at_eos = false});
+    EXPECT_EQ(both.at(0), ref["greedy"].get<std::vector<uint32_t>>());
+    EXPECT_EQ(both.at(1), ref["greedy"].get<std::vector<uint32_t>>());
+  }
+  // A mix stores each tensor in llama-quantize's type: Llama's v (Q6_K in its "more bits"
+  // layers) apart from q and k (the base type).
+  if (c.mix && std::string(name) == "llama") {
+    const auto& bytes = model->checkpoint().weight_bytes;
+    EXPECT_TRUE(bytes.count("q6_k") && bytes.count(*c.mix == BlockMix::Q4_K_M ? "q4_k" : "q5_k"));
   }
   if (!c.quantized()) return;
   // The quantization's own effect, against transformers' fp32 model on the same prompt.

@@ -22,9 +22,9 @@ llama.cpp's blocks (`--weights`) can be checked against transformers' fp32 outpu
                          package's for the 32-value types; for K-quants, which gguf does not
                          quantize, llama.cpp's own ggml_quantize_chunk from a libggml-base.so
                          built by hand outside this repository, named by VKF_GGML_LIB), and
-                         dequantized by gguf, as vkformer's --weights stores them (a mix's
-                         q, k and v stacked in the widest of their types, as vkformer stacks
-                         them)
+                         dequantized by gguf, as vkformer's --weights stores them (each
+                         tensor in llama-quantize's type for it: vkformer stores a stacked
+                         weight's v apart where the mix gives it more bits than q and k)
                          (GPT-2's Conv1D weights in blocks along their input, as vkformer
                          stores them transposed; positions, norms and biases as they are);
                          per encoder-decoder: sources and teacher-forced targets, and their
@@ -97,8 +97,6 @@ def mix_type(mix, param, layers, cols):
     more = layer < layers // 8 or layer >= 7 * layers // 8 or (layer - layers // 8) % 3 == 2
     if more and any(k in param for k in ("v_proj", "down_proj", "mlp.c_proj")):
         return fallback("Q6_K", cols)
-    if more and any(k in param for k in ("q_proj", "k_proj")):
-        return fallback("Q6_K", cols)  # stacked with v in one weight: the widest of the three
     return fallback(base, cols)
 
 

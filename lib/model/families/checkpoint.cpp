@@ -55,7 +55,8 @@ std::optional<WeightPlace> weight_place(const std::string& name, uint32_t layers
 std::optional<BlockType> Checkpoint::storage(const std::vector<std::string>& names, uint32_t cols) const {
   if (blocks_.type) return block_type_for_row(*blocks_.type, cols);
   if (!blocks_.mix) return std::nullopt;
-  // A weight stacked from several tensors (q, k and v) takes the widest of their types:
+  // A weight stacked from several tensors that stacked() stores as one (gate and up, or
+  // parts a mix would store apart in more than two runs) takes the widest of their types:
   // never fewer bits than llama.cpp gives any of them.
   std::optional<BlockType> widest;
   for (const std::string& name : names) {
@@ -177,7 +178,29 @@ void Checkpoint::stacked(Linear& to, const std::vector<Part>& parts, uint32_t in
     }
     std::vector<std::string> names;
     for (const Part& p : parts) names.push_back(p.prefix + ".weight");
-    put_weight(to, names, std::move(weight), to.out, to.in);
+    // Where a mix stores the last parts in other blocks than the first (llama.cpp's v in
+    // Q6_K after q and k in Q4_K), those rows go apart in their own; else one weight in
+    // the widest of the parts' types.
+    size_t first = 1;  // the parts stored as the first is
+    const auto type_of = [&](size_t i) { return storage({names[i]}, to.in); };
+    while (first < parts.size() && type_of(first) == type_of(0)) ++first;
+    bool apart = blocks_.mix && first < parts.size() && type_of(0) && type_of(first);
+    for (size_t i = first; apart && i < parts.size(); ++i) apart = type_of(i) == type_of(first);
+    if (apart) {
+      uint32_t rows = 0;
+      for (size_t i = 0; i < first; ++i) rows += parts[i].out;
+      const uint64_t split = uint64_t(rows) * to.in;
+      std::vector<float> rest(weight.begin() + split, weight.end());
+      weight.resize(split);
+      Linear tail;
+      put_weight(tail, {names.begin() + first, names.end()}, std::move(rest), to.out - rows, to.in);
+      to.apart = {.weight = tail.weight, .rows = tail.out, .blocks = tail.blocks};
+      const uint32_t out = to.out;
+      put_weight(to, {names.begin(), names.begin() + first}, std::move(weight), rows, to.in);
+      to.out = out;  // (the bias and the product keep every part's rows)
+    } else {
+      put_weight(to, names, std::move(weight), to.out, to.in);
+    }
     to.bias = biases ? upload(parts.front().prefix + ".bias", std::move(bias), precision_)
                      : zeros(to.out, parts.front().prefix + " bias");
   });

@@ -8,18 +8,33 @@ namespace {
 
 // Masked self-attention's projection: the new tokens' queries [rows, D] to scratch, and
 // their keys and values joining the self cache [batch, capacity, 2D] at rows
-// [t0, t0 + n) (a decode step: at the step's row), in one GEMM with a split output.
+// [t0, t0 + n) (a decode step: at the step's row), in one GEMM with a split output (and
+// one more for the values where a mix stores their rows apart: Linear::apart).
 void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, const DecoderPass& p,
                  const DecoderBuffers& b, const KvCache& cache, const BufferView& in, Folded in_norm,
                  const std::optional<RowStats>& in_stats = std::nullopt) {
-  const uint32_t D = r.d_model;
-  Gemm qkv{.M = p.n, .N = D + 2 * cache.kv_width(), .K = D, .trans_b = true, .batch = p.batch, .norm_eps = r.eps,
-           .norm_rms = r.rms_norm};
+  const uint32_t D = r.d_model, apart = l.self_qkv.apart.rows;  // v's rows where a mix stores them apart
+  Gemm qkv{.M = p.n, .N = D + 2 * cache.kv_width() - apart, .K = D, .trans_b = true, .batch = p.batch,
+           .norm_eps = r.eps, .norm_rms = r.rms_norm};
   qkv.stride_a = {uint64_t(p.n) * D, 0};
   qkv.stride_c = {uint64_t(p.n) * D, 0};
   qkv.split = {.column = D, .ld = uint32_t(cache.row_stride()), .stride = cache.self_batch_stride()};
   qkv.b_blocks = l.self_qkv.blocks;
   if (in_norm.norm) qkv.norm_of = NormOf::A;
+  const uint64_t first_row = p.step ? 0 : p.t0;  // a step's rows start at its state's step
+  if (apart) {
+    // The values [rows, apart] in their own blocks: a product of their own, straight to
+    // the value columns of the new tokens' cache rows.
+    Gemm v = qkv;
+    v.N = apart, v.split = {}, v.b_blocks = l.self_qkv.apart.blocks;
+    v.ldc = uint32_t(cache.row_stride()), v.stride_c = {cache.self_batch_stride(), 0};
+    const uint64_t column = 2 * cache.kv_width() - apart;
+    r.ops.gemm(r.cl, v,
+               {.a = in, .b = l.self_qkv.apart.weight.view(),
+                .c = r.at(cache.self(index), first_row * cache.row_stride() + column),
+                .bias = r.at(l.self_qkv.bias, D + column), .step = p.step, .norm = in_norm.weights(),
+                .stats = {.in = in_norm.norm ? in_stats : std::nullopt}, .scratch = r.dequantized});
+  }
   // A batch's decode step as one product of a row per sequence, each row's keys and
   // values to its own cache (rows_are_items): the weight read once, not once a sequence.
   // Not with a folded norm (at most 4 rows) nor where the blocks' kernel takes fewer rows.
@@ -27,7 +42,6 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
   items.M = p.batch, items.batch = 1, items.stride_a = items.stride_c = {};
   items.split.rows_are_items = true;
   if (p.n == 1 && p.batch > 1 && !in_norm.norm && (!qkv.b_blocks || r.ops.gemm_reads_blocks(items))) qkv = items;
-  const uint64_t first_row = p.step ? 0 : p.t0;  // a step's rows start at its state's step
   r.ops.gemm(r.cl, qkv,
              {.a = in, .b = l.self_qkv.weight.view(), .c = b.queries.view(), .bias = l.self_qkv.bias.view(),
               .step = p.step, .split_out = r.at(cache.self(index), first_row * cache.row_stride()),

@@ -8,6 +8,14 @@ struct Linear {  // y = x W^T + b, W [out, in]
   Buffer weight, bias;
   uint32_t out = 0, in = 0;
   std::optional<BlockType> blocks;  // W in llama.cpp's blocks (upload_blocks), else the model's precision
+  // A stacked weight whose last parts llama.cpp's mix stores in other blocks than the
+  // first (v after q and k in its "more bits" layers): W's last `rows` rows apart, in
+  // their own blocks; `weight` holds the first out - rows (Checkpoint::stacked).
+  struct Apart {
+    Buffer weight;
+    uint32_t rows = 0;
+    std::optional<BlockType> blocks;
+  } apart;
 };
 
 struct Norm {  // LayerNorm's gamma and beta, [d_model] each
