@@ -11,6 +11,7 @@
 namespace vkf::cli {
 
 int model_info(const std::string& dir, bool json, const ContextOptions& options, const LoadOptions& load);  // info --model
+int gguf_info(const std::string& path, bool json);  // info --model FILE.gguf
 int info(const Args& args);
 int selftest(const Args& args);
 int bench(const Args& args);

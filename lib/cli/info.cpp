@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "vkformer/gguf.hpp"
 #include "options.hpp"
 #include "vkformer/context.hpp"
 #include "vkformer/model.hpp"
@@ -108,6 +109,12 @@ int info(const Args& args) {
   const auto model = args.value("--model");
   if (args.given("--precision") && !model) throw Error("--precision is for --model DIR (the precision to load it in)");
   if (model) {
+    if (is_gguf_file(*model)) {  // llama.cpp's one-file format: described, not loaded
+      for (const char* option : {"--precision", "--weights"})
+        if (args.given(option))
+          throw Error(std::string(option) + " is for a model vkformer loads; info --model FILE.gguf describes the file");
+      return gguf_info(*model, json);
+    }
     checked_model_dir(*model);  // a clear error for a missing directory, a file, no config.json
     if (model_kind(*model) == ModelKind::Forecaster)
       throw Error("model " + *model + " is a patch forecaster: `vkformer forecast --model " + *model +

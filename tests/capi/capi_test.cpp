@@ -119,6 +119,11 @@ TEST(CApi, ModelAndSessionErrors) {
   EXPECT_TRUE(error_mentions("/no/such/model")) << vkf_last_error();
   EXPECT_TRUE(error_mentions("does not exist")) << vkf_last_error();
   EXPECT_EQ(m, nullptr);
+  // A GGUF file: read, its model not run yet, said so by name.
+  const std::string gguf = std::string(VKF_SOURCE_DIR) + "/tests/gguf/reader.gguf";
+  EXPECT_EQ(vkf_model_load(h.context, gguf.c_str(), VKF_PRECISION_FP32, &m), VKF_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(error_mentions("GGUF files (llama.cpp's format) are read")) << vkf_last_error();
+  EXPECT_EQ(m, nullptr);
   vkf_session* s = nullptr;
   EXPECT_EQ(vkf_session_create(nullptr, &s), VKF_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(vkf_session_create(nullptr, nullptr), VKF_ERROR_INVALID_ARGUMENT);

@@ -144,6 +144,33 @@ TEST(CommandLine, HelpVersionTokenizeAndScoreTotals) {
   expect_error({"info", "--precision", "fp16"}, "--precision is for --model DIR");
 }
 
+// A GGUF file: info describes it (text and JSON); every command that runs a model
+// refuses it by name, pointing at info; a malformed one is an error naming what is wrong.
+TEST(CommandLine, GgufFilesAreDescribedAndRefusedByName) {
+  const std::string file = kSource + "/tests/gguf/reader.gguf";
+  CliRun r = run_cli({"info", "--model", file});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* line : {"GGUF version 3", "alignment 64", "architecture", "llama", "block_count", "Q4_K ", "Q6_K ",
+                           "runs", "not yet"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  r = run_cli({"info", "--model", file, "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["format"], "gguf");
+  EXPECT_EQ(j["tensors"], 5);
+  EXPECT_EQ(j["runs"], false);
+  EXPECT_EQ(j["storage"][0]["type"], "Q4_K");  // most bytes first
+  for (const std::vector<std::string> command :
+       {std::vector<std::string>{"generate", "--model", file, "--ids", "1,2"}, {"score", "--model", file, "--ids", "1,2"},
+        {"tokenize", "--model", file, "hi"}, {"bench", "model", "--model", file}})
+    expect_error(command, "is a GGUF file (llama.cpp's format)");
+  expect_error({"info", "--model", file, "--weights", "q4_0"}, "describes the file");
+  Dir d;
+  std::string bytes = std::string(std::istreambuf_iterator<char>(std::ifstream(file, std::ios::binary).rdbuf()), {});
+  spit(d / "cut.gguf", bytes.substr(0, 1000));
+  expect_error({"info", "--model", d / "cut.gguf"}, "run past the file's end");
+}
+
 // A decoder-only model's text through translate takes the default length within its
 // positions (it once asked for 64 new tokens after any prompt).
 TEST(CommandLine, TranslateContinuesADecoderOnlyPromptWithinItsPositions) {

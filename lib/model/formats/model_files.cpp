@@ -92,4 +92,10 @@ std::string ModelFiles::read(const std::string& name, const std::string& what, u
   return text;
 }
 
+std::vector<std::string> ModelFiles::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, bytes] : files_) out.push_back(name);
+  return out;
+}
+
 }  // namespace vkf
