@@ -310,7 +310,7 @@ int bench(const Args& args) {
   std::string model_dir;
   if (what != "ops") {
     model_dir = model_arg ? *model_arg : sample_model("dates");
-    if (model_arg) checked_model_dir(model_dir);  // (a GGUF file or a plain file: said by name)
+    if (model_arg && is_gguf_file(model_dir)) checked_model_dir(model_dir);  // (refused by name)
     if (!fs::exists(fs::path(model_dir) / "model.safetensors") &&
         !fs::exists(fs::path(model_dir) / "model.safetensors.index.json"))
       throw Error("no model at " + model_dir + " (model.safetensors): pass --model DIR for the model benchmark");
