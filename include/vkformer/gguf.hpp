@@ -2,8 +2,8 @@
 // What a GGUF file (llama.cpp's one-file model format: hyperparameters, tokenizer and
 // weights in one file) holds, read from its header and tensor infos with every count,
 // offset and size checked against the file (`vkformer info --model FILE.gguf`).
-// vkformer reads GGUF files; running the model one holds is not built yet: commands that
-// run a model refuse a GGUF file by name.
+// A GGUF file of an architecture vkformer runs (llama, qwen2) is also a model:
+// Model::load, vkf_model_load and every command's --model take one (ModelFiles).
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -28,6 +28,9 @@ struct GgufSummary {
   };
   std::vector<Storage> storage;  // by type, most bytes first
   uint64_t tensors = 0, metadata = 0;
+  // Whether vkformer runs the model the file holds, and if not why ("" where it does).
+  bool runs = false;
+  std::string why_not;
 };
 
 // Whether the file at `path` is a regular file that starts with GGUF's magic.

@@ -7,15 +7,24 @@
 // files on disk; only where an error says they are differs ("config.json (in memory)").
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace vkf {
 
+namespace model {
+class Gguf;
+}
+
 class ModelFiles {
  public:
   // A model directory. Implicit: every loader that took a directory's path still does.
+  // A GGUF file (llama.cpp's one-file format) given in its place is a model too: its
+  // metadata reads as config.json and its tensors as model.safetensors, under
+  // transformers' names (lib/model/formats/gguf_hugging_face.hpp); a malformed one
+  // throws here, naming what is wrong.
   ModelFiles(std::string directory);
   ModelFiles(const char* directory) : ModelFiles(std::string(directory ? directory : "")) {}
 
@@ -29,7 +38,12 @@ class ModelFiles {
     std::string name;
     std::string_view bytes;
   };
+  // One file named *.gguf and no config.json among them: a GGUF model, as above.
   static ModelFiles in_memory(const std::vector<File>& files);
+
+  // The GGUF file the model is (nullptr for a Hugging Face or vkformer directory).
+  const model::Gguf* gguf() const { return gguf_.get(); }
+  std::shared_ptr<const model::Gguf> gguf_file() const { return gguf_; }
 
   bool from_memory() const { return from_memory_; }
   // The directory ("" for files in memory).
@@ -56,6 +70,8 @@ class ModelFiles {
   std::string directory_;
   bool from_memory_ = false;
   std::map<std::string, std::string_view> files_;
+  std::shared_ptr<const model::Gguf> gguf_;
+  std::string gguf_name_;  // its name among files in memory, or its path
 };
 
 }  // namespace vkf

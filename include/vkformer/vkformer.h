@@ -197,18 +197,22 @@ VKF_API vkf_status vkf_context_device_name(const vkf_context* context, char* nam
 
 /** Loads a model directory: config.json and model.safetensors (or a sharded checkpoint's
  *  index and shards), with its tokenizer when it has one (vocab.json and merges.txt,
- *  Marian's source.spm, a decoder-only model's tokenizer.json or tokenizer.model).
+ *  Marian's source.spm, a decoder-only model's tokenizer.json or tokenizer.model). `path`
+ *  may instead name a GGUF file (llama.cpp's one-file format; architectures llama and
+ *  qwen2, weights F32, F16, BF16 or in the blocks vkformer reads, used as they are; its
+ *  tokenizer is not read yet: token ids in and out). docs/models.md, "GGUF files".
  *  ::VKF_ERROR_NOT_FOUND: no such directory, or no config.json or weights in it;
  *  ::VKF_ERROR_UNSUPPORTED: a family or setting vkformer does not run; ::VKF_ERROR_FAILED:
  *  a malformed file (vkf_last_error names it and what is wrong). */
-VKF_API vkf_status vkf_model_load(vkf_context* context, const char* directory, vkf_precision precision,
+VKF_API vkf_status vkf_model_load(vkf_context* context, const char* path, vkf_precision precision,
                                   vkf_model** model);
 /** One file of a model that an app holds in memory (vkf_model_load_from_memory): a
  *  string it built, or bytes mapped from its asset pack. */
 typedef struct vkf_memory_file {
   const char* name; /**< its name in a model directory: "config.json", "generation_config.json",
                          "model.safetensors" (or "model.safetensors.index.json" and its shards),
-                         "vocab.json", "merges.txt", "tokenizer.json", "source.spm"...; NUL-terminated */
+                         "vocab.json", "merges.txt", "tokenizer.json", "source.spm"...; or one
+                         "*.gguf" file and no config.json (a GGUF model); NUL-terminated */
   const void* data; /**< its bytes, as the file holds them (a text file needs no terminator) */
   size_t size;      /**< how many bytes */
 } vkf_memory_file;

@@ -20,7 +20,8 @@ int gguf_info(const std::string& path, bool json) {
                                 {"tokenizer", s.tokenizer},
                                 {"metadata_entries", s.metadata},
                                 {"tensors", s.tensors},
-                                {"runs", false}};
+                                {"runs", s.runs}};
+  if (!s.runs) out["why_not"] = s.why_not;
   nlohmann::ordered_json& hp = out["hyperparameters"] = nlohmann::ordered_json::object();
   for (const auto& [key, value] : s.hyperparameters) hp[key] = value;
   nlohmann::ordered_json& storage = out["storage"] = nlohmann::ordered_json::array();
@@ -41,8 +42,8 @@ int gguf_info(const std::string& path, bool json) {
   for (const auto& st : s.storage)
     std::printf("  %-34s %llu tensors, %.2f MB\n", st.type.c_str(), static_cast<unsigned long long>(st.tensors),
                 st.bytes / 1e6);
-  std::printf("  %-34s not yet: vkformer reads GGUF files but does not run their models; give the model's Hugging "
-              "Face directory to run it\n", "runs");
+  std::printf("  %-34s %s\n", "runs", s.runs ? "yes (score, generate, ... --model FILE.gguf; token ids: its tokenizer "
+                                                 "is not read yet)" : ("no: " + s.why_not).c_str());
   return 0;
 }
 

@@ -93,13 +93,13 @@ inline std::shared_ptr<const Model> load_model(Context& ctx, const std::string& 
 // config.json is an error that says what --model takes.
 inline std::string checked_model_dir(const std::string& dir) {
   std::error_code ec;
-  if (std::filesystem::is_regular_file(dir, ec) && is_gguf_file(dir))
-    throw Error("model '" + dir + "' is a GGUF file (llama.cpp's format): vkformer reads it (`vkformer info --model " +
-                    dir + "` describes it) but does not run GGUF models yet; give the model's Hugging Face directory "
-                    "(config.json, model.safetensors)",
-                ErrorKind::Unsupported);
+  if (std::filesystem::is_regular_file(dir, ec) && is_gguf_file(dir)) {  // llama.cpp's one-file format
+    model_architecture(dir);
+    return dir;
+  }
   if (std::filesystem::is_regular_file(dir, ec))
-    throw Error("model '" + dir + "' is a file; --model takes the model's directory (config.json, model.safetensors)");
+    throw Error("model '" + dir + "' is a file; --model takes the model's directory (config.json, model.safetensors) "
+                "or a GGUF file");
   model_architecture(dir);
   return dir;
 }

@@ -2,6 +2,7 @@
 // struct sizes, buffers too small, bad models and devices, ids outside the vocabulary.
 // Each failure must be a status with a message that names what is wrong, never a crash
 // or an exception crossing into C.
+#include <fstream>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -119,11 +120,22 @@ TEST(CApi, ModelAndSessionErrors) {
   EXPECT_TRUE(error_mentions("/no/such/model")) << vkf_last_error();
   EXPECT_TRUE(error_mentions("does not exist")) << vkf_last_error();
   EXPECT_EQ(m, nullptr);
-  // A GGUF file: read, its model not run yet, said so by name.
+  // A GGUF file that holds no model's metadata: refused, naming what is missing; one that
+  // does loads, from a path and from memory.
   const std::string gguf = std::string(VKF_SOURCE_DIR) + "/tests/gguf/reader.gguf";
-  EXPECT_EQ(vkf_model_load(h.context, gguf.c_str(), VKF_PRECISION_FP32, &m), VKF_ERROR_UNSUPPORTED);
-  EXPECT_TRUE(error_mentions("GGUF files (llama.cpp's format) are read")) << vkf_last_error();
+  EXPECT_EQ(vkf_model_load(h.context, gguf.c_str(), VKF_PRECISION_FP32, &m), VKF_ERROR_FAILED);
+  EXPECT_TRUE(error_mentions("missing llama.embedding_length")) << vkf_last_error();
   EXPECT_EQ(m, nullptr);
+  const std::string q8 = std::string(VKF_SOURCE_DIR) + "/tests/gguf/llama_tied/llama_tied.Q8_0.gguf";
+  ASSERT_EQ(vkf_model_load(h.context, q8.c_str(), VKF_PRECISION_FP32, &m), VKF_OK) << vkf_last_error();
+  vkf_model_free(m);
+  m = nullptr;
+  std::ifstream in(q8, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  const vkf_memory_file file{"llama_tied.Q8_0.gguf", bytes.data(), bytes.size()};
+  ASSERT_EQ(vkf_model_load_from_memory(h.context, &file, 1, VKF_PRECISION_FP32, &m), VKF_OK) << vkf_last_error();
+  vkf_model_free(m);
+  m = nullptr;
   vkf_session* s = nullptr;
   EXPECT_EQ(vkf_session_create(nullptr, &s), VKF_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(vkf_session_create(nullptr, nullptr), VKF_ERROR_INVALID_ARGUMENT);

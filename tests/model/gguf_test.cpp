@@ -173,10 +173,10 @@ std::string kv_u32(std::string_view key, uint32_t v) { return Bytes().str(key).u
 
 void expect_refused(const std::string& bytes, const std::string& words) {
   SCOPED_TRACE(words);
-  const ModelFiles files = ModelFiles::in_memory({{"model.gguf", bytes}});
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    const Gguf g(files, "model.gguf");
+    // (ModelFiles reads a GGUF file among files in memory as it is given)
+    const Gguf g(ModelFiles::in_memory({{"model.gguf", bytes}}), "model.gguf");
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
@@ -252,21 +252,30 @@ TEST(Gguf, FilesThatAreNotRegularAreRefused) {
   fs::remove(empty);
 }
 
-// Loading a model from a GGUF file is refused by name (the file is read, its model does
-// not run yet), from a path and from memory; describe_gguf summarises it.
+// A GGUF file that is not a whole model, or of an architecture vkformer does not run,
+// fails to load with an error naming what is missing or refused, from a path and from
+// memory; describe_gguf summarises any well-formed file.
 class GgufModel : public GpuTest {};
 
-TEST_F(GgufModel, LoadingOneIsRefusedByNameAndDescribingItWorks) {
+TEST_F(GgufModel, WhatIsNotAModelIsRefusedByNameAndDescribingItWorks) {
   const std::string file = (kDir / "reader.gguf").string(), bytes = read_all(file);
   for (int memory = 0; memory < 2; ++memory) {
     try {
       (void)Model::load(ctx(), memory ? ModelFiles::in_memory({{"model.gguf", bytes}}) : ModelFiles(file));
-      ADD_FAILURE() << "a GGUF model loaded";
+      ADD_FAILURE() << "a GGUF file without a model's metadata loaded";
     } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
-      EXPECT_NE(std::string(e.what()).find("GGUF files (llama.cpp's format) are read"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("missing llama.embedding_length"), std::string::npos) << e.what();
     }
   }
+  const std::string falcon = gguf(1, Bytes().str("general.architecture").u32(8).str("falcon").b, 0, "", 0);
+  try {
+    (void)Model::load(ctx(), ModelFiles::in_memory({{"model.gguf", falcon}}));
+    ADD_FAILURE() << "a falcon GGUF loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("architecture 'falcon' is not one vkformer runs"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ModelFiles::in_memory({{"a.gguf", falcon}, {"b.gguf", falcon}}), Error);  // which one?
   EXPECT_TRUE(is_gguf_file(file));
   EXPECT_FALSE(is_gguf_file((kDir / "reader.json").string()));
   EXPECT_FALSE(is_gguf_file(kDir.string()));

@@ -94,6 +94,54 @@ void Checkpoint::put_weight(Linear& to, const std::vector<std::string>& names, s
   weight_bytes_[to.blocks ? block_type_name(*to.blocks) : to_string(precision_)] += to.weight.size();
 }
 
+void Checkpoint::put_file_weight(Linear& to, const std::vector<std::string>& names, uint32_t rows, uint32_t cols,
+                                 const std::function<std::vector<float>()>& values) {
+  std::vector<std::optional<SafeTensors::Blocks>> parts;
+  size_t in_blocks = 0;
+  for (const std::string& name : names) in_blocks += bool(parts.emplace_back(file_.blocks(name)));
+  if (in_blocks == 0) {
+    put_weight(to, names, values(), rows, cols);
+    return;
+  }
+  // Weights already in llama.cpp's blocks (a GGUF file's): uploaded as they are, never
+  // quantized again; stacked parts in their own types, the later ones apart where the
+  // first differ (Linear::apart), as a mix stores them.
+  const std::string& name = names.front();
+  if (in_blocks != names.size())
+    throw Error("model " + label_ + ": tensor '" + name + "' is stacked with tensors some in blocks and some not",
+                ErrorKind::Unsupported);
+  if (blocks_.type || blocks_.mix)
+    throw Error("model " + label_ + ": tensor '" + name + "' is already in " + block_type_name(parts[0]->type) +
+                    " blocks in the file: --weights is for weights stored as floats",
+                ErrorKind::Unsupported);
+  auto store = [&](Linear& into, size_t first, size_t end) {
+    std::vector<uint8_t> bytes;
+    uint32_t run_rows = 0;
+    for (size_t i = first; i < end; ++i) {
+      bytes.insert(bytes.end(), parts[i]->bytes.begin(), parts[i]->bytes.end());
+      run_rows += uint32_t(file_.at(names[i]).shape[0]);
+    }
+    into.out = run_rows, into.in = cols;
+    into.blocks = parts[first]->type;
+    into.weight = upload_blocks(ctx_, parts[first]->type, bytes, run_rows, cols, names[first]);
+    largest_ = std::max<uint64_t>(largest_, uint64_t(run_rows) * cols);
+    weight_bytes_[block_type_name(parts[first]->type)] += into.weight.size();
+  };
+  size_t first = 1;
+  while (first < parts.size() && parts[first]->type == parts[0]->type) ++first;
+  for (size_t i = first; i < parts.size(); ++i)
+    if (parts[i]->type != parts[first]->type)
+      throw Error("model " + label_ + ": tensor '" + name + "' is stacked with tensors in three block types",
+                  ErrorKind::Unsupported);
+  if (first < parts.size()) {
+    Linear tail;
+    store(tail, first, parts.size());
+    to.apart = {.weight = tail.weight, .rows = tail.out, .blocks = tail.blocks};
+  }
+  store(to, 0, first);
+  to.out = rows;  // (the bias and the product keep every part's rows)
+}
+
 void Checkpoint::layers(const std::string& prefix, uint32_t count, const std::string& field) {
   check_layer_count(file_, label_, prefix, count, field);
   layers_ = std::max(count, 1u);
@@ -125,7 +173,9 @@ void Checkpoint::linear(Linear& to, const std::string& prefix, uint32_t out, uin
   to.out = out, to.in = in;
   const std::string weight = prefix + ".weight";
   expect(weight, {out, in});
-  uploads_.push_back([this, &to, weight, out, in] { put_weight(to, {weight}, file_.floats(weight), out, in); });
+  uploads_.push_back([this, &to, weight, out, in] {
+    put_file_weight(to, {weight}, out, in, [&] { return file_.floats(weight); });
+  });
   tensor(to.bias, prefix + ".bias", {out});
 }
 
@@ -133,7 +183,7 @@ void Checkpoint::linear_weight(Linear& to, const std::string& name, uint32_t out
   to.out = out, to.in = in;
   expect(name, {out, in});
   uploads_.push_back([this, &to, name, out, in] {
-    put_weight(to, {name}, file_.floats(name), out, in);
+    put_file_weight(to, {name}, out, in, [&] { return file_.floats(name); });
     to.bias = zeros(out, name + " bias");
   });
 }
@@ -143,7 +193,7 @@ void Checkpoint::embedding(Buffer& to, std::optional<BlockType>& blocks, const s
   expect(name, {vocab, dim});
   uploads_.push_back([this, &to, &blocks, name, vocab, dim] {
     Linear table;
-    put_weight(table, {name}, file_.floats(name), vocab, dim);
+    put_file_weight(table, {name}, vocab, dim, [&] { return file_.floats(name); });
     to = table.weight;
     blocks = table.blocks;
   });
@@ -170,14 +220,22 @@ void Checkpoint::stacked(Linear& to, const std::vector<Part>& parts, uint32_t in
   uploads_.push_back([this, &to, parts, biases] {
     std::vector<float> weight, bias;
     for (const Part& p : parts) {
-      const auto w = file_.floats(p.prefix + ".weight");
-      weight.insert(weight.end(), w.begin(), w.end());
       if (!biases) continue;
       const auto b = file_.floats(p.prefix + ".bias");
       bias.insert(bias.end(), b.begin(), b.end());
     }
     std::vector<std::string> names;
     for (const Part& p : parts) names.push_back(p.prefix + ".weight");
+    to.bias = biases ? upload(parts.front().prefix + ".bias", std::move(bias), precision_)
+                     : zeros(to.out, parts.front().prefix + " bias");
+    if (file_.blocks(names.front())) {  // already in blocks (a GGUF file): as they are
+      put_file_weight(to, names, to.out, to.in, [] { return std::vector<float>(); });
+      return;
+    }
+    for (const std::string& name : names) {
+      const auto w = file_.floats(name);
+      weight.insert(weight.end(), w.begin(), w.end());
+    }
     // Where a mix stores the last parts in other blocks than the first (llama.cpp's v in
     // Q6_K after q and k in Q4_K), those rows go apart in their own; else one weight in
     // the widest of the parts' types.
@@ -201,8 +259,6 @@ void Checkpoint::stacked(Linear& to, const std::vector<Part>& parts, uint32_t in
     } else {
       put_weight(to, names, std::move(weight), to.out, to.in);
     }
-    to.bias = biases ? upload(parts.front().prefix + ".bias", std::move(bias), precision_)
-                     : zeros(to.out, parts.front().prefix + " bias");
   });
 }
 

@@ -97,6 +97,10 @@ class Checkpoint {
   // model's precision.
   void put_weight(Linear& to, const std::vector<std::string>& names, std::vector<float> values, uint32_t rows,
                   uint32_t cols);
+  // The same from the file's tensors `names` [rows, cols] together: uploaded as they are
+  // where the file holds them in blocks (a GGUF file), else put_weight(values()).
+  void put_file_weight(Linear& to, const std::vector<std::string>& names, uint32_t rows, uint32_t cols,
+                       const std::function<std::vector<float>()>& values);
   // The blocks a weight made of the tensors `names` is stored in (none: the precision).
   std::optional<BlockType> storage(const std::vector<std::string>& names, uint32_t cols) const;
   Buffer zeros(uint64_t n, const std::string& name) const;

@@ -16,6 +16,7 @@ const char* type_name(model::TensorType t) {
     case model::TensorType::F32: return "F32";
     case model::TensorType::F16: return "F16";
     case model::TensorType::BF16: return "BF16";
+    case model::TensorType::Blocks: return "blocks";
   }
   return "?";
 }
@@ -25,11 +26,14 @@ CheckpointSummary summarize_checkpoint(const ModelFiles& files) {
   CheckpointSummary s;
   s.file = files.has("model.safetensors") ? "model.safetensors" : "model.safetensors.index.json";
   const model::SafeTensors file(files, s.file);
+  if (files.gguf()) s.file = std::filesystem::path(files.where(s.file)).filename().string();
   for (const auto& [name, t] : file.tensors()) {
     ++s.tensors;
     s.parameters += t.elements();
     s.bytes += t.bytes;
-    s.dtypes[type_name(t.type)] += t.elements();
+    std::string type = t.blocks ? block_type_name(*t.blocks) : type_name(t.type);
+    for (char& ch : type) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+    s.dtypes[type] += t.elements();
   }
   return s;
 }

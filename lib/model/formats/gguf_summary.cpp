@@ -5,6 +5,7 @@
 #include <map>
 
 #include "gguf.hpp"
+#include "gguf_hugging_face.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/gguf.hpp"
 
@@ -74,6 +75,12 @@ GgufSummary describe_gguf(const std::string& path) {
       s.tokenizer += ", " + std::to_string(tokens->count) + " tokens";
   } else {
     s.tokenizer = "none";
+  }
+  try {
+    (void)model::gguf_hugging_face_config(g);  // its metadata as a model's config
+    s.runs = true;
+  } catch (const Error& e) {
+    s.why_not = e.what();
   }
   std::map<std::string, GgufSummary::Storage> by_type;
   for (const auto& [name, t] : g.tensors()) {

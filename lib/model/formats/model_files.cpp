@@ -8,12 +8,17 @@
 #include <cstring>
 #include <filesystem>
 
+#include "gguf.hpp"
+#include "gguf_hugging_face.hpp"
 #include "vkformer/error.hpp"
+#include "vkformer/gguf.hpp"
 #include "files.hpp"
 
 namespace vkf {
 
-ModelFiles::ModelFiles(std::string directory) : directory_(std::move(directory)) {}
+ModelFiles::ModelFiles(std::string directory) : directory_(std::move(directory)) {
+  if (is_gguf_file(directory_)) gguf_ = std::make_shared<const model::Gguf>(directory_), gguf_name_ = directory_;
+}
 
 ModelFiles ModelFiles::in_memory(const std::vector<File>& files) {
   ModelFiles m;
@@ -30,21 +35,36 @@ ModelFiles ModelFiles::in_memory(const std::vector<File>& files) {
     if (!m.files_.emplace(f.name, f.bytes).second)
       throw Error("model file " + f.name + " (in memory) is given twice", ErrorKind::InvalidInput);
   }
+  if (!m.files_.count("config.json")) {
+    std::vector<std::string> ggufs;
+    for (const auto& [name, bytes] : m.files_)
+      if (name.size() > 5 && name.ends_with(".gguf")) ggufs.push_back(name);
+    if (ggufs.size() > 1)
+      throw Error("model in memory: " + ggufs[0] + " and " + ggufs[1] + " are both GGUF files; give one",
+                  ErrorKind::InvalidInput);
+    if (ggufs.size() == 1) m.gguf_ = std::make_shared<const model::Gguf>(m, ggufs[0]), m.gguf_name_ = ggufs[0];
+  }
   return m;
 }
 
 bool ModelFiles::has(const std::string& name) const {
+  if (gguf_ && (name == "config.json" || name == "model.safetensors")) return true;
   if (from_memory_) return files_.count(name) != 0;
+  if (gguf_) return false;  // (a file, not a directory: nothing beside it is the model's)
   std::error_code ec;
   return std::filesystem::exists(std::filesystem::path(directory_) / name, ec);
 }
 
 std::string ModelFiles::where(const std::string& name) const {
+  const std::string file = from_memory_ ? gguf_name_ + " (in memory)" : gguf_name_;
+  if (gguf_ && name == "config.json") return file + " (its metadata as config.json)";
+  if (gguf_ && name == "model.safetensors") return file;
   if (from_memory_) return name + " (in memory)";
   return (std::filesystem::path(directory_) / name).string();
 }
 
 std::string ModelFiles::describe() const {
+  if (gguf_) return "GGUF file '" + gguf_name_ + "'" + (from_memory_ ? " (in memory)" : "");
   return from_memory_ ? std::string("model in memory") : "model directory '" + directory_ + "'";
 }
 
@@ -58,6 +78,12 @@ std::string ModelFiles::read(const std::string& name, const std::string& what, u
     fail("is " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) +
          " such a file can be (refused before reading it)");
   };
+  if (gguf_ && name == "config.json") {
+    std::string text = model::gguf_hugging_face_config(*gguf_);
+    if (text.size() > max_bytes) too_large(text.size());
+    return text;
+  }
+  if (gguf_ && !from_memory_) fail("is not among a GGUF model's files", ErrorKind::NotFound);
   if (from_memory_) {
     const auto it = files_.find(name);
     if (it == files_.end()) fail("is not among the model's files", ErrorKind::NotFound);

@@ -1,5 +1,8 @@
 #include "safetensors.hpp"
 
+#include "gguf.hpp"
+#include "gguf_hugging_face.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -147,6 +150,21 @@ std::vector<std::string> SafeTensors::add_file(const ModelFiles& files, const st
 }
 
 SafeTensors::SafeTensors(const ModelFiles& files, const std::string& name) : path_(files.where(name)) {
+  if (files.gguf()) {
+    gguf_ = files.gguf_file();
+    GgufHfTensors t = gguf_hugging_face_tensors(*gguf_);
+    owned_ = std::move(t.owned);
+    for (auto& [hf, g] : t.tensors) {
+      TensorInfo info;
+      info.type = g.blocks ? TensorType::Blocks : g.ggml_type == "F32" ? TensorType::F32
+                                             : g.ggml_type == "F16" ? TensorType::F16 : TensorType::BF16;
+      info.blocks = g.blocks;
+      info.shape = g.shape;
+      info.data = g.data, info.bytes = g.bytes;
+      tensors_.emplace(hf, std::move(info));
+    }
+    return;
+  }
   const std::string suffix = ".index.json";
   if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
     add_shards(files, name);
@@ -203,8 +221,15 @@ const TensorInfo& SafeTensors::at(const std::string& name) const {
   return it->second;
 }
 
+std::optional<SafeTensors::Blocks> SafeTensors::blocks(const std::string& name) const {
+  const TensorInfo& t = at(name);
+  if (!t.blocks) return std::nullopt;
+  return Blocks{*t.blocks, std::span<const uint8_t>(t.data, t.bytes)};
+}
+
 std::vector<float> SafeTensors::floats(const std::string& name) const {
   const TensorInfo& t = at(name);
+  if (t.blocks) return dequantize_blocks(*t.blocks, std::span<const uint8_t>(t.data, t.bytes));
   std::vector<float> out(t.elements());
   for (uint64_t i = 0; i < out.size(); ++i) {
     if (t.type == TensorType::F32) {

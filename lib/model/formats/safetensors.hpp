@@ -5,17 +5,24 @@
 // whose weight_map names the file of each tensor.
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "vkformer/blocks.hpp"
 #include "vkformer/model_files.hpp"
 
 namespace vkf::model {
 
-enum class TensorType { F32, F16, BF16 };
+class Gguf;
+
+enum class TensorType { F32, F16, BF16, Blocks };
 
 struct TensorInfo {
   TensorType type;
+  std::optional<BlockType> blocks;  // TensorType::Blocks: llama.cpp's (a GGUF file's tensor)
   std::vector<uint64_t> shape;
   const uint8_t* data = nullptr;
   uint64_t bytes = 0;
@@ -28,7 +35,8 @@ class SafeTensors {
   // index and the shards beside it. Throws vkf::Error naming the file and what is wrong.
   explicit SafeTensors(const std::string& path);
   // The model's file `name` (model.safetensors, or model.safetensors.index.json and its
-  // shards), on disk or in memory (read where it is, never copied).
+  // shards), on disk or in memory (read where it is, never copied). A GGUF model's
+  // tensors instead, under transformers' names (gguf_hugging_face.hpp).
   SafeTensors(const ModelFiles& files, const std::string& name);
   ~SafeTensors();
   SafeTensors(const SafeTensors&) = delete;
@@ -36,8 +44,14 @@ class SafeTensors {
 
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo& at(const std::string& name) const;
-  // The tensor as fp32 (F16 and BF16 widened exactly).
+  // The tensor as fp32 (F16 and BF16 widened exactly, blocks dequantized as llama.cpp does).
   std::vector<float> floats(const std::string& name) const;
+  // A tensor in llama.cpp's blocks: its bytes, row after row (nullopt: it is not).
+  struct Blocks {
+    BlockType type;
+    std::span<const uint8_t> bytes;
+  };
+  std::optional<Blocks> blocks(const std::string& name) const;
 
  private:
   // One mmap'ed file, unmapped when dropped (also when a constructor throws half-way).
@@ -57,6 +71,8 @@ class SafeTensors {
 
   std::string path_;
   std::vector<Mapping> maps_;
+  std::shared_ptr<const Gguf> gguf_;             // a GGUF model's file, kept mapped
+  std::vector<std::vector<uint8_t>> owned_;      // its Q and K rows in transformers' order
   std::map<std::string, TensorInfo> tensors_;
 };
 

@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "config_reader.hpp"
-#include "vkformer/gguf.hpp"
 #include "vkformer/model.hpp"
 
 namespace vkf {
@@ -12,19 +11,12 @@ std::string model_architecture(const ModelFiles& files) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const std::string& directory = files.directory();
-  const char* gguf = "GGUF files (llama.cpp's format) are read (vkf::describe_gguf, `vkformer info --model "
-                     "FILE.gguf`) but their models do not run yet: give the model's Hugging Face files";
-  if (files.from_memory()) {
-    if (!files.has("config.json")) {
-      for (const auto& name : files.names())
-        if (name.size() > 5 && name.ends_with(".gguf"))
-          throw Error("model in memory: " + name + ": " + gguf, ErrorKind::Unsupported);
-      throw Error("model in memory: config.json is not among its files", ErrorKind::NotFound);
-    }
+  if (files.gguf()) {
+    // llama.cpp's one-file format: its metadata reads as config.json (ModelFiles).
+  } else if (files.from_memory()) {
+    if (!files.has("config.json")) throw Error("model in memory: config.json is not among its files", ErrorKind::NotFound);
   } else if (!fs::exists(directory, ec)) {
     throw Error("model directory '" + directory + "' does not exist", ErrorKind::NotFound);
-  } else if (fs::is_regular_file(directory, ec) && is_gguf_file(directory)) {
-    throw Error("model '" + directory + "': " + gguf, ErrorKind::Unsupported);
   } else if (!fs::is_directory(directory, ec)) {
     throw Error("model '" + directory + "' is a file: a model is the directory that holds config.json and model.safetensors");
   }

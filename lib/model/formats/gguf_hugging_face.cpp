@@ -1,0 +1,147 @@
+#include "gguf_hugging_face.hpp"
+
+#include <cctype>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "vkformer/error.hpp"
+
+namespace vkf::model {
+
+namespace {
+
+bool known_architecture(const std::string& a) { return a == "llama" || a == "qwen2"; }
+
+std::string architecture(const Gguf& g) {
+  const auto a = g.string_value("general.architecture");
+  if (!a) throw Error(g.label() + ": no general.architecture: not a model file vkformer can run");
+  if (!known_architecture(*a))
+    throw Error(g.label() + ": architecture '" + *a + "' is not one vkformer runs from a GGUF file (llama, qwen2)",
+                ErrorKind::Unsupported);
+  return *a;
+}
+
+uint64_t required(const Gguf& g, const std::string& key) {
+  const auto v = g.uint_value(key);
+  if (!v) throw Error(g.label() + ": missing " + key);
+  return *v;
+}
+
+// The vocabulary's size: the tokenizer's token list, else the embedding's rows.
+uint64_t vocabulary(const Gguf& g, const std::string& arch) {
+  if (const auto v = g.uint_value(arch + ".vocab_size")) return *v;
+  if (const GgufValue* tokens = g.array_value("tokenizer.ggml.tokens", GgufValueType::String)) return tokens->count;
+  const auto it = g.tensors().find("token_embd.weight");
+  if (it == g.tensors().end() || it->second.shape.size() != 2) throw Error(g.label() + ": no token_embd.weight [dim, vocab]");
+  return it->second.shape[1];
+}
+
+}  // namespace
+
+std::string gguf_hugging_face_config(const Gguf& g) {
+  const std::string a = architecture(g), p = a + ".";
+  nlohmann::ordered_json c;
+  c["model_type"] = a;
+  c["hidden_size"] = required(g, p + "embedding_length");
+  c["intermediate_size"] = required(g, p + "feed_forward_length");
+  c["num_hidden_layers"] = required(g, p + "block_count");
+  const uint64_t heads = required(g, p + "attention.head_count");
+  c["num_attention_heads"] = heads;
+  c["num_key_value_heads"] = g.uint_value(p + "attention.head_count_kv").value_or(heads);
+  c["max_position_embeddings"] = required(g, p + "context_length");
+  c["vocab_size"] = vocabulary(g, a);
+  if (const auto eps = g.float_value(p + "attention.layer_norm_rms_epsilon")) c["rms_norm_eps"] = *eps;
+  if (const auto theta = g.float_value(p + "rope.freq_base")) c["rope_theta"] = *theta;
+  // The rotary width must be the whole head (transformers' Llama and Qwen2 have no
+  // partial rotary), and the head the width over the heads.
+  if (const auto rot = g.uint_value(p + "rope.dimension_count"))
+    if (heads && *rot != c["hidden_size"].get<uint64_t>() / heads)
+      throw Error(g.label() + ": " + p + "rope.dimension_count " + std::to_string(*rot) +
+                      " is not the head size: vkformer runs rotary positions over whole heads",
+                  ErrorKind::Unsupported);
+  if (const auto key = g.uint_value(p + "attention.key_length"))
+    if (heads && *key != c["hidden_size"].get<uint64_t>() / heads)
+      throw Error(g.label() + ": " + p + "attention.key_length " + std::to_string(*key) +
+                      " is not hidden_size / head_count, which vkformer does not run yet",
+                  ErrorKind::Unsupported);
+  const std::string scaling = g.string_value(p + "rope.scaling.type").value_or("none");
+  if (scaling == "linear") {
+    c["rope_scaling"] = {{"type", "linear"}, {"factor", g.float_value(p + "rope.scaling.factor").value_or(1.0)}};
+  } else if (scaling != "none") {
+    throw Error(g.label() + ": " + p + "rope.scaling.type '" + scaling + "' is not supported (vkformer runs linear)",
+                ErrorKind::Unsupported);
+  }
+  if (g.tensors().count("rope_freqs.weight"))
+    throw Error(g.label() + ": rope_freqs.weight (Llama 3.1's per-frequency rotary factors) is not read yet",
+                ErrorKind::Unsupported);
+  c["tie_word_embeddings"] = g.tensors().count("output.weight") == 0;
+  for (const auto& [key, field] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token_id"},
+                                   {"tokenizer.ggml.eos_token_id", "eos_token_id"},
+                                   {"tokenizer.ggml.padding_token_id", "pad_token_id"}})
+    if (const auto id = g.uint_value(key)) c[field] = *id;
+  if (a == "qwen2") c["use_sliding_window"] = false;
+  return c.dump(1);
+}
+
+GgufHfTensors gguf_hugging_face_tensors(const Gguf& g) {
+  const std::string a = architecture(g);
+  const uint64_t heads = required(g, a + ".attention.head_count"),
+                 kv_heads = g.uint_value(a + ".attention.head_count_kv").value_or(heads);
+  GgufHfTensors out;
+  static const std::pair<const char*, const char*> kLayer[] = {
+      {"attn_norm.weight", "input_layernorm.weight"},      {"attn_q.weight", "self_attn.q_proj.weight"},
+      {"attn_k.weight", "self_attn.k_proj.weight"},        {"attn_v.weight", "self_attn.v_proj.weight"},
+      {"attn_q.bias", "self_attn.q_proj.bias"},            {"attn_k.bias", "self_attn.k_proj.bias"},
+      {"attn_v.bias", "self_attn.v_proj.bias"},            {"attn_output.weight", "self_attn.o_proj.weight"},
+      {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
+      {"ffn_up.weight", "mlp.up_proj.weight"},             {"ffn_down.weight", "mlp.down_proj.weight"}};
+  for (const std::string& name : g.tensor_order()) {
+    const GgufTensor& t = g.at(name);
+    std::string hf;
+    if (name == "token_embd.weight") hf = "model.embed_tokens.weight";
+    else if (name == "output_norm.weight") hf = "model.norm.weight";
+    else if (name == "output.weight") hf = "lm_head.weight";
+    else if (name.rfind("blk.", 0) == 0) {
+      size_t end = 4;
+      while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+      if (end > 4 && end < name.size() && name[end] == '.' && end - 4 <= 6)
+        for (const auto& [tail, hf_tail] : kLayer)
+          if (name.compare(end + 1, std::string::npos, tail) == 0)
+            hf = "model.layers." + name.substr(4, end - 4) + "." + hf_tail;
+    }
+    if (hf.empty())
+      throw Error(g.label() + ": tensor '" + name + "' has no place in a " + a + " model vkformer runs",
+                  ErrorKind::Unsupported);
+    GgufHfTensor h;
+    h.shape.assign(t.shape.rbegin(), t.shape.rend());  // ggml's ne[0] is the row: transformers' last
+    h.ggml_type = t.type.name;
+    h.data = t.data, h.bytes = t.bytes;
+    for (BlockType b : kBlockTypes) {
+      std::string n = block_type_name(b);
+      for (char& ch : n) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+      if (n == h.ggml_type) h.blocks = b;
+    }
+    if (!h.blocks && h.ggml_type != "F32" && h.ggml_type != "F16" && h.ggml_type != "BF16")
+      throw Error(g.label() + ": tensor '" + name + "' is " + h.ggml_type +
+                      ", which vkformer does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)",
+                  ErrorKind::Unsupported);
+    // llama's Q and K: each head's rows back from llama.cpp's adjacent pairs to halves.
+    const bool q = hf.ends_with("q_proj.weight"), k = hf.ends_with("k_proj.weight");
+    if (a == "llama" && (q || k)) {
+      const uint64_t n = q ? heads : kv_heads, rows = h.shape[0], row_bytes = h.bytes / rows, hd = rows / n;
+      if (rows % n || hd % 2)
+        throw Error(g.label() + ": tensor '" + name + "' has " + std::to_string(rows) + " rows, not whole heads of even size");
+      std::vector<uint8_t>& copy = out.owned.emplace_back(h.bytes);
+      for (uint64_t head = 0; head < n; ++head)
+        for (uint64_t i = 0; i < hd / 2; ++i)
+          for (uint64_t j = 0; j < 2; ++j)  // file row head hd + 2i + j is transformers' head hd + j hd/2 + i
+            std::memcpy(copy.data() + (head * hd + j * hd / 2 + i) * row_bytes,
+                        h.data + (head * hd + 2 * i + j) * row_bytes, row_bytes);
+      h.data = copy.data();
+    }
+    out.tensors.emplace(hf, h);
+  }
+  return out;
+}
+
+}  // namespace vkf::model

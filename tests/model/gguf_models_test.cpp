@@ -1,0 +1,84 @@
+// Models from GGUF files made by llama.cpp's own converter and quantizer (tests/gguf/<model>,
+// tools/gguf_references/make_gguf_references.py): random Llama (GQA untied, tied) and
+// Qwen2 checkpoints at F32, F16, Q8_0, Q4_0 and Q4_K_M, loaded through the same family
+// code as their Hugging Face directories (ModelFiles reads the file's metadata as
+// config.json and its tensors under transformers' names, Q and K rows put back in
+// transformers' order for `llama`; weights in blocks uploaded as the file holds them).
+// Against transformers on the same weights (the checkpoint for F32; each file's weights
+// dequantized by the gguf package for the others), fp32: logits ||got - ref|| / ||ref||
+// over a prompt of 7 and its continuation below 1e-4 (fp32 accumulation, as
+// llama_test.cpp), and greedy decoding token for token. Q and K rows left in llama.cpp's
+// order, or a block type read as another, make errors of order 1.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "hf_references.hpp"
+#include "support/gpu_test.hpp"
+#include "vkformer/model.hpp"
+
+namespace fs = std::filesystem;
+
+namespace vkf::test {
+namespace {
+
+const fs::path kDir = fs::path(VKF_SOURCE_DIR) / "tests" / "gguf";
+
+const nlohmann::json& references() {
+  static const nlohmann::json refs = read_references(kDir / "references.json");
+  return refs;
+}
+
+struct Case {
+  const char* model;
+  const char* type;
+};
+
+class GgufModels : public GpuTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(GgufModels, LogitsAndGreedyDecodingAgainstTransformers) {
+  const Case c = GetParam();
+  const fs::path file = kDir / c.model / (std::string(c.model) + "." + c.type + ".gguf");
+  const nlohmann::json& model_refs = references()["models"][c.model];
+  const nlohmann::json& ref = model_refs["files"][c.type];
+  auto model = Model::load(ctx(), file.string(), LoadOptions{.precision = DType::F32});
+  // The file's blocks stay as they are: no weight left in fp32 but 1-D tensors and F32/F16 files'.
+  const auto& bytes = model->checkpoint().weight_bytes;
+  if (std::string(c.type) == "Q4_K_M") EXPECT_TRUE(bytes.count("q4_k") && bytes.count("q6_k"));
+  if (std::string(c.type) == "Q8_0") EXPECT_TRUE(bytes.count("q8_0") && !bytes.count("fp32"));
+  Session session(model);
+  const auto ids = model_refs["ids"].get<std::vector<uint32_t>>();
+  EXPECT_LT(relative_error(session.score(ref["scored"].get<std::vector<uint32_t>>()), ref["logits"].get<std::vector<double>>()),
+            1e-4);
+  EXPECT_EQ(session.generate({ids}, {.max_new_tokens = 8, .stop_at_eos = false}).at(0),
+            ref["greedy"].get<std::vector<uint32_t>>());
+  if (std::string(c.type) == "F32") {  // the file against the checkpoint it was converted from
+    const nlohmann::json& hf = model_refs["transformers"];
+    EXPECT_LT(relative_error(session.score(hf["scored"].get<std::vector<uint32_t>>()), hf["logits"].get<std::vector<double>>()),
+              1e-4);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Files, GgufModels,
+    ::testing::Values(Case{"llama_gqa", "F32"}, Case{"llama_gqa", "F16"}, Case{"llama_gqa", "Q8_0"},
+                      Case{"llama_gqa", "Q4_0"}, Case{"llama_gqa", "Q4_K_M"}, Case{"llama_tied", "F32"},
+                      Case{"llama_tied", "F16"}, Case{"llama_tied", "Q8_0"}, Case{"llama_tied", "Q4_0"},
+                      Case{"llama_tied", "Q4_K_M"}, Case{"qwen2", "F32"}, Case{"qwen2", "F16"}, Case{"qwen2", "Q8_0"},
+                      Case{"qwen2", "Q4_0"}, Case{"qwen2", "Q4_K_M"}),
+    [](const auto& info) { return std::string(info.param.model) + "_" + info.param.type; });
+
+// The same file from memory (vkf_model_load_from_memory's path): the same logits.
+TEST_F(GpuTest, GgufModelFromMemoryAsFromAPath) {
+  const fs::path file = kDir / "llama_gqa" / "llama_gqa.Q4_K_M.gguf";
+  std::ifstream in(file, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  const nlohmann::json& ref = references()["models"]["llama_gqa"]["files"]["Q4_K_M"];
+  auto model = Model::load(ctx(), ModelFiles::in_memory({{"model.gguf", bytes}}), LoadOptions{});
+  Session session(model);
+  EXPECT_LT(relative_error(session.score(ref["scored"].get<std::vector<uint32_t>>()), ref["logits"].get<std::vector<double>>()),
+            1e-4);
+}
+
+}  // namespace
+}  // namespace vkf::test
