@@ -128,8 +128,9 @@ GgufHfTensors gguf_hugging_face_tensors(const Gguf& g) {
     // llama's Q and K: each head's rows back from llama.cpp's adjacent pairs to halves.
     const bool q = hf.ends_with("q_proj.weight"), k = hf.ends_with("k_proj.weight");
     if (a == "llama" && (q || k)) {
-      const uint64_t n = q ? heads : kv_heads, rows = h.shape[0], row_bytes = h.bytes / rows, hd = rows / n;
-      if (rows % n || hd % 2)
+      if (h.shape.size() != 2) throw Error(g.label() + ": tensor '" + name + "' is not a matrix");
+      const uint64_t n = q ? heads : kv_heads, rows = h.shape[0], row_bytes = h.bytes / rows, hd = n ? rows / n : 0;
+      if (n == 0 || rows % n || hd % 2)
         throw Error(g.label() + ": tensor '" + name + "' has " + std::to_string(rows) + " rows, not whole heads of even size");
       std::vector<uint8_t>& copy = out.owned.emplace_back(h.bytes);
       for (uint64_t head = 0; head < n; ++head)
