@@ -16,6 +16,7 @@
 #include "hf_references.hpp"
 #include "support/gpu_test.hpp"
 #include "vkformer/model.hpp"
+#include "vkformer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
 
@@ -67,6 +68,27 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llama_tied", "Q4_K_M"}, Case{"qwen2", "F32"}, Case{"qwen2", "F16"}, Case{"qwen2", "Q8_0"},
                       Case{"qwen2", "Q4_0"}, Case{"qwen2", "Q4_K_M"}),
     [](const auto& info) { return std::string(info.param.model) + "_" + info.param.type; });
+
+// The SentencePiece tokenizer a `llama`-kind GGUF file carries (tokens, scores, token
+// types, add_space_prefix; built into SentencePiece's model proto) encodes and decodes
+// the shared sentence list as transformers' LlamaTokenizer does with the checkpoint's
+// tokenizer.model, from every file (F32 and quantized alike carry it).
+TEST(GgufTokenizers, SentencePieceAsTransformersReadsTheCheckpoints) {
+  for (const char* name : {"llama_gqa", "llama_tied", "qwen2"})
+    for (const char* type : {"F32", "Q4_K_M"}) {
+      SCOPED_TRACE(std::string(name) + " " + type);
+      const auto tokenizer = Tokenizer::for_model((kDir / name / (std::string(name) + "." + type + ".gguf")).string());
+      EXPECT_NE(tokenizer->describe().find("sentencepiece"), std::string::npos) << tokenizer->describe();
+      size_t checked = 0;
+      for (const auto& ref : references()["models"][name]["tokenizer"]) {
+        const std::string text = ref["text"];
+        EXPECT_EQ(tokenizer->encode(text), ref["ids"].get<std::vector<uint32_t>>()) << text;
+        EXPECT_EQ(tokenizer->decode(ref["ids"].get<std::vector<uint32_t>>()), ref["decoded"].get<std::string>()) << text;
+        ++checked;
+      }
+      EXPECT_GE(checked, 19u);
+    }
+}
 
 // The same file from memory (vkf_model_load_from_memory's path): the same logits.
 TEST_F(GpuTest, GgufModelFromMemoryAsFromAPath) {

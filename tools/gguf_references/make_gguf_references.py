@@ -6,8 +6,9 @@ tests/model/gguf_models_test.cpp.
   llama_tied    the same with 4 K/V heads and the output tied to the embedding
   qwen2         Qwen2ForCausalLM, 4 heads over 2 K/V heads (q, k and v biases), untied
 
-Each has a SentencePiece vocabulary of 128 trained here (tokenizer.model), which llama.cpp's
-converter takes without a pre-tokenizer hash. For each: the checkpoint (save_pretrained,
+Each has a SentencePiece vocabulary of 320 trained here (tokenizer.model: BPE with byte
+fallback, no normalisation, spaces kept, as Llama's), which llama.cpp's converter takes
+without a pre-tokenizer hash. For each: the checkpoint (save_pretrained,
 fp32) to a scratch folder; `convert_hf_to_gguf.py --outtype f32` and `--outtype f16`
 (llama.cpp's, from the checkout named by LLAMA_CPP, with its gguf-py); `llama-quantize`
 (LLAMA_QUANTIZE) from the F32 file to Q8_0, Q4_0 and Q4_K_M. Committed: the five .gguf
@@ -37,7 +38,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "gguf"
-VOCAB = 128
+VOCAB = 320
 TYPES = ("F32", "F16", "Q8_0", "Q4_0", "Q4_K_M")
 TEXT = ("The quick brown fox jumps over the lazy dog. A small model reads a file and writes a number.\n"
         "Dates, names and places: Paris in 1998, Lisbon on the third of March, Kyoto at noon.\n") * 40
@@ -61,8 +62,10 @@ def tokenizer(folder):
     import sentencepiece as spm
     text = Path(folder) / "text.txt"
     text.write_text(TEXT)
+    # Llama's settings: BPE with byte fallback, no normalisation, spaces kept as they are.
     spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(Path(folder) / "tokenizer"), vocab_size=VOCAB,
-                                   model_type="bpe", byte_fallback=False, bos_id=1, eos_id=2, unk_id=0,
+                                   model_type="bpe", byte_fallback=True, bos_id=1, eos_id=2, unk_id=0,
+                                   normalization_rule_name="identity", remove_extra_whitespaces=False,
                                    character_coverage=1.0, minloglevel=2)
     text.unlink()
     (Path(folder) / "tokenizer.vocab").unlink()
@@ -175,6 +178,13 @@ def main():
                 m.load_state_dict(state)
                 entry["files"][t] = dict(reference(m.eval(), ids), tensor_types=types)
             entry["transformers"]["version"] = __import__("transformers").__version__
+            # The tokenizer the file carries, as transformers' LlamaTokenizer (sentencepiece)
+            # reads the checkpoint's tokenizer.model: ids and decoded text of each sentence.
+            tok = __import__("transformers").LlamaTokenizer.from_pretrained(str(hf), legacy=True)
+            entry["tokenizer"] = []
+            for text in (ROOT / "tests" / "hf" / "sentences.txt").read_text().splitlines():
+                ids_ = tok.encode(text)
+                entry["tokenizer"].append({"text": text, "ids": ids_, "decoded": tok.decode(ids_, skip_special_tokens=True)})
             refs["models"][name] = entry
         print(name, {t: (out / f"{name}.{t}.gguf").stat().st_size for t in TYPES})
     path.write_text(json.dumps(refs) + "\n")

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "vkformer/error.hpp"
@@ -36,7 +37,110 @@ uint64_t vocabulary(const Gguf& g, const std::string& arch) {
   return it->second.shape[1];
 }
 
+// Protocol-buffer wire format, enough for SentencePiece's model proto.
+void varint(std::string& out, uint64_t v) {
+  for (; v >= 0x80; v >>= 7) out.push_back(char(0x80 | (v & 0x7f)));
+  out.push_back(char(v));
+}
+void field_varint(std::string& out, uint32_t field, uint64_t v) {
+  varint(out, uint64_t(field) << 3);
+  varint(out, v);
+}
+void field_bytes(std::string& out, uint32_t field, std::string_view bytes) {
+  varint(out, uint64_t(field) << 3 | 2);
+  varint(out, bytes.size());
+  out += bytes;
+}
+void field_float(std::string& out, uint32_t field, float f) {
+  varint(out, uint64_t(field) << 3 | 5);
+  char b[4];
+  std::memcpy(b, &f, 4);
+  out.append(b, 4);
+}
+
+// The SentencePiece tokenizer's arrays, checked: the same length, types 1-6.
+struct SpmArrays {
+  const GgufValue* tokens = nullptr;
+  const GgufValue* scores = nullptr;
+  const GgufValue* types = nullptr;
+};
+SpmArrays spm_arrays(const Gguf& g) {
+  SpmArrays a;
+  a.tokens = g.array_value("tokenizer.ggml.tokens", GgufValueType::String);
+  if (!a.tokens) throw Error(g.label() + ": tokenizer.ggml.tokens is missing");
+  a.scores = g.array_value("tokenizer.ggml.scores", GgufValueType::F32);
+  a.types = g.array_value("tokenizer.ggml.token_type", GgufValueType::I32);
+  for (const auto& [what, v] : {std::pair{"scores", a.scores}, {"token_type", a.types}})
+    if (v && v->count != a.tokens->count)
+      throw Error(g.label() + ": tokenizer.ggml." + what + " has " + std::to_string(v->count) + " entries, tokens " +
+                  std::to_string(a.tokens->count));
+  return a;
+}
+
+std::string spm_model_proto(const Gguf& g) {
+  const SpmArrays a = spm_arrays(g);
+  std::string proto;
+  bool bytes = false;
+  for (uint64_t i = 0; i < a.tokens->count; ++i) {
+    std::string piece;
+    field_bytes(piece, 1, a.tokens->strings[i]);
+    field_float(piece, 2, a.scores ? float(a.scores->item(i).f) : 0.0f);
+    const int64_t type = a.types ? a.types->item(i).i : 1;
+    if (type < 1 || type > 6)
+      throw Error(g.label() + ": tokenizer.ggml.token_type of token " + std::to_string(i) + " is " +
+                  std::to_string(type) + ", not one of SentencePiece's piece types (1 to 6)");
+    bytes = bytes || type == 6;
+    field_varint(piece, 3, uint64_t(type));
+    field_bytes(proto, 1, piece);
+  }
+  std::string trainer;
+  field_varint(trainer, 3, 2);  // model_type BPE
+  if (bytes) field_varint(trainer, 35, 1);  // byte_fallback
+  auto id = [&](const char* key, uint32_t field, int64_t fallback) {
+    const auto v = g.uint_value(key);
+    const int64_t i = v ? int64_t(*v) : fallback;
+    if (i >= int64_t(a.tokens->count)) throw Error(g.label() + ": " + key + " " + std::to_string(i) + " is not a token");
+    field_varint(trainer, field, uint64_t(i));  // (a negative id as protobuf's 64-bit two's complement)
+  };
+  id("tokenizer.ggml.unknown_token_id", 40, 0);
+  id("tokenizer.ggml.bos_token_id", 41, 1);
+  id("tokenizer.ggml.eos_token_id", 42, 2);
+  id("tokenizer.ggml.padding_token_id", 43, -1);
+  field_bytes(proto, 2, trainer);
+  std::string normalizer;
+  field_bytes(normalizer, 1, "identity");
+  field_varint(normalizer, 3, g.bool_value("tokenizer.ggml.add_space_prefix").value_or(true));
+  field_varint(normalizer, 4, 0);  // remove_extra_whitespaces: llama.cpp keeps them
+  field_varint(normalizer, 5, 1);  // escape_whitespaces
+  field_bytes(proto, 3, normalizer);
+  return proto;
+}
+
+std::string spm_tokenizer_config(const Gguf& g) {
+  const SpmArrays a = spm_arrays(g);
+  nlohmann::ordered_json c;
+  c["add_bos_token"] = g.bool_value("tokenizer.ggml.add_bos_token").value_or(true);
+  c["add_eos_token"] = g.bool_value("tokenizer.ggml.add_eos_token").value_or(false);
+  c["legacy"] = true;
+  for (const auto& [key, field, fallback] : {std::tuple{"tokenizer.ggml.bos_token_id", "bos_token", 1},
+                                             {"tokenizer.ggml.eos_token_id", "eos_token", 2},
+                                             {"tokenizer.ggml.unknown_token_id", "unk_token", 0}}) {
+    const uint64_t i = g.uint_value(key).value_or(uint64_t(fallback));
+    if (i < a.tokens->count) c[field] = std::string(a.tokens->strings[i]);
+  }
+  if (const auto pad = g.uint_value("tokenizer.ggml.padding_token_id"); pad && *pad < a.tokens->count)
+    c["pad_token"] = std::string(a.tokens->strings[*pad]);
+  return c.dump(1);
+}
+
 }  // namespace
+
+std::optional<std::string> gguf_hugging_face_file(const Gguf& g, const std::string& name) {
+  if (g.string_value("tokenizer.ggml.model").value_or("") != "llama") return std::nullopt;
+  if (name == "tokenizer.model") return spm_model_proto(g);
+  if (name == "tokenizer_config.json") return spm_tokenizer_config(g);
+  return std::nullopt;
+}
 
 std::string gguf_hugging_face_config(const Gguf& g) {
   const std::string a = architecture(g), p = a + ".";

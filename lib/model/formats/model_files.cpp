@@ -49,6 +49,9 @@ ModelFiles ModelFiles::in_memory(const std::vector<File>& files) {
 
 bool ModelFiles::has(const std::string& name) const {
   if (gguf_ && (name == "config.json" || name == "model.safetensors")) return true;
+  if (gguf_ && (name == "tokenizer.model" || name == "tokenizer_config.json") &&
+      model::gguf_hugging_face_file(*gguf_, name))
+    return true;
   if (from_memory_) return files_.count(name) != 0;
   if (gguf_) return false;  // (a file, not a directory: nothing beside it is the model's)
   std::error_code ec;
@@ -57,7 +60,8 @@ bool ModelFiles::has(const std::string& name) const {
 
 std::string ModelFiles::where(const std::string& name) const {
   const std::string file = from_memory_ ? gguf_name_ + " (in memory)" : gguf_name_;
-  if (gguf_ && name == "config.json") return file + " (its metadata as config.json)";
+  if (gguf_ && (name == "config.json" || name == "tokenizer.model" || name == "tokenizer_config.json"))
+    return file + " (its metadata as " + name + ")";
   if (gguf_ && name == "model.safetensors") return file;
   if (from_memory_) return name + " (in memory)";
   return (std::filesystem::path(directory_) / name).string();
@@ -83,6 +87,11 @@ std::string ModelFiles::read(const std::string& name, const std::string& what, u
     if (text.size() > max_bytes) too_large(text.size());
     return text;
   }
+  if (gguf_)
+    if (auto text = model::gguf_hugging_face_file(*gguf_, name)) {
+      if (text->size() > max_bytes) too_large(text->size());
+      return std::move(*text);
+    }
   if (gguf_ && !from_memory_) fail("is not among a GGUF model's files", ErrorKind::NotFound);
   if (from_memory_) {
     const auto it = files_.find(name);
