@@ -42,8 +42,7 @@ int gguf_info(const std::string& path, bool json) {
   for (const auto& st : s.storage)
     std::printf("  %-34s %llu tensors, %.2f MB\n", st.type.c_str(), static_cast<unsigned long long>(st.tensors),
                 st.bytes / 1e6);
-  std::printf("  %-34s %s\n", "runs", s.runs ? "yes (score, generate, ... --model FILE.gguf; token ids: its tokenizer "
-                                                 "is not read yet)" : ("no: " + s.why_not).c_str());
+  std::printf("  %-34s %s\n", "runs", s.runs ? "yes (score, generate, ... --model FILE.gguf)" : ("no: " + s.why_not).c_str());
   return 0;
 }
 
