@@ -15,6 +15,7 @@
 
 #include "hf_references.hpp"
 #include "support/gpu_test.hpp"
+#include "vkformer/error.hpp"
 #include "vkformer/model.hpp"
 #include "vkformer/tokenizer.hpp"
 
@@ -88,6 +89,39 @@ TEST(GgufTokenizers, SentencePieceAsTransformersReadsTheCheckpoints) {
       }
       EXPECT_GE(checked, 19u);
     }
+}
+
+// Byte-level BPE tokenizers a `gpt2`-kind GGUF file carries (tokens, merges, token
+// types, the split pattern named by tokenizer.ggml.pre), written from the small trained
+// tokenizers of tests/hf/llama (tools/gguf_references/make_gguf_tokenizer_references.py):
+// ids and text as transformers' fast tokenizer gives them on the sentence list; a
+// pre-tokenizer name vkformer does not read is refused by name.
+TEST(GgufTokenizers, ByteLevelBpeForEachPreTokenizerAsTransformers) {
+  static const nlohmann::json refs = read_references(kDir / "tokenizers" / "references.json");
+  for (const char* pre : {"llama-bpe", "qwen2", "gpt-2"}) {
+    SCOPED_TRACE(pre);
+    const auto tokenizer = Tokenizer::for_model((kDir / "tokenizers" / (std::string(pre) + ".gguf")).string());
+    size_t checked = 0;
+    for (const auto& ref : refs[pre]) {
+      const std::string text = ref["text"];
+      EXPECT_EQ(tokenizer->encode(text), ref["ids"].get<std::vector<uint32_t>>()) << text;
+      EXPECT_EQ(tokenizer->decode(ref["ids"].get<std::vector<uint32_t>>()), ref["decoded"].get<std::string>()) << text;
+      ++checked;
+    }
+    EXPECT_GE(checked, 19u);
+  }
+  // The same file with another pre-tokenizer name: refused, naming it.
+  std::ifstream in(kDir / "tokenizers" / "gpt-2.gguf", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  const size_t at = bytes.find("gpt-2");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 5, "gpt-9");
+  try {
+    (void)Tokenizer::for_model(ModelFiles::in_memory({{"t.gguf", bytes}}));
+    ADD_FAILURE() << "an unknown pre-tokenizer accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.pre 'gpt-9'"), std::string::npos) << e.what();
+  }
 }
 
 // The same file from memory (vkf_model_load_from_memory's path): the same logits.

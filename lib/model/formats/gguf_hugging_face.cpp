@@ -133,12 +133,93 @@ std::string spm_tokenizer_config(const Gguf& g) {
   return c.dump(1);
 }
 
+// The split patterns of llama.cpp's pre-tokenizer names, as the Hugging Face tokenizers
+// they stand for have them (tokenizer.json's Split before a regex-less ByteLevel).
+const char* kLlama3Split =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const char* kQwen2Split =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+// A `gpt2` tokenizer (byte-level BPE: tokens, merges, token_type, tokenizer.ggml.pre) as
+// the tokenizer.json transformers' fast tokenizer would read.
+std::string bpe_tokenizer_json(const Gguf& g) {
+  const std::string pre = g.string_value("tokenizer.ggml.pre").value_or("default");
+  nlohmann::ordered_json pre_tokenizer, normalizer;  // (null: none)
+  auto split = [](const char* regex) {
+    return nlohmann::ordered_json{
+        {"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"}, {"pattern", {{"Regex", std::string(regex)}}},
+           {"behavior", "Isolated"}, {"invert", false}},
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
+  };
+  if (pre == "default" || pre == "gpt-2") {
+    pre_tokenizer = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+  } else if (pre == "llama-bpe" || pre == "llama3") {
+    pre_tokenizer = split(kLlama3Split);
+  } else if (pre == "qwen2") {
+    pre_tokenizer = split(kQwen2Split);
+    normalizer = {{"type", "NFC"}};
+  } else {
+    throw Error(g.label() + ": tokenizer.ggml.pre '" + pre +
+                    "' is not a pre-tokenizer vkformer reads yet (default, gpt-2, llama-bpe, qwen2)",
+                ErrorKind::Unsupported);
+  }
+  const GgufValue* tokens = g.array_value("tokenizer.ggml.tokens", GgufValueType::String);
+  const GgufValue* merges = g.array_value("tokenizer.ggml.merges", GgufValueType::String);
+  const GgufValue* types = g.array_value("tokenizer.ggml.token_type", GgufValueType::I32);
+  if (!tokens || !merges) throw Error(g.label() + ": a gpt2 tokenizer needs tokenizer.ggml.tokens and merges");
+  if (types && types->count != tokens->count)
+    throw Error(g.label() + ": tokenizer.ggml.token_type has " + std::to_string(types->count) + " entries, tokens " +
+                std::to_string(tokens->count));
+  nlohmann::ordered_json vocab = nlohmann::ordered_json::object(), added = nlohmann::ordered_json::array();
+  for (uint64_t i = 0; i < tokens->count; ++i) {
+    const std::string token(tokens->strings[i]);
+    const int64_t type = types ? types->item(i).i : 1;
+    if (type == 3 || type == 4)  // control and user-defined: matched in the text first
+      added.push_back({{"id", i}, {"content", token}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
+                       {"normalized", false}, {"special", type == 3}});
+    if (!vocab.contains(token)) vocab[token] = i;
+  }
+  nlohmann::ordered_json merge_list = nlohmann::ordered_json::array();
+  for (std::string_view m : merges->strings) merge_list.push_back(std::string(m));
+  nlohmann::ordered_json j;
+  j["version"] = "1.0";
+  j["added_tokens"] = added;
+  j["normalizer"] = normalizer;
+  j["pre_tokenizer"] = pre_tokenizer;
+  j["post_processor"] = nullptr;
+  if (g.bool_value("tokenizer.ggml.add_bos_token").value_or(false)) {
+    const uint64_t bos = g.uint_value("tokenizer.ggml.bos_token_id").value_or(~0ull);
+    if (bos >= tokens->count) throw Error(g.label() + ": add_bos_token without a bos_token_id in the vocabulary");
+    j["post_processor"] = {{"type", "TemplateProcessing"},
+                           {"single", {{{"SpecialToken", {{"id", std::string(tokens->strings[bos])}, {"type_id", 0}}}},
+                                       {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}}};
+  }
+  j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
+  j["model"] = {{"type", "BPE"},          {"dropout", nullptr},       {"unk_token", nullptr},
+                {"byte_fallback", false}, {"ignore_merges", pre == "llama-bpe" || pre == "llama3"},
+                {"vocab", vocab},         {"merges", merge_list}};
+  return j.dump();
+}
+
 }  // namespace
 
 std::optional<std::string> gguf_hugging_face_file(const Gguf& g, const std::string& name) {
-  if (g.string_value("tokenizer.ggml.model").value_or("") != "llama") return std::nullopt;
-  if (name == "tokenizer.model") return spm_model_proto(g);
-  if (name == "tokenizer_config.json") return spm_tokenizer_config(g);
+  const std::string kind = g.string_value("tokenizer.ggml.model").value_or("");
+  if (kind == "llama") {
+    if (name == "tokenizer.model") return spm_model_proto(g);
+    if (name == "tokenizer_config.json") return spm_tokenizer_config(g);
+  } else if (kind == "gpt2") {
+    if (name == "tokenizer.json") return bpe_tokenizer_json(g);
+    // llama.cpp does not clean up spaces when it decodes
+    if (name == "tokenizer_config.json") return std::string(R"({"clean_up_tokenization_spaces": false})");
+  } else if (!kind.empty() && kind != "none" && name.rfind("tokenizer", 0) == 0) {
+    throw Error(g.label() + ": tokenizer.ggml.model '" + kind + "' is not a tokenizer vkformer reads (llama, gpt2)",
+                ErrorKind::Unsupported);
+  }
   return std::nullopt;
 }
 

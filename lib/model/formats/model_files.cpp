@@ -49,7 +49,7 @@ ModelFiles ModelFiles::in_memory(const std::vector<File>& files) {
 
 bool ModelFiles::has(const std::string& name) const {
   if (gguf_ && (name == "config.json" || name == "model.safetensors")) return true;
-  if (gguf_ && (name == "tokenizer.model" || name == "tokenizer_config.json") &&
+  if (gguf_ && (name == "tokenizer.model" || name == "tokenizer.json" || name == "tokenizer_config.json") &&
       model::gguf_hugging_face_file(*gguf_, name))
     return true;
   if (from_memory_) return files_.count(name) != 0;
@@ -60,7 +60,7 @@ bool ModelFiles::has(const std::string& name) const {
 
 std::string ModelFiles::where(const std::string& name) const {
   const std::string file = from_memory_ ? gguf_name_ + " (in memory)" : gguf_name_;
-  if (gguf_ && (name == "config.json" || name == "tokenizer.model" || name == "tokenizer_config.json"))
+  if (gguf_ && (name == "config.json" || name.rfind("tokenizer", 0) == 0))
     return file + " (its metadata as " + name + ")";
   if (gguf_ && name == "model.safetensors") return file;
   if (from_memory_) return name + " (in memory)";
