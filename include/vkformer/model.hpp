@@ -60,6 +60,10 @@ struct ModelConfig {
   // pad_id marks padded source tokens; bos_id is the decoder's first input (a Hugging
   // Face model's decoder_start_token_id); eos_id ends a sequence.
   uint32_t pad_id = 0, bos_id = 1, eos_id = 2;
+  // A decoder-only model's other tokens that end an output as eos_id does, unless
+  // GenerateOptions::stop_at_eos is off (Llama 3's list of eos_token_id after the
+  // first; a GGUF file's end-of-turn and end-of-message ids).
+  std::vector<uint32_t> more_eos_ids;
 
   // Where a model family departs from nn.Transformer (its loader sets these):
   enum class Positions : uint8_t {

@@ -204,8 +204,10 @@ int generate(const Args& args) {
   std::vector<bool> finished;
   for (size_t i = 0; i < out.size(); ++i) {
     tokens += out[i].size();
+    const auto& more = model->config().more_eos_ids;
     const bool eos = !out[i].empty() && (out[i].back() == model->config().eos_id ||
-                                         std::find(o.eos_ids.begin(), o.eos_ids.end(), out[i].back()) != o.eos_ids.end());
+                                         std::find(o.eos_ids.begin(), o.eos_ids.end(), out[i].back()) != o.eos_ids.end() ||
+                                         std::find(more.begin(), more.end(), out[i].back()) != more.end());
     finished.push_back(eos || (!out[i].empty() && o.stop && o.stop(i, out[i])));
     if (!finished.back() && o.max_new_tokens > 0)
       std::fprintf(stderr, "vkformer generate: warning: %s %zu stopped at --max-new-tokens %u before the end token\n",

@@ -124,6 +124,34 @@ TEST(GgufTokenizers, ByteLevelBpeForEachPreTokenizerAsTransformers) {
   }
 }
 
+// More tokens that end an output (ModelConfig::more_eos_ids): Llama 3's list of
+// eos_token_id in config.json, and a GGUF file's end-of-turn id, which its metadata as
+// config.json lists after its EOS.
+TEST_F(GpuTest, AModelsOtherEndTokensEndAnOutput) {
+  const fs::path dir = scratch_dir("more_eos");
+  fs::copy(fs::path(VKF_SOURCE_DIR) / "tests" / "hf" / "llama" / "tied", dir,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  fs::remove(dir / "generation_config.json");
+  const std::vector<uint32_t> prompt = {5, 17, 9};
+  std::vector<uint32_t> free_run;
+  {
+    Session s(Model::load(ctx(), dir.string()));
+    free_run = s.generate({prompt}, {.max_new_tokens = 6, .stop_at_eos = false}).at(0);
+  }
+  ASSERT_EQ(free_run.size(), 6u);
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  config["eos_token_id"] = {config["eos_token_id"], free_run[2]};
+  std::ofstream(dir / "config.json") << config.dump();
+  auto model = Model::load(ctx(), dir.string());
+  EXPECT_EQ(model->config().more_eos_ids, std::vector<uint32_t>{free_run[2]});
+  Session s(model);
+  EXPECT_EQ(s.generate({prompt}, {.max_new_tokens = 6}).at(0), std::vector<uint32_t>(free_run.begin(), free_run.begin() + 3));
+  EXPECT_EQ(s.generate({prompt}, {.max_new_tokens = 6, .stop_at_eos = false}).at(0), free_run);
+  config["eos_token_id"] = {2, 1u << 30};
+  std::ofstream(dir / "config.json") << config.dump();
+  EXPECT_THROW(Model::load(ctx(), dir.string()), Error);
+}
+
 // The same file from memory (vkf_model_load_from_memory's path): the same logits.
 TEST_F(GpuTest, GgufModelFromMemoryAsFromAPath) {
   const fs::path file = kDir / "llama_gqa" / "llama_gqa.Q4_K_M.gguf";

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "gguf.hpp"
+#include "gguf_hugging_face.hpp"
 #include "support/gpu_test.hpp"
 #include "vkformer/error.hpp"
 #include "vkformer/gguf.hpp"
@@ -236,6 +237,34 @@ TEST(Gguf, HostileFilesAreRefusedByNameInBoundedTime) {
   expect_refused(gguf(0, "", 1, tensor_info("w", {1, 1, 1, 1, 1}, 0, 0), 68), "5 dimensions");
   expect_refused(gguf(0, "", 1, tensor_info(std::string(65, 'n'), {32}, 0, 0), 128), "more than the 64 read");
   expect_refused(gguf(0, "", 1, tensor_info("", {32}, 0, 0), 128), "empty name");
+}
+
+// The metadata as config.json: the hyperparameters under transformers' names, the end
+// of a sequence then the end of a turn as Llama 3 lists eos_token_id, a tie where there is
+// no output.weight; what vkformer does not run refused by name.
+TEST(Gguf, MetadataReadsAsTransformersConfig) {
+  auto u32 = [](std::string_view key, uint32_t v) { return kv_u32(key, v); };
+  const std::string kvs = Bytes().str("general.architecture").u32(8).str("llama").b + u32("llama.embedding_length", 64) +
+                          u32("llama.feed_forward_length", 96) + u32("llama.block_count", 2) +
+                          u32("llama.attention.head_count", 4) + u32("llama.attention.head_count_kv", 2) +
+                          u32("llama.context_length", 128) + u32("llama.vocab_size", 50) +
+                          u32("tokenizer.ggml.eos_token_id", 2) + u32("tokenizer.ggml.eot_token_id", 7);
+  const Gguf g(ModelFiles::in_memory({{"m.gguf", gguf(10, kvs, 0, "", 0)}}), "m.gguf");
+  const nlohmann::json c = nlohmann::json::parse(model::gguf_hugging_face_config(g));
+  EXPECT_EQ(c["model_type"], "llama");
+  EXPECT_EQ(c["hidden_size"], 64);
+  EXPECT_EQ(c["intermediate_size"], 96);
+  EXPECT_EQ(c["num_key_value_heads"], 2);
+  EXPECT_EQ(c["vocab_size"], 50);
+  EXPECT_EQ(c["tie_word_embeddings"], true);
+  EXPECT_EQ(c["eos_token_id"], nlohmann::json::array({2, 7}));
+  const std::string scaled = kvs + Bytes().str("llama.rope.scaling.type").u32(8).str("yarn").b;
+  try {
+    (void)model::gguf_hugging_face_config(Gguf(ModelFiles::in_memory({{"m.gguf", gguf(11, scaled, 0, "", 0)}}), "m.gguf"));
+    ADD_FAILURE() << "yarn accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rope.scaling.type 'yarn'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Gguf, FilesThatAreNotRegularAreRefused) {

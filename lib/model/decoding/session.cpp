@@ -220,7 +220,9 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   double encode_ms = 0, encode_gpu_ms = 0, prompt_ms = 0;
   uint64_t encode_submits = 0;  // the encodes', counted where they are recorded (Seq2SeqGraph::encode)
   if (c.decoder_only) {
-    results = model::continue_prompts(impl_->graph, sources, o, &prompt_ms);  // no encoder: nothing to count there
+    GenerateOptions ends = o;  // the model's other end tokens end an output as EOS does
+    if (o.stop_at_eos) ends.eos_ids.insert(ends.eos_ids.end(), c.more_eos_ids.begin(), c.more_eos_ids.end());
+    results = model::continue_prompts(impl_->graph, sources, ends, &prompt_ms);  // no encoder: nothing to count there
   } else if (c.hugging_face && o.beam > 1) {
     for (const auto& src : sources) {
       results.push_back(model::hf_beam(impl_->graph, src, o));

@@ -74,8 +74,22 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
   if (r.has("forced_eos_token_id")) g.forced_eos_id = hf_token_id(r, "forced_eos_token_id", V);
   // (A decoder-only model may name an EOS outside its vocabulary, as a small random GPT-2
   // keeps 50256: it is then never produced, as in transformers.)
-  if (r.has("eos_token_id") && hf_token_id(r, "eos_token_id", c.decoder_only ? UINT32_MAX : V) != c.eos_id)
+  if (c.decoder_only && r.has("eos_token_id") && r.json()["eos_token_id"].is_array() &&
+      r.json()["eos_token_id"].size() > 1) {
+    // A list, as Llama 3 has it: its first is config.json's EOS, and every one ends an
+    // output, as transformers' generate() ends it (ModelConfig::more_eos_ids).
+    const auto& ends = r.json()["eos_token_id"];
+    for (size_t i = 0; i < ends.size(); ++i) {
+      if (!ends[i].is_number_unsigned() || ends[i].get<uint64_t>() >= V)
+        r.fail("field 'eos_token_id' holds " + ends[i].dump() + ", which is not a token id of the vocabulary");
+      const uint32_t id = ends[i].get<uint32_t>();
+      if (i == 0 && id != c.eos_id) r.fail("field 'eos_token_id' starts with another id than config.json's");
+      if (i > 0 && id != c.eos_id && std::find(c.more_eos_ids.begin(), c.more_eos_ids.end(), id) == c.more_eos_ids.end())
+        c.more_eos_ids.push_back(id);
+    }
+  } else if (r.has("eos_token_id") && hf_token_id(r, "eos_token_id", c.decoder_only ? UINT32_MAX : V) != c.eos_id) {
     r.fail("field 'eos_token_id' differs from config.json's");
+  }
   if (r.has("decoder_start_token_id") && hf_token_id(r, "decoder_start_token_id", V) != c.bos_id)
     r.fail("field 'decoder_start_token_id' differs from config.json's");
   if (c.decoder_only) {

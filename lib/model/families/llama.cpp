@@ -122,6 +122,7 @@ ModelConfig read_llama_config(const ModelFiles& files) {
   };
   c.bos_id = id("bos_token_id", 1);
   c.eos_id = id("eos_token_id", 2);
+  // (a list of eos_token_id: the rest end an output too, read with the generation settings)
   c.pad_id = r.has("pad_token_id") ? id("pad_token_id", c.eos_id) : c.eos_id;
   read_hf_generation(files, c);
   return c;

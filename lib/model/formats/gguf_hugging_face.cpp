@@ -1,5 +1,6 @@
 #include "gguf_hugging_face.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <tuple>
@@ -261,9 +262,15 @@ std::string gguf_hugging_face_config(const Gguf& g) {
                 ErrorKind::Unsupported);
   c["tie_word_embeddings"] = g.tensors().count("output.weight") == 0;
   for (const auto& [key, field] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token_id"},
-                                   {"tokenizer.ggml.eos_token_id", "eos_token_id"},
                                    {"tokenizer.ggml.padding_token_id", "pad_token_id"}})
     if (const auto id = g.uint_value(key)) c[field] = *id;
+  // The end of a sequence, then the end of a turn and of a message (an instruct model's
+  // <|eot_id|>, <|eom_id|>): a list, as Llama 3's config.json has it, every id ending an output.
+  std::vector<uint64_t> ends;
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    if (const auto id = g.uint_value(key); id && std::find(ends.begin(), ends.end(), *id) == ends.end()) ends.push_back(*id);
+  if (ends.size() == 1) c["eos_token_id"] = ends[0];
+  if (ends.size() > 1) c["eos_token_id"] = ends;
   if (a == "qwen2") c["use_sliding_window"] = false;
   return c.dump(1);
 }

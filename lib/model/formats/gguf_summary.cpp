@@ -78,7 +78,8 @@ GgufSummary describe_gguf(const std::string& path) {
   }
   try {
     (void)model::gguf_hugging_face_config(g);  // its metadata as a model's config
-    s.runs = true;
+    s.runs = g.tensors().count("token_embd.weight") > 0;
+    if (!s.runs) s.why_not = "it holds no token_embd.weight (a vocabulary-only file?): its tokenizer is read";
   } catch (const Error& e) {
     s.why_not = e.what();
   }
