@@ -198,9 +198,9 @@ VKF_API vkf_status vkf_context_device_name(const vkf_context* context, char* nam
 /** Loads a model directory: config.json and model.safetensors (or a sharded checkpoint's
  *  index and shards), with its tokenizer when it has one (vocab.json and merges.txt,
  *  Marian's source.spm, a decoder-only model's tokenizer.json or tokenizer.model). `path`
- *  may instead name a GGUF file (llama.cpp's one-file format; architectures llama and
- *  qwen2, weights F32, F16, BF16 or in the blocks vkformer reads, used as they are; its
- *  tokenizer is not read yet: token ids in and out). docs/models.md, "GGUF files".
+ *  may instead name a GGUF file (llama.cpp's one-file format; architectures llama, qwen2
+ *  and gpt2, weights F32, F16, BF16 or in the blocks vkformer reads, used as they are,
+ *  and its tokenizer). docs/models.md, "GGUF files".
  *  ::VKF_ERROR_NOT_FOUND: no such directory, or no config.json or weights in it;
  *  ::VKF_ERROR_UNSUPPORTED: a family or setting vkformer does not run; ::VKF_ERROR_FAILED:
  *  a malformed file (vkf_last_error names it and what is wrong). */

@@ -37,7 +37,7 @@ const char* model_help() {
       else out += " ", ++line;
       out += word, line += word.size();
     }
-    out += ";\nor a GGUF file (llama.cpp's format: llama, qwen2)";
+    out += ";\nor a GGUF file (llama.cpp's format: llama, qwen2, gpt2)";
     return out;
   }();
   return text.c_str();

@@ -1,6 +1,6 @@
 // Models from GGUF files made by llama.cpp's own converter and quantizer (tests/gguf/<model>,
-// tools/gguf_references/make_gguf_references.py): random Llama (GQA untied, tied) and
-// Qwen2 checkpoints at F32, F16, Q8_0, Q4_0 and Q4_K_M, loaded through the same family
+// tools/gguf_references/make_gguf_references.py): random Llama (GQA untied, tied), Qwen2
+// and GPT-2 checkpoints at F32, F16, Q8_0, Q4_0 and Q4_K_M, loaded through the same family
 // code as their Hugging Face directories (ModelFiles reads the file's metadata as
 // config.json and its tensors under transformers' names, Q and K rows put back in
 // transformers' order for `llama`; weights in blocks uploaded as the file holds them).
@@ -67,7 +67,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llama_gqa", "Q4_0"}, Case{"llama_gqa", "Q4_K_M"}, Case{"llama_tied", "F32"},
                       Case{"llama_tied", "F16"}, Case{"llama_tied", "Q8_0"}, Case{"llama_tied", "Q4_0"},
                       Case{"llama_tied", "Q4_K_M"}, Case{"qwen2", "F32"}, Case{"qwen2", "F16"}, Case{"qwen2", "Q8_0"},
-                      Case{"qwen2", "Q4_0"}, Case{"qwen2", "Q4_K_M"}),
+                      Case{"qwen2", "Q4_0"}, Case{"qwen2", "Q4_K_M"}, Case{"gpt2", "F32"}, Case{"gpt2", "F16"},
+                      Case{"gpt2", "Q8_0"}, Case{"gpt2", "Q4_0"}, Case{"gpt2", "Q4_K_M"}),
     [](const auto& info) { return std::string(info.param.model) + "_" + info.param.type; });
 
 // The SentencePiece tokenizer a `llama`-kind GGUF file carries (tokens, scores, token
@@ -109,6 +110,12 @@ TEST(GgufTokenizers, ByteLevelBpeForEachPreTokenizerAsTransformers) {
       ++checked;
     }
     EXPECT_GE(checked, 19u);
+  }
+  // A GPT-2 file made by llama.cpp's converter: its tokenizer as transformers' fast one.
+  const auto gpt2 = Tokenizer::for_model((kDir / "gpt2" / "gpt2.Q8_0.gguf").string());
+  for (const auto& ref : references()["models"]["gpt2"]["tokenizer"]) {
+    EXPECT_EQ(gpt2->encode(ref["text"].get<std::string>()), ref["ids"].get<std::vector<uint32_t>>()) << ref["text"];
+    EXPECT_EQ(gpt2->decode(ref["ids"].get<std::vector<uint32_t>>()), ref["decoded"].get<std::string>()) << ref["text"];
   }
   // The same file with another pre-tokenizer name: refused, naming it.
   std::ifstream in(kDir / "tokenizers" / "gpt-2.gguf", std::ios::binary);

@@ -5,6 +5,9 @@ tests/model/gguf_models_test.cpp.
   llama_gqa     LlamaForCausalLM, hidden 256, FFN 256, 1 layer, 4 heads over 2 K/V heads, untied
   llama_tied    the same with 4 K/V heads and the output tied to the embedding
   qwen2         Qwen2ForCausalLM, 4 heads over 2 K/V heads (q, k and v biases), untied
+  gpt2          GPT2LMHeadModel, n_embd 256, 1 layer, 4 heads, tied, the byte-level BPE
+                tokenizer of tests/hf/llama/tokenizer_bytelevel (its pre-tokenizer named
+                gpt-2 for the converter, which refuses a tokenizer whose hash it has not seen)
 
 Each has a SentencePiece vocabulary of 320 trained here (tokenizer.model: BPE with byte
 fallback, no normalisation, spaces kept, as Llama's), which llama.cpp's converter takes
@@ -47,6 +50,8 @@ TEXT = ("The quick brown fox jumps over the lazy dog. A small model reads a file
 # llama.cpp's converter, run as it is under Debian's torch 1.13, which lacks the float8 and
 # wide unsigned dtypes the converter names in a table of dtypes (these checkpoints hold
 # fp32 only): the names are given a stand-in before it runs.
+# CONVERT_PRE names the pre-tokenizer where the converter would refuse a small trained
+# tokenizer whose hash it has not seen (GPT-2's here): the name it would have found.
 CONVERT = """
 import os, runpy, sys, torch
 for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "uint16", "uint32", "uint64"):
@@ -54,6 +59,9 @@ for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", 
         setattr(torch, n, torch.uint8)
 sys.argv = sys.argv[1:]
 sys.path.insert(0, os.path.dirname(sys.argv[0]))
+if os.environ.get("CONVERT_PRE"):
+    import conversion.base
+    conversion.base.TextModel.get_vocab_base_pre = lambda self, tokenizer: os.environ["CONVERT_PRE"]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
@@ -78,7 +86,11 @@ def checkpoint(name, folder, seed):
     common = dict(vocab_size=VOCAB, hidden_size=256, intermediate_size=256, num_hidden_layers=1,
                   num_attention_heads=4, max_position_embeddings=64, rms_norm_eps=1e-5, bos_token_id=1,
                   eos_token_id=2, rope_theta=10000.0)
-    if name == "qwen2":
+    if name == "gpt2":
+        cfg = transformers.GPT2Config(vocab_size=357, n_embd=256, n_layer=1, n_head=4, n_positions=64,
+                                      bos_token_id=356, eos_token_id=356, tie_word_embeddings=True)
+        model = transformers.GPT2LMHeadModel(cfg)
+    elif name == "qwen2":
         cfg = transformers.Qwen2Config(num_key_value_heads=2, tie_word_embeddings=False, **common)
         model = transformers.Qwen2ForCausalLM(cfg)
     else:
@@ -94,8 +106,32 @@ def checkpoint(name, folder, seed):
             else:
                 p.mul_(8.0)  # logits apart by about one
     model.eval().save_pretrained(folder, safe_serialization=True)
-    tokenizer(folder)
+    if name == "gpt2":  # the byte-level BPE tokenizer of tests/hf/llama/tokenizer_bytelevel
+        import shutil
+        src = ROOT / "tests" / "hf" / "llama" / "tokenizer_bytelevel"
+        for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+            shutil.copy(src / f, Path(folder) / f)
+        config = json.loads((Path(folder) / "config.json").read_text())
+        config["n_ctx"] = config["n_positions"]  # (the converter reads n_ctx)
+        (Path(folder) / "config.json").write_text(json.dumps(config))
+    else:
+        tokenizer(folder)
     return model
+
+
+GPT2_LAYER = {"attn_norm": "ln_1", "attn_qkv": "attn.c_attn", "attn_output": "attn.c_proj", "ffn_norm": "ln_2",
+              "ffn_up": "mlp.c_fc", "ffn_down": "mlp.c_proj"}
+
+
+def gpt2_name(name):
+    """transformers' name of a GPT-2 GGUF tensor, and whether it is a Conv1D weight ([in, out] there)."""
+    fixed = {"token_embd.weight": "transformer.wte.weight", "position_embd.weight": "transformer.wpe.weight",
+             "output_norm.weight": "transformer.ln_f.weight", "output_norm.bias": "transformer.ln_f.bias",
+             "output.weight": "lm_head.weight"}
+    if name in fixed:
+        return fixed[name], False
+    _, i, kind, what = name.split(".")
+    return f"transformer.h.{i}.{GPT2_LAYER[kind]}.{what}", what == "weight" and "norm" not in kind
 
 
 def gguf_state(path, model, arch):
@@ -103,6 +139,19 @@ def gguf_state(path, model, arch):
     sys.path.insert(0, str(Path(os.environ["LLAMA_CPP"]) / "gguf-py"))
     import gguf
     from gguf import GGUFReader
+    if arch == "gpt2":
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        types = {}
+        for t in GGUFReader(path).tensors:
+            values = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+            values = values.reshape([int(x) for x in reversed(t.shape)])
+            hf, conv1d = gpt2_name(t.name)
+            if conv1d:
+                values = values.T  # llama.cpp's [out, in] back to Conv1D's [in, out]
+            state[hf] = torch.from_numpy(np.ascontiguousarray(values))
+            types[t.tensor_type.name] = types.get(t.tensor_type.name, 0) + 1
+        state["lm_head.weight"] = state["transformer.wte.weight"]
+        return state, types
     names = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
              "output.weight": "lm_head.weight"}
     layer = {"attn_norm.weight": "input_layernorm.weight", "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
@@ -153,7 +202,7 @@ def main():
                             text=True).stdout.strip() or os.environ.get("LLAMA_CPP_COMMIT", "unknown")
     path = OUT / "references.json"
     refs = json.loads(path.read_text()) if path.exists() else {"llama_cpp": commit, "models": {}}
-    for seed, name in enumerate(("llama_gqa", "llama_tied", "qwen2")):
+    for seed, name in enumerate(("llama_gqa", "llama_tied", "qwen2", "gpt2")):
         if len(sys.argv) > 1 and name not in sys.argv[1:]:
             continue
         out = OUT / name
@@ -164,14 +213,15 @@ def main():
             for outtype in ("f32", "f16"):
                 subprocess.run([sys.executable, "-c", CONVERT, str(llama_cpp / "convert_hf_to_gguf.py"), str(hf),
                                 "--outtype", outtype, "--outfile", str(out / f"{name}.{outtype.upper()}.gguf")],
-                               env=env, check=True, capture_output=True)
+                               env=dict(env, CONVERT_PRE="gpt-2") if name == "gpt2" else env, check=True,
+                               capture_output=True)
             for q in ("Q8_0", "Q4_0", "Q4_K_M"):
                 subprocess.run([quantize, str(out / f"{name}.F32.gguf"), str(out / f"{name}.{q}.gguf"), q], check=True,
                                capture_output=True)
             g = torch.Generator().manual_seed(7 + seed)
             ids = [int(x) for x in torch.randint(3, VOCAB, (7,), generator=g)]
             entry = {"ids": ids, "transformers": reference(model, ids), "files": {}}
-            arch = "qwen2" if name == "qwen2" else "llama"
+            arch = name if name in ("qwen2", "gpt2") else "llama"
             for t in TYPES:
                 state, types = gguf_state(str(out / f"{name}.{t}.gguf"), model, arch)
                 m = type(model)(model.config)
@@ -180,11 +230,13 @@ def main():
             entry["transformers"]["version"] = __import__("transformers").__version__
             # The tokenizer the file carries, as transformers' LlamaTokenizer (sentencepiece)
             # reads the checkpoint's tokenizer.model: ids and decoded text of each sentence.
-            tok = __import__("transformers").LlamaTokenizer.from_pretrained(str(hf), legacy=True)
+            tok = (__import__("transformers").AutoTokenizer.from_pretrained(str(hf)) if name == "gpt2" else
+                   __import__("transformers").LlamaTokenizer.from_pretrained(str(hf), legacy=True))
             entry["tokenizer"] = []
             for text in (ROOT / "tests" / "hf" / "sentences.txt").read_text().splitlines():
                 ids_ = tok.encode(text)
-                entry["tokenizer"].append({"text": text, "ids": ids_, "decoded": tok.decode(ids_, skip_special_tokens=True)})
+                entry["tokenizer"].append({"text": text, "ids": ids_, "decoded": tok.decode(
+                    ids_, skip_special_tokens=True, clean_up_tokenization_spaces=False)})
             refs["models"][name] = entry
         print(name, {t: (out / f"{name}.{t}.gguf").stat().st_size for t in TYPES})
     path.write_text(json.dumps(refs) + "\n")

@@ -119,7 +119,7 @@ void Checkpoint::put_file_weight(Linear& to, const std::vector<std::string>& nam
     uint32_t run_rows = 0;
     for (size_t i = first; i < end; ++i) {
       bytes.insert(bytes.end(), parts[i]->bytes.begin(), parts[i]->bytes.end());
-      run_rows += uint32_t(file_.at(names[i]).shape[0]);
+      run_rows += names.size() == 1 ? rows : uint32_t(file_.at(names[i]).shape[0]);
     }
     into.out = run_rows, into.in = cols;
     into.blocks = parts[first]->type;
@@ -266,6 +266,11 @@ void Checkpoint::conv1d(Linear& to, const std::string& prefix, uint32_t in, uint
   to.out = out, to.in = in;
   expect(prefix + ".weight", {in, out});
   uploads_.push_back([this, &to, prefix, in, out] {
+    const std::string name = prefix + ".weight";
+    if (file_.at(name).rows_are_outputs) {  // already [out, in] (a GGUF file's, in blocks or not)
+      put_file_weight(to, {name}, out, in, [&] { return file_.floats(name); });
+      return;
+    }
     const auto w = file_.floats(prefix + ".weight");
     std::vector<float> t(w.size());
     for (uint64_t i = 0; i < in; ++i)

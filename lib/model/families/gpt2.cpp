@@ -124,12 +124,16 @@ void declare_tensors(Checkpoint& t, Model::Impl& m) {
 }
 
 std::unique_ptr<Tokenizer> make_tokenizer(const ModelFiles& files, const ConfigReader& config) {
+  // tokenizer.json alone (a GGUF file's, or a directory without vocab.json): byte-level
+  // BPE as the fast tokenizer reads it.
+  if (files.gguf() || (!files.has("vocab.json") && files.has("tokenizer.json")))
+    return BartTokenizer::from_tokenizer_json(files, config.count("vocab_size", 1));
   return std::make_unique<BartTokenizer>(files, config.count("vocab_size", 1), BartTokenizer::Flavour::Gpt2);
 }
 
 }  // namespace
 
 const Family kGpt2{"gpt2", true, ModelKind::Generator, read_gpt2_config, checkpoint, declare_tensors, make_tokenizer,
-                 {"vocab.json", "merges.txt"}};
+                 {"vocab.json", "merges.txt", "tokenizer.json"}};  // (tokenizer.json: a GGUF file's)
 
 }  // namespace vkf::model

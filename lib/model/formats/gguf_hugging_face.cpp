@@ -12,13 +12,13 @@ namespace vkf::model {
 
 namespace {
 
-bool known_architecture(const std::string& a) { return a == "llama" || a == "qwen2"; }
+bool known_architecture(const std::string& a) { return a == "llama" || a == "qwen2" || a == "gpt2"; }
 
 std::string architecture(const Gguf& g) {
   const auto a = g.string_value("general.architecture");
   if (!a) throw Error(g.label() + ": no general.architecture: not a model file vkformer can run");
   if (!known_architecture(*a))
-    throw Error(g.label() + ": architecture '" + *a + "' is not one vkformer runs from a GGUF file (llama, qwen2)",
+    throw Error(g.label() + ": architecture '" + *a + "' is not one vkformer runs from a GGUF file (llama, qwen2, gpt2)",
                 ErrorKind::Unsupported);
   return *a;
 }
@@ -224,8 +224,31 @@ std::optional<std::string> gguf_hugging_face_file(const Gguf& g, const std::stri
   return std::nullopt;
 }
 
+// GPT-2's config.json (transformers' GPT2Config names).
+std::string gpt2_config(const Gguf& g) {
+  const std::string p = "gpt2.";
+  nlohmann::ordered_json c;
+  c["model_type"] = "gpt2";
+  c["n_embd"] = required(g, p + "embedding_length");
+  // (llama.cpp's converter writes 4 n_embd whatever n_inner was: the up-projection's rows say)
+  const auto up = g.tensors().find("blk.0.ffn_up.weight");
+  c["n_inner"] = up != g.tensors().end() && up->second.shape.size() == 2 ? up->second.shape[1]
+                                                                          : required(g, p + "feed_forward_length");
+  c["n_layer"] = required(g, p + "block_count");
+  c["n_head"] = required(g, p + "attention.head_count");
+  c["n_positions"] = required(g, p + "context_length");
+  c["vocab_size"] = vocabulary(g, "gpt2");
+  if (const auto eps = g.float_value(p + "attention.layer_norm_epsilon")) c["layer_norm_epsilon"] = *eps;
+  c["tie_word_embeddings"] = g.tensors().count("output.weight") == 0;
+  for (const auto& [key, field] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token_id"},
+                                   {"tokenizer.ggml.eos_token_id", "eos_token_id"}})
+    if (const auto id = g.uint_value(key)) c[field] = *id;
+  return c.dump(1);
+}
+
 std::string gguf_hugging_face_config(const Gguf& g) {
   const std::string a = architecture(g), p = a + ".";
+  if (a == "gpt2") return gpt2_config(g);
   nlohmann::ordered_json c;
   c["model_type"] = a;
   c["hidden_size"] = required(g, p + "embedding_length");
@@ -275,6 +298,35 @@ std::string gguf_hugging_face_config(const Gguf& g) {
   return c.dump(1);
 }
 
+// GPT-2's tensors under transformers' names (GPT2LMHeadModel's, "transformer." first).
+// Its Conv1D weights are [in, out] there; llama.cpp's converter stores them as Linear
+// [out, in] rows, which are kept (GgufHfTensor::rows_are_outputs).
+std::string gpt2_name(const std::string& name, bool& conv1d) {
+  static const std::pair<const char*, const char*> kLayer[] = {
+      {"attn_norm.weight", "ln_1.weight"},         {"attn_norm.bias", "ln_1.bias"},
+      {"attn_qkv.weight", "attn.c_attn.weight"},   {"attn_qkv.bias", "attn.c_attn.bias"},
+      {"attn_output.weight", "attn.c_proj.weight"}, {"attn_output.bias", "attn.c_proj.bias"},
+      {"ffn_norm.weight", "ln_2.weight"},          {"ffn_norm.bias", "ln_2.bias"},
+      {"ffn_up.weight", "mlp.c_fc.weight"},        {"ffn_up.bias", "mlp.c_fc.bias"},
+      {"ffn_down.weight", "mlp.c_proj.weight"},    {"ffn_down.bias", "mlp.c_proj.bias"}};
+  conv1d = false;
+  if (name == "token_embd.weight") return "transformer.wte.weight";
+  if (name == "position_embd.weight") return "transformer.wpe.weight";
+  if (name == "output_norm.weight") return "transformer.ln_f.weight";
+  if (name == "output_norm.bias") return "transformer.ln_f.bias";
+  if (name == "output.weight") return "lm_head.weight";
+  if (name.rfind("blk.", 0) != 0) return "";
+  size_t end = 4;
+  while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+  if (end == 4 || end >= name.size() || name[end] != '.' || end - 4 > 6) return "";
+  for (const auto& [tail, hf_tail] : kLayer)
+    if (name.compare(end + 1, std::string::npos, tail) == 0) {
+      conv1d = std::string(hf_tail).ends_with("weight") && std::string(hf_tail).find("ln_") == std::string::npos;
+      return "transformer.h." + name.substr(4, end - 4) + "." + hf_tail;
+    }
+  return "";
+}
+
 GgufHfTensors gguf_hugging_face_tensors(const Gguf& g) {
   const std::string a = architecture(g);
   const uint64_t heads = required(g, a + ".attention.head_count"),
@@ -290,7 +342,9 @@ GgufHfTensors gguf_hugging_face_tensors(const Gguf& g) {
   for (const std::string& name : g.tensor_order()) {
     const GgufTensor& t = g.at(name);
     std::string hf;
-    if (name == "token_embd.weight") hf = "model.embed_tokens.weight";
+    bool conv1d = false;
+    if (a == "gpt2") hf = gpt2_name(name, conv1d);
+    else if (name == "token_embd.weight") hf = "model.embed_tokens.weight";
     else if (name == "output_norm.weight") hf = "model.norm.weight";
     else if (name == "output.weight") hf = "lm_head.weight";
     else if (name.rfind("blk.", 0) == 0) {
@@ -306,6 +360,11 @@ GgufHfTensors gguf_hugging_face_tensors(const Gguf& g) {
                   ErrorKind::Unsupported);
     GgufHfTensor h;
     h.shape.assign(t.shape.rbegin(), t.shape.rend());  // ggml's ne[0] is the row: transformers' last
+    if (conv1d) {
+      if (h.shape.size() != 2) throw Error(g.label() + ": tensor '" + name + "' is not a matrix");
+      std::swap(h.shape[0], h.shape[1]);  // Conv1D's [in, out], its rows still the outputs'
+      h.rows_are_outputs = true;
+    }
     h.ggml_type = t.type.name;
     h.data = t.data, h.bytes = t.bytes;
     for (BlockType b : kBlockTypes) {

@@ -5,8 +5,8 @@
 // would read, its tensors under transformers' names and shapes.
 //
 // Architectures: `llama` (Llama 1-3, TinyLlama, SmolLM; Mistral converted to `llama`,
-// which GGUF gives no sliding window: full attention, as llama.cpp runs it) and `qwen2`;
-// any other is refused by name. The converter permutes the `llama` architecture's Q and
+// which GGUF gives no sliding window: full attention, as llama.cpp runs it), `qwen2` and
+// `gpt2`; any other is refused by name. The converter permutes the `llama` architecture's Q and
 // K rows per head ([2, d/2] -> [d/2, 2]) so that llama.cpp's rotary embedding rotates
 // adjacent pairs; vkformer rotates halves, as transformers does, so the permutation is
 // undone here, a whole row at a time: quantized rows move unchanged (`qwen2` keeps halves).
@@ -38,6 +38,9 @@ struct GgufHfTensor {
   std::optional<BlockType> blocks;  // where the tensor is in one of the blocks vkformer reads
   const uint8_t* data = nullptr;
   uint64_t bytes = 0;
+  // A Conv1D weight (GPT-2's) whose shape is transformers' [in, out] but whose data is
+  // llama.cpp's [out, in] rows, as a Linear's: read as it is, not transposed.
+  bool rows_are_outputs = false;
 };
 struct GgufHfTensors {
   std::map<std::string, GgufHfTensor> tensors;

@@ -161,6 +161,7 @@ SafeTensors::SafeTensors(const ModelFiles& files, const std::string& name) : pat
       info.blocks = g.blocks;
       info.shape = g.shape;
       info.data = g.data, info.bytes = g.bytes;
+      info.rows_are_outputs = g.rows_are_outputs;
       tensors_.emplace(hf, std::move(info));
     }
     return;

@@ -23,6 +23,7 @@ enum class TensorType { F32, F16, BF16, Blocks };
 struct TensorInfo {
   TensorType type;
   std::optional<BlockType> blocks;  // TensorType::Blocks: llama.cpp's (a GGUF file's tensor)
+  bool rows_are_outputs = false;    // a Conv1D weight [in, out] held as [out, in] rows (GGUF's GPT-2)
   std::vector<uint64_t> shape;
   const uint8_t* data = nullptr;
   uint64_t bytes = 0;
