@@ -27,8 +27,20 @@ vkf_status load_model(const char* fn, vkf_context* context, const vkf::ModelFile
       present = present || files.has(name);
       names += (names.empty() ? "" : " or ") + name;
     }
-    if (present) handle->tokenizer = vkf::Tokenizer::for_model(files);
-    else handle->no_tokenizer = "has no tokenizer (" + (names.empty() ? std::string("its family has none") : names) + ")";
+    if (present && files.gguf()) {
+      // A GGUF file's tokenizer of a kind vkformer does not read: the model takes ids, and
+      // calls that need text say why.
+      try {
+        handle->tokenizer = vkf::Tokenizer::for_model(files);
+      } catch (const vkf::Error& e) {
+        if (e.kind() != vkf::ErrorKind::Unsupported) throw;
+        handle->no_tokenizer = std::string("has a tokenizer vkformer does not read: ") + e.what();
+      }
+    } else if (present) {
+      handle->tokenizer = vkf::Tokenizer::for_model(files);
+    } else {
+      handle->no_tokenizer = "has no tokenizer (" + (names.empty() ? std::string("its family has none") : names) + ")";
+    }
     *model = handle.release();
     return VKF_OK;
   });

@@ -136,6 +136,16 @@ TEST(CApi, ModelAndSessionErrors) {
   ASSERT_EQ(vkf_model_load_from_memory(h.context, &file, 1, VKF_PRECISION_FP32, &m), VKF_OK) << vkf_last_error();
   vkf_model_free(m);
   m = nullptr;
+  // A tokenizer vkformer does not read (a pre-tokenizer name it does not know): the model
+  // loads and takes ids.
+  std::ifstream in2(std::string(VKF_SOURCE_DIR) + "/tests/gguf/gpt2/gpt2.Q8_0.gguf", std::ios::binary);
+  std::string gpt2((std::istreambuf_iterator<char>(in2)), {});
+  ASSERT_NE(gpt2.find("gpt-2"), std::string::npos);
+  gpt2.replace(gpt2.find("gpt-2"), 5, "gpt-9");
+  const vkf_memory_file file2{"gpt2.gguf", gpt2.data(), gpt2.size()};
+  ASSERT_EQ(vkf_model_load_from_memory(h.context, &file2, 1, VKF_PRECISION_FP32, &m), VKF_OK) << vkf_last_error();
+  vkf_model_free(m);
+  m = nullptr;
   vkf_session* s = nullptr;
   EXPECT_EQ(vkf_session_create(nullptr, &s), VKF_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(vkf_session_create(nullptr, nullptr), VKF_ERROR_INVALID_ARGUMENT);

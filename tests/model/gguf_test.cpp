@@ -17,6 +17,7 @@
 #include "vkformer/error.hpp"
 #include "vkformer/gguf.hpp"
 #include "vkformer/model.hpp"
+#include "vkformer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
 
@@ -265,6 +266,30 @@ TEST(Gguf, MetadataReadsAsTransformersConfig) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("rope.scaling.type 'yarn'"), std::string::npos) << e.what();
   }
+}
+
+// A tokenizer's arrays that disagree, or a kind vkformer does not read: refused by name
+// when the tokenizer is read (the model itself still loads and takes ids).
+TEST(Gguf, TokenizerArraysThatDisagreeAreRefusedByName) {
+  auto u32 = [](std::string_view key, uint32_t v) { return kv_u32(key, v); };
+  const std::string model = Bytes().str("general.architecture").u32(8).str("llama").b + u32("llama.embedding_length", 64) +
+                            u32("llama.feed_forward_length", 64) + u32("llama.block_count", 1) +
+                            u32("llama.attention.head_count", 2) + u32("llama.context_length", 16);
+  const std::string tokens = Bytes().str("tokenizer.ggml.tokens").u32(9).u32(8).u64(3).str("<unk>").str("<s>").str("</s>").b;
+  const std::string scores = Bytes().str("tokenizer.ggml.scores").u32(9).u32(6).u64(2).u32(0).u32(0).b;
+  auto refused = [&](const std::string& kvs, uint64_t n, const std::string& words) {
+    SCOPED_TRACE(words);
+    try {
+      (void)Tokenizer::for_model(ModelFiles::in_memory({{"m.gguf", gguf(n, kvs, 0, "", 0)}}));
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  const std::string spm = Bytes().str("tokenizer.ggml.model").u32(8).str("llama").b;
+  refused(model + spm + tokens + scores, 9, "tokenizer.ggml.scores has 2 entries, tokens 3");
+  refused(model + Bytes().str("tokenizer.ggml.model").u32(8).str("rwkv").b + tokens, 8, "'rwkv' is not a tokenizer");
+  refused(model + Bytes().str("tokenizer.ggml.model").u32(8).str("gpt2").b + tokens, 8, "needs tokenizer.ggml.tokens and merges");
 }
 
 TEST(Gguf, FilesThatAreNotRegularAreRefused) {

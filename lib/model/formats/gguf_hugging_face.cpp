@@ -208,6 +208,14 @@ std::string bpe_tokenizer_json(const Gguf& g) {
 
 }  // namespace
 
+bool gguf_hugging_face_has(const Gguf& g, const std::string& name) {
+  const GgufValue* v = g.find("tokenizer.ggml.model");
+  const std::string kind = v && v->type == GgufValueType::String ? std::string(v->s) : "";
+  if (kind.empty() || kind == "none") return false;
+  if (name == "tokenizer_config.json") return true;
+  return name == (kind == "gpt2" ? "tokenizer.json" : "tokenizer.model");
+}
+
 std::optional<std::string> gguf_hugging_face_file(const Gguf& g, const std::string& name) {
   const std::string kind = g.string_value("tokenizer.ggml.model").value_or("");
   if (kind == "llama") {

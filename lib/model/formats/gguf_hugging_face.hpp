@@ -31,6 +31,9 @@ std::string gguf_hugging_face_config(const Gguf& g);
 // first, as SentencePiece's BPE does), and a tokenizer_config.json with add_bos_token,
 // add_eos_token and the special tokens' texts. Tokenizers of other kinds: not yet.
 std::optional<std::string> gguf_hugging_face_file(const Gguf& g, const std::string& name);
+// Whether the file has such a file (by its tokenizer's kind, without building it: a
+// tokenizer vkformer does not read is there, and refused by name when it is read).
+bool gguf_hugging_face_has(const Gguf& g, const std::string& name);
 
 struct GgufHfTensor {
   std::vector<uint64_t> shape;      // transformers' order: [out, in]

@@ -49,9 +49,7 @@ ModelFiles ModelFiles::in_memory(const std::vector<File>& files) {
 
 bool ModelFiles::has(const std::string& name) const {
   if (gguf_ && (name == "config.json" || name == "model.safetensors")) return true;
-  if (gguf_ && (name == "tokenizer.model" || name == "tokenizer.json" || name == "tokenizer_config.json") &&
-      model::gguf_hugging_face_file(*gguf_, name))
-    return true;
+  if (gguf_ && model::gguf_hugging_face_has(*gguf_, name)) return true;
   if (from_memory_) return files_.count(name) != 0;
   if (gguf_) return false;  // (a file, not a directory: nothing beside it is the model's)
   std::error_code ec;
