@@ -1,6 +1,7 @@
 // Models from GGUF files made by llama.cpp's own converter and quantizer (tests/gguf/<model>,
 // tools/gguf_references/make_gguf_references.py): random Llama (GQA untied, tied), Qwen2
-// and GPT-2 checkpoints at F32, F16, Q8_0, Q4_0 and Q4_K_M, loaded through the same family
+// and GPT-2 checkpoints at F32, F16, Q8_0, Q4_0 and Q4_K_M, and a Llama with Llama 3.1's
+// rope scaling (rope_freqs.weight; transformers 4.43) at F32, F16 and Q4_0, loaded through the same family
 // code as their Hugging Face directories (ModelFiles reads the file's metadata as
 // config.json and its tensors under transformers' names, Q and K rows put back in
 // transformers' order for `llama`; weights in blocks uploaded as the file holds them).
@@ -68,7 +69,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llama_tied", "F16"}, Case{"llama_tied", "Q8_0"}, Case{"llama_tied", "Q4_0"},
                       Case{"llama_tied", "Q4_K_M"}, Case{"qwen2", "F32"}, Case{"qwen2", "F16"}, Case{"qwen2", "Q8_0"},
                       Case{"qwen2", "Q4_0"}, Case{"qwen2", "Q4_K_M"}, Case{"gpt2", "F32"}, Case{"gpt2", "F16"},
-                      Case{"gpt2", "Q8_0"}, Case{"gpt2", "Q4_0"}, Case{"gpt2", "Q4_K_M"}),
+                      Case{"gpt2", "Q8_0"}, Case{"gpt2", "Q4_0"}, Case{"gpt2", "Q4_K_M"}, Case{"llama31", "F32"},
+                      Case{"llama31", "F16"}, Case{"llama31", "Q4_0"}),
     [](const auto& info) { return std::string(info.param.model) + "_" + info.param.type; });
 
 // The SentencePiece tokenizer a `llama`-kind GGUF file carries (tokens, scores, token

@@ -5,6 +5,8 @@ tests/model/gguf_models_test.cpp.
   llama_gqa     LlamaForCausalLM, hidden 256, FFN 256, 1 layer, 4 heads over 2 K/V heads, untied
   llama_tied    the same with 4 K/V heads and the output tied to the embedding
   qwen2         Qwen2ForCausalLM, 4 heads over 2 K/V heads (q, k and v biases), untied
+  llama31       llama_gqa's shape with Llama 3.1's rope scaling (rope_type llama3), which
+                the converter writes as rope_freqs.weight (F32, F16 and Q4_0 only)
   gpt2          GPT2LMHeadModel, n_embd 256, 1 layer, 4 heads, tied, the byte-level BPE
                 tokenizer of tests/hf/llama/tokenizer_bytelevel (its pre-tokenizer named
                 gpt-2 for the converter, which refuses a tokenizer whose hash it has not seen)
@@ -42,7 +44,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "gguf"
 VOCAB = 320
-TYPES = ("F32", "F16", "Q8_0", "Q4_0", "Q4_K_M")
+QUANTIZED = {"llama_gqa": ("Q8_0", "Q4_0", "Q4_K_M"), "llama_tied": ("Q8_0", "Q4_0", "Q4_K_M"),
+             "qwen2": ("Q8_0", "Q4_0", "Q4_K_M"), "gpt2": ("Q8_0", "Q4_0", "Q4_K_M"), "llama31": ("Q4_0",)}
 TEXT = ("The quick brown fox jumps over the lazy dog. A small model reads a file and writes a number.\n"
         "Dates, names and places: Paris in 1998, Lisbon on the third of March, Kyoto at noon.\n") * 40
 
@@ -86,7 +89,13 @@ def checkpoint(name, folder, seed):
     common = dict(vocab_size=VOCAB, hidden_size=256, intermediate_size=256, num_hidden_layers=1,
                   num_attention_heads=4, max_position_embeddings=64, rms_norm_eps=1e-5, bos_token_id=1,
                   eos_token_id=2, rope_theta=10000.0)
-    if name == "gpt2":
+    if name == "llama31":  # Llama 3.1's rope scaling, which the converter writes as rope_freqs
+        cfg = transformers.LlamaConfig(num_key_value_heads=2, tie_word_embeddings=False,
+                                       **dict(common, rope_theta=500000.0, max_position_embeddings=64),
+                                       rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                     "high_freq_factor": 4.0, "original_max_position_embeddings": 16})
+        model = transformers.LlamaForCausalLM(cfg)
+    elif name == "gpt2":
         cfg = transformers.GPT2Config(vocab_size=357, n_embd=256, n_layer=1, n_head=4, n_positions=64,
                                       bos_token_id=356, eos_token_id=356, tie_word_embeddings=True)
         model = transformers.GPT2LMHeadModel(cfg)
@@ -165,6 +174,9 @@ def gguf_state(path, model, arch):
         values = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
         shape = [int(x) for x in reversed(t.shape)]
         values = values.reshape(shape)
+        if t.name == "rope_freqs.weight":  # (the model's own rope_scaling computes the same factors)
+            types[t.tensor_type.name] = types.get(t.tensor_type.name, 0) + 1
+            continue
         if t.name in names:
             hf = names[t.name]
         else:
@@ -202,7 +214,7 @@ def main():
                             text=True).stdout.strip() or os.environ.get("LLAMA_CPP_COMMIT", "unknown")
     path = OUT / "references.json"
     refs = json.loads(path.read_text()) if path.exists() else {"llama_cpp": commit, "models": {}}
-    for seed, name in enumerate(("llama_gqa", "llama_tied", "qwen2", "gpt2")):
+    for seed, name in enumerate(("llama_gqa", "llama_tied", "qwen2", "gpt2", "llama31")):
         if len(sys.argv) > 1 and name not in sys.argv[1:]:
             continue
         out = OUT / name
@@ -215,14 +227,14 @@ def main():
                                 "--outtype", outtype, "--outfile", str(out / f"{name}.{outtype.upper()}.gguf")],
                                env=dict(env, CONVERT_PRE="gpt-2") if name == "gpt2" else env, check=True,
                                capture_output=True)
-            for q in ("Q8_0", "Q4_0", "Q4_K_M"):
+            for q in QUANTIZED[name]:
                 subprocess.run([quantize, str(out / f"{name}.F32.gguf"), str(out / f"{name}.{q}.gguf"), q], check=True,
                                capture_output=True)
             g = torch.Generator().manual_seed(7 + seed)
             ids = [int(x) for x in torch.randint(3, VOCAB, (7,), generator=g)]
             entry = {"ids": ids, "transformers": reference(model, ids), "files": {}}
             arch = name if name in ("qwen2", "gpt2") else "llama"
-            for t in TYPES:
+            for t in ("F32", "F16") + QUANTIZED[name]:
                 state, types = gguf_state(str(out / f"{name}.{t}.gguf"), model, arch)
                 m = type(model)(model.config)
                 m.load_state_dict(state)
@@ -238,7 +250,7 @@ def main():
                 entry["tokenizer"].append({"text": text, "ids": ids_, "decoded": tok.decode(
                     ids_, skip_special_tokens=True, clean_up_tokenization_spaces=False)})
             refs["models"][name] = entry
-        print(name, {t: (out / f"{name}.{t}.gguf").stat().st_size for t in TYPES})
+        print(name, {t: (out / f"{name}.{t}.gguf").stat().st_size for t in ("F32", "F16") + QUANTIZED[name]})
     path.write_text(json.dumps(refs) + "\n")
 
 

@@ -32,6 +32,19 @@ void read_rope(const ConfigReader& r, ModelConfig& c) {
     const float exponent = float(2 * j) / float(d);
     c.rope_inv_freq[j] = 1.0f / float(std::pow(double(float(theta)), double(exponent)));
   }
+  // A factor per frequency (a GGUF file's rope_freqs, Llama 3.1's llama3 rule as llama.cpp's
+  // converter stores it): each frequency divided by its factor.
+  if (r.has("rope_freq_factors")) {
+    const nlohmann::json& f = r.json()["rope_freq_factors"];
+    if (!f.is_array() || f.size() != d / 2) r.fail("field 'rope_freq_factors' must be " + std::to_string(d / 2) + " numbers");
+    if (r.has("rope_scaling")) r.fail("fields 'rope_freq_factors' and 'rope_scaling' are both given");
+    for (uint32_t j = 0; j < d / 2; ++j) {
+      if (!f[j].is_number() || !(f[j].get<double>() > 0)) r.fail("field 'rope_freq_factors' holds a factor that is not positive");
+      c.rope_inv_freq[j] = c.rope_inv_freq[j] / float(f[j].get<double>());
+    }
+    c.rope_scaling = "llama3";
+    return;
+  }
   if (!r.has("rope_scaling")) return;
   const nlohmann::json& s = r.json()["rope_scaling"];
   if (!s.is_object()) r.fail("field 'rope_scaling' must be null or an object");

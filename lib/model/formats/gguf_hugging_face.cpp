@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <tuple>
 #include <nlohmann/json.hpp>
@@ -288,9 +289,24 @@ std::string gguf_hugging_face_config(const Gguf& g) {
     throw Error(g.label() + ": " + p + "rope.scaling.type '" + scaling + "' is not supported (vkformer runs linear)",
                 ErrorKind::Unsupported);
   }
-  if (g.tensors().count("rope_freqs.weight"))
-    throw Error(g.label() + ": rope_freqs.weight (Llama 3.1's per-frequency rotary factors) is not read yet",
-                ErrorKind::Unsupported);
+  // Llama 3.1's rope scaling, which the converter stores as a factor per frequency
+  // (rope_freqs.weight, [head_dim / 2] F32): each frequency divided by its factor, as
+  // transformers' llama3 rule scales it.
+  if (const auto it = g.tensors().find("rope_freqs.weight"); it != g.tensors().end()) {
+    const GgufTensor& t = it->second;
+    const uint64_t half = heads ? c["hidden_size"].get<uint64_t>() / heads / 2 : 0;
+    if (std::string(t.type.name) != "F32" || t.shape.size() != 1 || t.shape[0] != half)
+      throw Error(g.label() + ": rope_freqs.weight must be F32 [" + std::to_string(half) + "], a factor per frequency");
+    std::vector<double> factors(half);
+    for (uint64_t j = 0; j < half; ++j) {
+      float f;
+      std::memcpy(&f, t.data + 4 * j, 4);
+      if (!(f > 0) || !std::isfinite(f)) throw Error(g.label() + ": rope_freqs.weight holds a factor that is not positive");
+      factors[j] = f;
+    }
+    if (c.contains("rope_scaling")) throw Error(g.label() + ": both rope.scaling.type and rope_freqs.weight are given");
+    c["rope_freq_factors"] = factors;
+  }
   c["tie_word_embeddings"] = g.tensors().count("output.weight") == 0;
   for (const auto& [key, field] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token_id"},
                                    {"tokenizer.ggml.padding_token_id", "pad_token_id"}})
@@ -349,6 +365,7 @@ GgufHfTensors gguf_hugging_face_tensors(const Gguf& g) {
       {"ffn_up.weight", "mlp.up_proj.weight"},             {"ffn_down.weight", "mlp.down_proj.weight"}};
   for (const std::string& name : g.tensor_order()) {
     const GgufTensor& t = g.at(name);
+    if (name == "rope_freqs.weight" && a == "llama") continue;  // (read with the config)
     std::string hf;
     bool conv1d = false;
     if (a == "gpt2") hf = gpt2_name(name, conv1d);
