@@ -6,6 +6,7 @@ tests/model/gguf_models_test.cpp.
   llama-bpe.gguf  from tests/hf/llama/tokenizer_llama3 (Llama 3's split pattern)
   qwen2.gguf      from tests/hf/llama/tokenizer_qwen2 (Qwen2's pattern, NFC)
   gpt-2.gguf      from tests/hf/llama/tokenizer_bytelevel (GPT-2's ByteLevel regex)
+  smollm.gguf     the same vocabulary with SmolLM's pre-tokenizer (digits apart first)
 
 llama.cpp's converter recognises a BPE tokenizer by hashing what it makes of a test text
 and refuses tokenizers it has not seen (these small trained ones), so the files are
@@ -27,15 +28,34 @@ from transformers import AutoTokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "gguf" / "tokenizers"
-SOURCES = {"llama-bpe": "tokenizer_llama3", "qwen2": "tokenizer_qwen2", "gpt-2": "tokenizer_bytelevel"}
+SOURCES = {"llama-bpe": "tokenizer_llama3", "qwen2": "tokenizer_qwen2", "gpt-2": "tokenizer_bytelevel",
+           "smollm": "tokenizer_bytelevel"}
+# SmolLM's pre-tokenizer (each digit apart, then GPT-2's regex), put on the GPT-2-style
+# tokenizer's vocabulary and merges.
+SMOLLM_PRE = {"type": "Sequence", "pretokenizers": [
+    {"type": "Digits", "individual_digits": True},
+    {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]}
+# Beside the shared sentence list: digits among spaces, where splitting digits first differs
+# from one pattern over the text.
+EXTRA = ["Call 555 1234  or 9  99 in 2024, not 3.14!", "a  5 b   67  c 8\t9\n10"]
 
 
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
-    sentences = (ROOT / "tests" / "hf" / "sentences.txt").read_text().splitlines()
+    sentences = (ROOT / "tests" / "hf" / "sentences.txt").read_text().splitlines() + EXTRA
     refs = {}
     for pre, folder in SOURCES.items():
         src = ROOT / "tests" / "hf" / "llama" / folder
+        if pre == "smollm":
+            import shutil
+            import tempfile
+            changed = Path(tempfile.mkdtemp())
+            for f in src.iterdir():
+                shutil.copy(f, changed / f.name)
+            j = json.loads((src / "tokenizer.json").read_text())
+            j["pre_tokenizer"] = SMOLLM_PRE
+            (changed / "tokenizer.json").write_text(json.dumps(j))
+            src = changed
         tok = AutoTokenizer.from_pretrained(str(src))
         j = json.loads((src / "tokenizer.json").read_text())
         vocab = j["model"]["vocab"]

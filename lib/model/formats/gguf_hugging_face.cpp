@@ -164,9 +164,14 @@ std::string bpe_tokenizer_json(const Gguf& g) {
   } else if (pre == "qwen2") {
     pre_tokenizer = split(kQwen2Split);
     normalizer = {{"type", "NFC"}};
+  } else if (pre == "smollm") {  // each digit apart, then GPT-2's regex
+    pre_tokenizer = {{"type", "Sequence"},
+                     {"pretokenizers",
+                      {{{"type", "Digits"}, {"individual_digits", true}},
+                       {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}}}};
   } else {
     throw Error(g.label() + ": tokenizer.ggml.pre '" + pre +
-                    "' is not a pre-tokenizer vkformer reads yet (default, gpt-2, llama-bpe, qwen2)",
+                    "' is not a pre-tokenizer vkformer reads yet (default, gpt-2, llama-bpe, qwen2, smollm)",
                 ErrorKind::Unsupported);
   }
   const GgufValue* tokens = g.array_value("tokenizer.ggml.tokens", GgufValueType::String);

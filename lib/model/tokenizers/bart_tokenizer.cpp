@@ -315,10 +315,18 @@ void BartTokenizer::encode_text(std::string_view text, std::vector<uint32_t>& id
     if (!nfc) throw Error("tokenizer: NFC normalization failed (out of memory)", ErrorKind::OutOfMemory);
     composed = reinterpret_cast<const char*>(nfc);
     std::free(nfc);
-    pattern_->for_each_word(composed, [&](std::string_view word) { encode_word(word, ids); });
-    return;
+    text = composed;
+    return encode_words(text, ids);
   }
-  pattern_->for_each_word(text, [&](std::string_view word) { encode_word(word, ids); });
+  encode_words(text, ids);
+}
+
+void BartTokenizer::encode_words(std::string_view text, std::vector<uint32_t>& ids) const {
+  auto words = [&](std::string_view piece) {
+    pattern_->for_each_word(piece, [&](std::string_view word) { encode_word(word, ids); });
+  };
+  if (digits_) digits_->for_each_word(text, words);
+  else words(text);
 }
 
 void BartTokenizer::encode_word(std::string_view word, std::vector<uint32_t>& ids) const {

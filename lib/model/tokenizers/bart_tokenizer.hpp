@@ -53,12 +53,16 @@ class BartTokenizer : public Tokenizer {
 
   BartTokenizer() = default;  // from_tokenizer_json fills it
   void encode_text(std::string_view text, std::vector<uint32_t>& ids) const;
+  void encode_words(std::string_view text, std::vector<uint32_t>& ids) const;  // the pre-tokenizer's words, each encoded
   void encode_word(std::string_view word, std::vector<uint32_t>& ids) const;  // one word of the pattern, byte-level
   void encode_sentencepiece_style(std::string_view text, std::vector<uint32_t>& ids) const;  // byte_fallback
   std::vector<std::string> bpe_by_rank(std::vector<std::string> symbols) const;
   uint32_t id_of(const std::string& token) const;
 
   std::unique_ptr<GptPattern> pattern_;
+  // tokenizer.json's Digits pre-tokenizer (individual digits: SmolLM's) before the
+  // pattern: each digit a piece of its own, the pattern run on every piece.
+  std::unique_ptr<GptPattern> digits_;
   std::unordered_map<std::string, uint32_t> ids_;    // vocab.json (and <mask> when it lacks it)
   std::vector<std::string> tokens_;                  // its inverse
   std::unordered_map<std::string, uint32_t> ranks_;  // "first second" -> merges.txt's order

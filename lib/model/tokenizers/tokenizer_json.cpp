@@ -122,8 +122,17 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
         !split["pattern"]["Regex"].is_string())
       fail("pre_tokenizer Split's pattern must be a Regex");
     t->pattern_ = std::make_unique<GptPattern>(split["pattern"]["Regex"].get<std::string>(), file);
+  } else if (type_of(pre) == "Sequence" && pre.contains("pretokenizers") && pre["pretokenizers"].is_array() &&
+             pre["pretokenizers"].size() == 2 && type_of(pre["pretokenizers"][0]) == "Digits" &&
+             byte_level(pre["pretokenizers"][1], true)) {
+    // SmolLM's: each digit apart (individual_digits), then GPT-2's pattern on every piece.
+    if (!json_limits::field(pre["pretokenizers"][0], "individual_digits", false))
+      fail("pre_tokenizer Digits must split individual digits (vkformer does not run runs of digits kept together)");
+    t->digits_ = std::make_unique<GptPattern>("\\p{N}", file);
+    t->pattern_ = std::make_unique<GptPattern>();
   } else {
-    fail("pre_tokenizer '" + type_of(pre) + "' is not supported (vkformer reads ByteLevel, or Split then ByteLevel)");
+    fail("pre_tokenizer '" + type_of(pre) + "' is not supported (vkformer reads ByteLevel, Split then ByteLevel, or "
+         "Digits then ByteLevel)");
   }
   if (type_of(json_limits::field(j, "decoder", nlohmann::json())) != "ByteLevel") fail("decoder must be ByteLevel");
   }
