@@ -250,7 +250,8 @@ TEST(Gguf, MetadataReadsAsTransformersConfig) {
                           u32("llama.attention.head_count", 4) + u32("llama.attention.head_count_kv", 2) +
                           u32("llama.context_length", 128) + u32("llama.vocab_size", 50) +
                           u32("tokenizer.ggml.eos_token_id", 2) + u32("tokenizer.ggml.eot_token_id", 7);
-  const Gguf g(ModelFiles::in_memory({{"m.gguf", gguf(10, kvs, 0, "", 0)}}), "m.gguf");
+  const std::string bytes = gguf(10, kvs, 0, "", 0);  // (borrowed: alive as long as the reader)
+  const Gguf g(ModelFiles::in_memory({{"m.gguf", bytes}}), "m.gguf");
   const nlohmann::json c = nlohmann::json::parse(model::gguf_hugging_face_config(g));
   EXPECT_EQ(c["model_type"], "llama");
   EXPECT_EQ(c["hidden_size"], 64);

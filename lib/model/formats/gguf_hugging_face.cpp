@@ -30,13 +30,14 @@ uint64_t required(const Gguf& g, const std::string& key) {
   return *v;
 }
 
-// The vocabulary's size: the tokenizer's token list, else the embedding's rows.
+// The vocabulary's size: the embedding's rows (the model's own), else the stated size or
+// the tokenizer's token list (a file with no weights).
 uint64_t vocabulary(const Gguf& g, const std::string& arch) {
+  const auto it = g.tensors().find("token_embd.weight");
+  if (it != g.tensors().end() && it->second.shape.size() == 2) return it->second.shape[1];
   if (const auto v = g.uint_value(arch + ".vocab_size")) return *v;
   if (const GgufValue* tokens = g.array_value("tokenizer.ggml.tokens", GgufValueType::String)) return tokens->count;
-  const auto it = g.tensors().find("token_embd.weight");
-  if (it == g.tensors().end() || it->second.shape.size() != 2) throw Error(g.label() + ": no token_embd.weight [dim, vocab]");
-  return it->second.shape[1];
+  throw Error(g.label() + ": no token_embd.weight [dim, vocab], vocab_size or token list: the vocabulary's size is unknown");
 }
 
 // Protocol-buffer wire format, enough for SentencePiece's model proto.
