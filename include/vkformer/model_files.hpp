@@ -56,8 +56,6 @@ class ModelFiles {
   // The whole file, refused before it is read when larger than `max_bytes`; errors say
   // "<what> <where>: ..." (missing: ErrorKind::NotFound; not a regular file; too large).
   std::string read(const std::string& name, const std::string& what, uint64_t max_bytes) const;
-  // The names of the files in memory (empty for a directory).
-  std::vector<std::string> names() const;
   // A file in memory (the caller checked from_memory() and has()).
   std::string_view memory_file(const std::string& name) const;
   // "model directory 'DIR'" or "model in memory", for messages about the model as a whole.

@@ -50,6 +50,18 @@ std::optional<WeightPlace> weight_place(const std::string& name, uint32_t layers
   return std::nullopt;
 }
 
+// A stacked weight's parts in at most two runs of types (q and k, then v apart where a
+// mix gives v more bits): how many from the first share its type, where every later one
+// shares another; 0 where they take three types or more.
+template <class T>
+size_t two_runs(const std::vector<T>& types) {
+  size_t first = 1;
+  while (first < types.size() && types[first] == types[0]) ++first;
+  for (size_t i = first; i < types.size(); ++i)
+    if (types[i] != types[first]) return 0;
+  return first;
+}
+
 }  // namespace
 
 std::optional<BlockType> Checkpoint::storage(const std::vector<std::string>& names, uint32_t cols) const {
@@ -127,12 +139,12 @@ void Checkpoint::put_file_weight(Linear& to, const std::vector<std::string>& nam
     largest_ = std::max<uint64_t>(largest_, uint64_t(run_rows) * cols);
     weight_bytes_[block_type_name(parts[first]->type)] += into.weight.size();
   };
-  size_t first = 1;
-  while (first < parts.size() && parts[first]->type == parts[0]->type) ++first;
-  for (size_t i = first; i < parts.size(); ++i)
-    if (parts[i]->type != parts[first]->type)
-      throw Error("model " + label_ + ": tensor '" + name + "' is stacked with tensors in three block types",
-                  ErrorKind::Unsupported);
+  std::vector<BlockType> types;
+  for (const auto& part : parts) types.push_back(part->type);
+  const size_t first = two_runs(types);
+  if (first == 0)
+    throw Error("model " + label_ + ": tensor '" + name + "' is stacked with tensors in three block types",
+                ErrorKind::Unsupported);
   if (first < parts.size()) {
     Linear tail;
     store(tail, first, parts.size());
@@ -239,12 +251,10 @@ void Checkpoint::stacked(Linear& to, const std::vector<Part>& parts, uint32_t in
     // Where a mix stores the last parts in other blocks than the first (llama.cpp's v in
     // Q6_K after q and k in Q4_K), those rows go apart in their own; else one weight in
     // the widest of the parts' types.
-    size_t first = 1;  // the parts stored as the first is
-    const auto type_of = [&](size_t i) { return storage({names[i]}, to.in); };
-    while (first < parts.size() && type_of(first) == type_of(0)) ++first;
-    bool apart = blocks_.mix && first < parts.size() && type_of(0) && type_of(first);
-    for (size_t i = first; apart && i < parts.size(); ++i) apart = type_of(i) == type_of(first);
-    if (apart) {
+    std::vector<std::optional<BlockType>> types;
+    for (const std::string& name : names) types.push_back(storage({name}, to.in));
+    const size_t first = two_runs(types);  // the parts stored as the first is
+    if (blocks_.mix && first && first < parts.size() && types[0] && types[first]) {
       uint32_t rows = 0;
       for (size_t i = 0; i < first; ++i) rows += parts[i].out;
       const uint64_t split = uint64_t(rows) * to.in;

@@ -1,15 +1,10 @@
 #include "gguf.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 
+#include "mapped_file.hpp"
 #include "vkformer/error.hpp"
 
 namespace vkf::model {
@@ -192,14 +187,6 @@ uint64_t GgufTensor::elements() const {
   return n;
 }
 
-struct Gguf::Mapping {
-  void* data = nullptr;
-  uint64_t size = 0;
-  ~Mapping() {
-    if (data) ::munmap(data, size);
-  }
-};
-
 Gguf::Gguf(const std::string& path) : label_("model file " + path) { map_and_parse(path); }
 
 Gguf::Gguf(const ModelFiles& files, const std::string& name) : label_("model file " + files.where(name)) {
@@ -215,28 +202,9 @@ Gguf::Gguf(const ModelFiles& files, const std::string& name) : label_("model fil
 Gguf::~Gguf() = default;
 
 void Gguf::map_and_parse(const std::string& path) {
-  // O_NONBLOCK: a FIFO in the file's place must not block the open; it is refused below.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    throw Error(label_ + ": cannot open: " + std::strerror(err), err == ENOENT ? ErrorKind::NotFound : ErrorKind::Failed);
-  }
-  struct stat st{};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(label_ + ": is not a regular file (a FIFO, socket, device or directory)");
-  }
-  const uint64_t size = uint64_t(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    throw Error(label_ + ": is empty, not a GGUF file");
-  }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) throw Error(label_ + ": cannot map it into memory");
-  mapping_ = std::make_unique<Mapping>();
-  mapping_->data = map, mapping_->size = size;
-  parse(static_cast<const uint8_t*>(map), size);
+  mapping_ = std::make_unique<MappedFile>(path, label_);
+  if (mapping_->size() == 0) throw Error(label_ + ": is empty, not a GGUF file");
+  parse(mapping_->data(), mapping_->size());
 }
 
 void Gguf::parse(const uint8_t* bytes, uint64_t size) {

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mapped_file.hpp"
 #include "vkformer/model_files.hpp"
 
 namespace vkf::model {
@@ -117,8 +118,7 @@ class Gguf {
   void map_and_parse(const std::string& path);
   void parse(const uint8_t* bytes, uint64_t size);
 
-  struct Mapping;
-  std::unique_ptr<Mapping> mapping_;
+  std::unique_ptr<MappedFile> mapping_;  // a file on disk (none: the app's bytes)
   std::string label_;
   uint64_t size_ = 0;
   uint32_t version_ = 0;

@@ -216,6 +216,7 @@ std::string bpe_tokenizer_json(const Gguf& g) {
 }  // namespace
 
 bool gguf_hugging_face_has(const Gguf& g, const std::string& name) {
+  if (name == "config.json") return true;
   const GgufValue* v = g.find("tokenizer.ggml.model");
   const std::string kind = v && v->type == GgufValueType::String ? std::string(v->s) : "";
   if (kind.empty() || kind == "none") return false;
@@ -224,6 +225,7 @@ bool gguf_hugging_face_has(const Gguf& g, const std::string& name) {
 }
 
 std::optional<std::string> gguf_hugging_face_file(const Gguf& g, const std::string& name) {
+  if (name == "config.json") return gguf_hugging_face_config(g);
   const std::string kind = g.string_value("tokenizer.ggml.model").value_or("");
   if (kind == "llama") {
     if (name == "tokenizer.model") return spm_model_proto(g);

@@ -24,8 +24,8 @@ namespace vkf::model {
 // The config.json (text) a Hugging Face directory of this model would hold.
 std::string gguf_hugging_face_config(const Gguf& g);
 
-// The other files of that directory the GGUF file stands for (nullopt: it has none of
-// that name). A `llama` tokenizer (SentencePiece: tokenizer.ggml.tokens, scores and
+// A file of the directory the GGUF file stands for (nullopt: it has none of that name):
+// config.json (gguf_hugging_face_config), and its tokenizer's. A `llama` tokenizer (SentencePiece: tokenizer.ggml.tokens, scores and
 // token_type, byte pieces <0xNN>, add_space_prefix) is its tokenizer.model, built as
 // SentencePiece's model proto (a BPE model: llama.cpp merges the highest-scoring pair
 // first, as SentencePiece's BPE does), and a tokenizer_config.json with add_bos_token,

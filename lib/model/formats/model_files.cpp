@@ -48,8 +48,7 @@ ModelFiles ModelFiles::in_memory(const std::vector<File>& files) {
 }
 
 bool ModelFiles::has(const std::string& name) const {
-  if (gguf_ && (name == "config.json" || name == "model.safetensors")) return true;
-  if (gguf_ && model::gguf_hugging_face_has(*gguf_, name)) return true;
+  if (gguf_ && (name == "model.safetensors" || model::gguf_hugging_face_has(*gguf_, name))) return true;
   if (from_memory_) return files_.count(name) != 0;
   if (gguf_) return false;  // (a file, not a directory: nothing beside it is the model's)
   std::error_code ec;
@@ -80,12 +79,7 @@ std::string ModelFiles::read(const std::string& name, const std::string& what, u
     fail("is " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) +
          " such a file can be (refused before reading it)");
   };
-  if (gguf_ && name == "config.json") {
-    std::string text = model::gguf_hugging_face_config(*gguf_);
-    if (text.size() > max_bytes) too_large(text.size());
-    return text;
-  }
-  if (gguf_)
+  if (gguf_)  // its metadata as config.json, its tokenizer's files
     if (auto text = model::gguf_hugging_face_file(*gguf_, name)) {
       if (text->size() > max_bytes) too_large(text->size());
       return std::move(*text);
@@ -123,12 +117,6 @@ std::string ModelFiles::read(const std::string& name, const std::string& what, u
   ::close(fd);
   text.resize(got);
   return text;
-}
-
-std::vector<std::string> ModelFiles::names() const {
-  std::vector<std::string> out;
-  for (const auto& [name, bytes] : files_) out.push_back(name);
-  return out;
 }
 
 }  // namespace vkf

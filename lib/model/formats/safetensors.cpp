@@ -61,28 +61,10 @@ std::vector<std::string> SafeTensors::add_file(const ModelFiles& files, const st
     size = b.size();
     if (size < 8) fail("truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
   } else {
-    // O_NONBLOCK: a FIFO in the file's place must not block the open; it is refused below.
-    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-      const int err = errno;
-      throw Error("model file " + path + ": cannot open: " + std::strerror(err),
-                  err == ENOENT ? ErrorKind::NotFound : ErrorKind::Failed);
-    }
-    struct stat st{};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      fail("is not a regular file (a FIFO, socket, device or directory)");
-    }
-    size = uint64_t(st.st_size);
-    if (size < 8) {
-      ::close(fd);
-      fail("truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
-    }
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (map == MAP_FAILED) fail("cannot map it into memory");
-    maps_.emplace_back(map, size);
-    bytes = static_cast<const uint8_t*>(map);
+    const MappedFile& map = maps_.emplace_back(path, "model file " + path);
+    bytes = map.data();
+    size = map.size();
+    if (size < 8) fail("truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
   }
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];  // little-endian
@@ -208,10 +190,6 @@ void SafeTensors::add_shards(const ModelFiles& files, const std::string& index_n
       if (!tensors_.count(tensor))
         throw Error("model file " + files.where(name) + ": missing tensor '" + tensor + "', which " + index_path +
                     " puts there");
-}
-
-SafeTensors::Mapping::~Mapping() {
-  if (data) ::munmap(data, size);
 }
 
 SafeTensors::~SafeTensors() = default;

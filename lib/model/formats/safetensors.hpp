@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "mapped_file.hpp"
 #include "vkformer/blocks.hpp"
 #include "vkformer/model_files.hpp"
 
@@ -55,23 +56,12 @@ class SafeTensors {
   std::optional<Blocks> blocks(const std::string& name) const;
 
  private:
-  // One mmap'ed file, unmapped when dropped (also when a constructor throws half-way).
-  struct Mapping {
-    void* data = nullptr;
-    uint64_t size = 0;
-    Mapping(void* d, uint64_t n) : data(d), size(n) {}
-    Mapping(Mapping&& o) noexcept : data(o.data), size(o.size) { o.data = nullptr; }
-    Mapping(const Mapping&) = delete;
-    Mapping& operator=(const Mapping&) = delete;
-    Mapping& operator=(Mapping&&) = delete;
-    ~Mapping();
-  };
   // Maps one file and adds its tensors; the names it returns are those it held.
   std::vector<std::string> add_file(const ModelFiles& files, const std::string& name);
   void add_shards(const ModelFiles& files, const std::string& index_name);
 
   std::string path_;
-  std::vector<Mapping> maps_;
+  std::vector<MappedFile> maps_;  // the files on disk, unmapped when dropped (also half-way through a throw)
   std::shared_ptr<const Gguf> gguf_;             // a GGUF model's file, kept mapped
   std::vector<std::vector<uint8_t>> owned_;      // its Q and K rows in transformers' order
   std::map<std::string, TensorInfo> tensors_;
