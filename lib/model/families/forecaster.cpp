@@ -123,18 +123,14 @@ std::vector<float> Forecaster::predict(const std::vector<float>& windows) const 
   ops.gemm(cl, embed,
            {.a = series.view(), .b = m.patch_embed.weight.view(), .c = buf.x.view(), .bias = m.patch_embed.bias.view(),
             .residual = m.positions.view()});
-  const model::LayerRecorder r{.ops = ops, .cl = cl, .rows = rows, .d_model = D, .norm_first = c.norm_first,
-                               .eps = c.layer_norm_eps, .activation = c.activation};
   // The encoder as the encoder-decoders' (each LayerNorm folded into the GEMMs that read
   // it, unless VKF_FOLD_NORMS=0), then the final norm, post-norm the last layer's with it.
-  model::EncoderStream s{&buf.x, nullptr};
-  for (const auto& layer : m.layers) {
-    const model::EncoderShape shape{.batch = B, .seq_len = P, .heads = c.nhead};
-    if (ops.fold_norms_in_encoder())
-      s = model::record_encoder_layer_fused(r, layer, shape, buf, std::nullopt, s);
-    else
-      model::record_encoder_layer(r, layer, shape, buf, std::nullopt);
-  }
+  const model::LayerRecorder r{.ops = ops, .cl = cl, .rows = rows, .d_model = D, .norm_first = c.norm_first,
+                               .eps = c.layer_norm_eps, .activation = c.activation,
+                               .plan = {.fold_norms = ops.fold_norms_in_encoder(), .stats = {&buf.stats[0], &buf.stats[1]}}};
+  model::Stream s{&buf.x, nullptr};
+  for (const auto& layer : m.layers)
+    s = model::record_encoder_layer(r, layer, {.batch = B, .seq_len = P, .heads = c.nhead}, buf, std::nullopt, s);
   const Buffer& y = s.x == &buf.x ? buf.y : buf.x;  // [B*P, D]
   ops.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, s.x->view(), m.final_norm.gamma.view(),
                  m.final_norm.beta.view(), y.view(), std::nullopt, std::nullopt,

@@ -35,33 +35,12 @@ struct DecoderPass {
   std::optional<DecodeStep> step;
 };
 
-// Decoder layer `index` (its caches in `cache`) over the pass's rows of b.x.
-void record_decoder_layer(const LayerRecorder& r, const DecoderLayer& layer, size_t index, const DecoderPass& pass,
-                          const DecoderBuffers& b, const KvCache& cache);
-
-// A decoder-only model's prompt pass (pre-norm, no cross-attention; n tokens per
-// sequence at [t0, t0 + n)) in 5 dispatches, as the fused encoder: each LayerNorm folded
-// into the GEMM that reads it. x_stats: statistics of b.x's rows where the last layer's
-// GEMM wrote them; stats: two buffers of EncoderBuffers::stats's size that take turns
-// (null or empty where the device writes none). Returns those of the layer's output.
-std::optional<RowStats> record_decoder_layer_prompt(const LayerRecorder& r, const DecoderLayer& layer, size_t index,
-                                                    const DecoderPass& pass, const DecoderBuffers& b,
-                                                    const KvCache& cache, const std::optional<RowStats>& x_stats,
-                                                    const Buffer* const stats[2]);
-
-// Where a decode step's residual stream is between layers: the buffer (b.x or b.y)
-// and, post-norm, the LayerNorm still to apply to it (the previous layer's last norm,
-// folded into the GEMMs that read it; null for pre-norm and before the first layer).
-struct StepStream {
-  const Buffer* x = nullptr;  // &b.x or &b.y of the DecoderBuffers passed to every layer
-  const Norm* pending = nullptr;
-};
-
-// The decoder layer for a decode step (one token per sequence, rows <= 4: the
-// decode-step GEMM) in 6 dispatches: each LayerNorm folded into the GEMM that reads its
-// output, each attention fused with its output projection and residual.
-StepStream record_decoder_layer_step(const LayerRecorder& r, const DecoderLayer& layer, size_t index,
-                                     const DecoderPass& pass, const DecoderBuffers& b, const KvCache& cache,
-                                     StepStream in);
+// Decoder layer `index` (its caches in `cache`) over the pass's rows of the stream (in
+// b.x or b.y), as r.plan says: norms on their own (11 dispatches with cross-attention,
+// 7 without) or folded into the GEMMs that read them (a prompt's 5, the rows' statistics
+// handed on; a decode step's 8 with cross-attention, 6 with each attention's output
+// projection in its dispatch: LayerPlan::StepAttention).
+Stream record_decoder_layer(const LayerRecorder& r, const DecoderLayer& layer, size_t index, const DecoderPass& pass,
+                            const DecoderBuffers& b, const KvCache& cache, Stream x);
 
 }  // namespace vkf::model

@@ -151,16 +151,15 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   if (embed_norm_alone) recorder(cl, rows).norm(m_.encoder_embed_norm, y_.view(), x_.view());  // x [B*S, D]
   const bool stats = fused && encoder_row_stats_parts(ops_, rows, D, c.dim_feedforward) != 0;
   const EncoderBuffers buffers{x_, y_, qkv_, attn_, hidden_, {stats ? row_stats_[0] : Buffer{}, stats ? row_stats_[1] : Buffer{}}};
-  EncoderStream stream{&buffers.x, c.embedding_norm && !embed_norm_alone ? &m_.encoder_embed_norm : nullptr};
+  const LayerPlan plan{.fold_norms = fused, .stats = {&buffers.stats[0], &buffers.stats[1]}};
+  Stream stream{&buffers.x, c.embedding_norm && !embed_norm_alone ? &m_.encoder_embed_norm : nullptr};
   uint64_t layer_dispatches = 0;  // counted in the one place every layer is recorded
   for (size_t l = 0; l < m_.encoder.size(); ++l) {
-    const LayerRecorder r = recorder(cl, rows);
+    LayerRecorder r = recorder(cl, rows);
+    r.plan = plan;
     const uint32_t before = cl.stats().dispatches;
     const EncoderShape shape{.batch = batch_, .seq_len = S, .heads = c.nhead};
-    if (fused)
-      stream = record_encoder_layer_fused(r, m_.encoder[l], shape, buffers, src_mask_.view(), stream);
-    else
-      record_encoder_layer(r, m_.encoder[l], shape, buffers, src_mask_.view());
+    stream = record_encoder_layer(r, m_.encoder[l], shape, buffers, src_mask_.view(), stream);
     layer_dispatches += cl.stats().dispatches - before;
     if (per_submit && (l + 1) % per_submit == 0) {  // this piece is full: the next one starts
       submit();
@@ -295,7 +294,7 @@ uint32_t Seq2SeqGraph::encoder_units_per_submit(uint32_t rows, uint32_t units) c
 void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   const ModelConfig& c = m_.config;
   const uint32_t D = c.d_model, rows = batch_ * o.n, V = c.tgt_vocab_size;
-  const LayerRecorder r = recorder(cl, rows);
+  LayerRecorder r = recorder(cl, rows);
   const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
   // Folds take LayerNorms and RMSNorms; a pre-norm layer also grouped K/V heads, rotary
   // positions and a gated FFN (Llama's); post-norm ones (the encoder-decoders) have none.
@@ -330,53 +329,44 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
     buffers.rope_positions = c.max_position;
     if (padded) buffers.position_shift = pad_shift_.view();
   }
+  // The pass's plan. A decode step on a GPU folds each LayerNorm into the GEMM that reads
+  // it (post-norm, the last layer's norm and the final norm then run as one dispatch),
+  // each attention followed by its output projection or fused with it. A decoder-only
+  // prompt folds as the fused encoder does (5 dispatches a layer), the rows' statistics
+  // handed between GEMMs where the device's GEMMs write them.
+  using StepAttention = LayerPlan::StepAttention;
+  r.plan.fold_norms = fold || prompt_fused;
+  if (fold)
+    r.plan.step_attention = ops_.project_in_decode_attention() ? StepAttention::DecodeProjected : StepAttention::Decode;
+  if (prompt_fused)
+    if (const uint32_t parts = encoder_row_stats_parts(ops_, rows, D, c.dim_feedforward)) {
+      for (Buffer& b : row_stats_) ensure(ctx_, b, uint64_t(rows) * parts * 4, 4, "row_stats");  // [rows, parts, 4] fp32
+      r.plan.stats[0] = &row_stats_[0], r.plan.stats[1] = &row_stats_[1];
+    }
   const uint32_t before = cl.stats().dispatches;
-  const Buffer* out = &y_;  // y [B*n, D]: the decoder's output after its final norm
-  if (fold) {
-    // A decode step on a GPU: each LayerNorm folded into the GEMM that reads it.
-    // Post-norm, the last layer's norm and the final norm run as one dispatch.
-    // The stream points at buffers' own members: the layers tell them apart by address.
-    StepStream s{&buffers.x, embed_norm_pending ? &m_.decoder_embed_norm : nullptr};
-    for (size_t l = 0; l < m_.decoder.size(); ++l)
-      s = record_decoder_layer_step(r, m_.decoder[l], l, pass, buffers, cache_, s);
-    out = s.x == &buffers.x ? &buffers.y : &buffers.x;
-    if (!m_.decoder.empty()) dispatches_per_layer_ = double(cl.stats().dispatches - before) / m_.decoder.size();
-    const auto pending = s.pending ? std::optional(NormWeights{s.pending->gamma.view(), s.pending->beta.view()})
-                                   : std::nullopt;
+  // The stream points at buffers' own members: the layers tell them apart by address.
+  Stream s{&buffers.x, embed_norm_pending ? &m_.decoder_embed_norm : nullptr};
+  for (size_t l = 0; l < m_.decoder.size(); ++l) s = record_decoder_layer(r, m_.decoder[l], l, pass, buffers, cache_, s);
+  // A decoder-only prompt pass is counted as an encode is (what the model reads before decoding).
+  if (!m_.decoder.empty())
+    (c.decoder_only && !o.step ? encoder_dispatches_per_layer_ : dispatches_per_layer_) =
+        double(cl.stats().dispatches - before) / m_.decoder.size();
+  // y [B*n, D]: the decoder's output after its final norm (post-norm, folded: with the
+  // last layer's pending norm, in one dispatch).
+  const Buffer* out = s.x == &buffers.x ? &buffers.y : &buffers.x;
+  if (s.pending) {
+    const NormWeights pending{s.pending->gamma.view(), s.pending->beta.view()};
     if (c.final_norms)
       ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps, .rms = c.rms_norm}, s.x->view(),
                       m_.decoder_norm.gamma.view(), m_.decoder_norm.beta.view(), out->view(), std::nullopt,
                       std::nullopt, pending);  // out = LN(LN_pending(h))
-    else if (pending)
-      ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, s.x->view(), pending->gamma,
-                      pending->beta, out->view());  // out = LN_pending(h)
     else
-      out = s.x;
-  } else if (prompt_fused) {
-    // A decoder-only prompt as the fused encoder runs (5 dispatches per layer), the rows'
-    // statistics handed between GEMMs where the device's GEMMs write them.
-    const uint32_t parts = encoder_row_stats_parts(ops_, rows, D, c.dim_feedforward);
-    if (parts)
-      for (Buffer& b : row_stats_) ensure(ctx_, b, uint64_t(rows) * parts * 4, 4, "row_stats");  // [rows, parts, 4] fp32
-    const Buffer* stats[2] = {parts ? &row_stats_[0] : nullptr, parts ? &row_stats_[1] : nullptr};
-    std::optional<RowStats> x_stats;
-    for (size_t l = 0; l < m_.decoder.size(); ++l)
-      x_stats = record_decoder_layer_prompt(r, m_.decoder[l], l, pass, buffers, cache_, x_stats, stats);
-    if (!m_.decoder.empty()) encoder_dispatches_per_layer_ = double(cl.stats().dispatches - before) / m_.decoder.size();
-    if (c.final_norms)
-      r.norm(m_.decoder_norm, x_.view(), y_.view());
-    else
-      out = &x_;
+      ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, s.x->view(), pending.gamma,
+                      pending.beta, out->view());  // out = LN_pending(h)
+  } else if (c.final_norms) {
+    r.norm(m_.decoder_norm, s.x->view(), out->view());  // out = LN(x)
   } else {
-    for (size_t l = 0; l < m_.decoder.size(); ++l) record_decoder_layer(r, m_.decoder[l], l, pass, buffers, cache_);
-    // A decoder-only prompt pass is counted as an encode is (what the model reads before decoding).
-    if (!m_.decoder.empty())
-      (c.decoder_only && !o.step ? encoder_dispatches_per_layer_ : dispatches_per_layer_) =
-          double(cl.stats().dispatches - before) / m_.decoder.size();
-    if (c.final_norms)
-      r.norm(m_.decoder_norm, x_.view(), y_.view());
-    else
-      out = &x_;
+    out = s.x;
   }
   const Buffer& y = *out;
   if (o.logits_of_every_token) {

@@ -38,24 +38,19 @@ void LayerRecorder::norm(const Norm& n, const BufferView& in, const BufferView& 
                  (rms_norm ? n.gamma : n.beta).view(), out);
 }
 
-void LayerRecorder::feed_forward(const FeedForward& f, const BufferView& in, const Buffer& hidden,
-                                 const BufferView& out, const BufferView& residual, const ThenNorm* then) const {
-  if (gated_ffn) {
-    if (activation != Activation::Silu) throw Error("a gated feed-forward block runs SiLU (SwiGLU) only");
+std::optional<RowStats> LayerRecorder::feed_forward(const FeedForward& f, const SublayerIn& in, const Buffer& hidden,
+                                                    const SublayerOut& o) const {
+  if (gated_ffn && activation != Activation::Silu) throw Error("a gated feed-forward block runs SiLU (SwiGLU) only");
+  BufferView h = hidden.view();
+  if (gated_ffn && !gates_in_epilogue(f.linear1)) {
     const uint32_t F = f.linear2.in;
-    if (gates_in_epilogue(f.linear1)) {
-      folded_linear(f.linear1, in, hidden.view(), activation, {}, {}, {}, {}, true);  // silu(gate) * up [rows, F]
-      linear(f.linear2, hidden.view(), out, Activation::None, residual, then);  // out [rows, D]
-      return;
-    }
-    linear(f.linear1, in, hidden.view(), Activation::None);              // [gate | up] [rows, 2F]
-    const BufferView product = at(hidden, uint64_t(rows) * 2 * F);
-    ops.swiglu(cl, hidden.view(), product, rows, F);                     // silu(gate) * up [rows, F]
-    linear(f.linear2, product, out, Activation::None, residual, then);  // out [rows, D]
-    return;
+    project(f.linear1, in, hidden.view());  // [gate | up] [rows, 2F]
+    h = at(hidden, uint64_t(rows) * 2 * F);
+    ops.swiglu(cl, hidden.view(), h, rows, F);  // silu(gate) * up [rows, F]
+  } else {
+    project(f.linear1, in, hidden.view(), activation, gated_ffn);  // hidden [rows, F]: act(in W1^T + b1), or act(gate) * up
   }
-  linear(f.linear1, in, hidden.view(), activation);         // hidden [rows, F]
-  linear(f.linear2, hidden.view(), out, Activation::None, residual, then);  // out [rows, D]
+  return project_out(f.linear2, h, o);  // out [rows, D]
 }
 
 }  // namespace vkf::model
