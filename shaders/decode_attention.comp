@@ -54,7 +54,7 @@ layout(std430, set = 0, binding = 10) readonly buffer Gb { store_t gamma[]; };  
 layout(std430, set = 0, binding = 11) readonly buffer Eb { store_t beta[]; };   // [N]
 
 const uint FLAG_KEY_MASK = 1u, FLAG_STEP = 2u, FLAG_PROJECT = 4u, FLAG_BIAS = 8u, FLAG_RESIDUAL = 16u,
-           FLAG_NORM_RESIDUAL = 32u;
+           FLAG_NORM_RESIDUAL = 32u, FLAG_NORM_RMS = 64u;  // FLAG_NORM_RMS: the residual's norm an RMSNorm (no mean, no beta)
 layout(push_constant) uniform Push {
   uint kv_len;  // keys (the most there can be with FLAG_STEP: then the state's key count)
   float scale;
@@ -242,9 +242,11 @@ void main() {
   const uint r_row = pc.base_r + b * pc.r_batch_stride;
   float mean = 0.0, rstd = 1.0;
   if (flag(FLAG_NORM_RESIDUAL)) {  // two passes: E[r^2] - mean^2 would cancel when |mean| >> std
-    float sum = 0.0;
-    for (uint c = tid; c < pc.N; c += WG_SIZE) sum += float(R[r_row + c]);
-    mean = workgroup_sum(sum) / float(pc.N);
+    if (!flag(FLAG_NORM_RMS)) {
+      float sum = 0.0;
+      for (uint c = tid; c < pc.N; c += WG_SIZE) sum += float(R[r_row + c]);
+      mean = workgroup_sum(sum) / float(pc.N);
+    }
     float m2 = 0.0;
     for (uint c = tid; c < pc.N; c += WG_SIZE) {
       const float d = float(R[r_row + c]) - mean;
@@ -258,7 +260,7 @@ void main() {
     if (flag(FLAG_BIAS)) v += float(bias[pc.base_b + c]);
     if (flag(FLAG_RESIDUAL)) {
       float r = float(R[r_row + c]);
-      if (flag(FLAG_NORM_RESIDUAL)) r = (r - mean) * rstd * float(gamma[c]) + float(beta[c]);
+      if (flag(FLAG_NORM_RESIDUAL)) r = (r - mean) * rstd * float(gamma[c]) + (flag(FLAG_NORM_RMS) ? 0.0 : float(beta[c]));
       v += r;
     }
     O[pc.base_o + b * pc.o_batch_stride + c] = store_t(v);

@@ -5,7 +5,7 @@
 // v = x + r is also stored, for pre-norm blocks that keep the residual stream. With
 // FLAG_NORM_IN, v = LN_in(x) first (another norm's gamma_in, beta_in, the same eps): a
 // post-norm decoder's last layer norm and the final norm in one dispatch. With FLAG_RMS
-// it is an RMSNorm (Llama): y = v / sqrt(mean(v^2) + eps) * gamma, no mean, no beta.
+// both are RMSNorms (Llama's kind): y = v / sqrt(mean(v^2) + eps) * gamma, no mean, no beta.
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
 
@@ -40,7 +40,8 @@ float raw(uint i) {
 float mean_in = 0.0, rstd_in = 0.0;  // FLAG_NORM_IN: the inner norm's statistics of this row
 float value(uint i, uint c) {
   const float v = raw(i);
-  return (pc.flags & FLAG_NORM_IN) != 0u ? (v - mean_in) * rstd_in * float(gamma_in[c]) + float(beta_in[c]) : v;
+  if ((pc.flags & FLAG_NORM_IN) == 0u) return v;
+  return (v - mean_in) * rstd_in * float(gamma_in[c]) + ((pc.flags & FLAG_RMS) != 0u ? 0.0 : float(beta_in[c]));
 }
 
 void main() {
@@ -48,10 +49,13 @@ void main() {
   if (row >= pc.rows) return;
   const uint tid = gl_LocalInvocationID.x, base = row * pc.cols;
 
+  const bool rms = (pc.flags & FLAG_RMS) != 0u;  // uniform: so are the barriers below
   if ((pc.flags & FLAG_NORM_IN) != 0u) {
-    float s0 = 0.0;
-    for (uint c = tid; c < pc.cols; c += WG_SIZE) s0 += raw(base + c);
-    mean_in = workgroup_sum(s0) / float(pc.cols);
+    if (!rms) {
+      float s0 = 0.0;
+      for (uint c = tid; c < pc.cols; c += WG_SIZE) s0 += raw(base + c);
+      mean_in = workgroup_sum(s0) / float(pc.cols);
+    }
     float q0 = 0.0;
     for (uint c = tid; c < pc.cols; c += WG_SIZE) {
       float d = raw(base + c) - mean_in;
@@ -59,7 +63,6 @@ void main() {
     }
     rstd_in = inversesqrt(workgroup_sum(q0) / float(pc.cols) + pc.eps);
   }
-  const bool rms = (pc.flags & FLAG_RMS) != 0u;  // uniform: so are the barriers below
   float mean = 0.0;
   if (!rms) {
     float s = 0.0;

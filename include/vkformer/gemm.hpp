@@ -11,6 +11,11 @@
 
 namespace vkf {
 
+// The normalisation a model's norms compute over a row v of N values:
+//   LayerNorm  (v - mean(v)) / sqrt(var(v) + eps) * gamma + beta
+//   RMSNorm    v / sqrt(mean(v^2) + eps) * gamma     (Llama's: no centring, no beta)
+enum class NormKind : uint8_t { LayerNorm, RMSNorm };
+
 // Gelu: exact (erf), PyTorch's default; Silu: x sigmoid(x), Marian's "swish".
 enum class Activation : uint8_t { None, Relu, Gelu, GeluTanh, Silu };
 
@@ -126,9 +131,9 @@ struct Gemm {
   GemmSplit split;
   NormOf norm_of = NormOf::None;
   float norm_eps = 1e-5f;
-  // The folded norm is an RMSNorm (Llama's): rows scaled by 1 / sqrt(mean(x^2) + eps),
-  // nothing subtracted; its beta must be zeros (the kernels add it as a LayerNorm's).
-  bool norm_rms = false;
+  // The folded norm's kind. An RMSNorm's beta must be zeros (the kernels add it as a
+  // LayerNorm's).
+  NormKind norm_kind = NormKind::LayerNorm;
   // A gated product (SwiGLU: Llama's FFN up projection): B is a Linear weight [2N, K]
   // (trans_b), its first N rows the gate's and the next N the up projection's, and
   // C [M, N] = act(alpha A gate^T + bias[:N]) * (alpha A up^T + bias[N:]) (+ residual):

@@ -80,12 +80,13 @@ struct ModelConfig {
   // reads the prompt (Session::generate's sources are prompts) and continues it.
   bool decoder_only = false;
   GenerationDefaults generation;  // Hugging Face models only
-  // Llama's departures: RMSNorm for every norm (no mean, no beta), a gated feed-forward
+  // The kind of every norm (Llama's: RMSNorm, no mean, no beta).
+  NormKind norm_kind = NormKind::LayerNorm;
+  // Llama's departures: a gated feed-forward
   // block (down(act(gate(x)) * up(x)): SwiGLU with activation Silu; gate and up one
   // projection [2 FFN, D]), fewer K/V heads than query heads (grouped-query attention),
   // and with Positions::Rotary the rotary frequencies [head_dim / 2], scaling applied, and
   // the factor positions are divided by (transformers' linear scaling).
-  bool rms_norm = false;
   bool gated_ffn = false;
   uint32_t kv_heads = 0;  // 0: nhead
   std::vector<float> rope_inv_freq;

@@ -32,12 +32,12 @@ struct Softmax {
 // residual r, the sum x + r can also be written out (pre-norm blocks keep it). With an
 // inner norm, x [+ r] is first normalised by it (same eps): y = LN(LN_inner(x)), a
 // post-norm decoder's last layer norm and its final norm in one dispatch.
-// rms: an RMSNorm instead (Llama): y = v / sqrt(mean(v^2) + eps) * gamma, no mean taken
-// and no beta (its view is not read: pass gamma's); no inner norm.
+// kind RMSNorm: y = v / sqrt(mean(v^2) + eps) * gamma (Llama's), no mean taken and no
+// beta (its view is not read: pass gamma's); an inner norm is of the same kind.
 struct LayerNorm {
   uint32_t rows = 1, cols = 1;
   float eps = 1e-5f;
-  bool rms = false;
+  NormKind kind = NormKind::LayerNorm;
 };
 
 // Multi-head scaled dot-product attention, softmax(Q K^T * scale + masks) V, per batch
@@ -87,6 +87,7 @@ struct AttentionProjection {
   BufferView weight;
   std::optional<BufferView> bias, residual;
   std::optional<NormWeights> residual_norm;
+  NormKind norm_kind = NormKind::LayerNorm;  // residual_norm's (an RMSNorm reads no beta)
   uint32_t N = 0, ldw = 0;
   uint64_t residual_batch_stride = 0;  // 0: N
   float norm_eps = 1e-5f;
@@ -204,7 +205,7 @@ class Ops {
   std::optional<RowStats> gemm(CommandList& cl, const Gemm& g, const GemmOperands& o);
   // A post-norm sublayer's last product: C = the product with its epilogue (bias,
   // activation, residual) as gemm() writes it, [M, N] with rows N apart, then y = LN(C)
-  // row by row to norm.out (RMSNorm with Gemm::norm_rms; eps Gemm::norm_eps). The
+  // row by row to norm.out (Gemm::norm_kind's; eps Gemm::norm_eps). The
   // decode-step kernel (M <= kMaxFoldedNormRows, B a Linear weight, subgroup arithmetic) does both
   // in one dispatch where given tickets; elsewhere a layer_norm dispatch follows. One
   // batch of heads; no split output, decode step, folded norm or row statistics.

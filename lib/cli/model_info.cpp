@@ -42,7 +42,7 @@ nlohmann::ordered_json describe(const ModelConfig& c, const CheckpointSummary& f
       {"ffn_dim", c.dim_feedforward},
       {"ffn", c.gated_ffn ? "gated (down(act(gate x) * up x))" : "two layers (act between)"},
       {"activation", activation_name(c.activation)},
-      {"norm", std::string(c.norm_first ? "pre-norm" : "post-norm") + (c.rms_norm ? ", RMSNorm" : ", LayerNorm")},
+      {"norm", std::string(c.norm_first ? "pre-norm" : "post-norm") + (c.norm_kind == NormKind::RMSNorm ? ", RMSNorm" : ", LayerNorm")},
       {"norm_eps", decimal(c.layer_norm_eps)},
       {"positions", positions},
       {"max_position", c.max_position},

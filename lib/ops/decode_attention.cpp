@@ -113,15 +113,17 @@ void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferVie
     if (p.residual_norm) {
       if (!p.residual) throw Error("decode_attention: a residual norm needs a residual");
       need(p.residual_norm->gamma, N, "decode_attention", "residual norm gamma");
-      need(p.residual_norm->beta, N, "decode_attention", "residual norm beta");
+      if (p.norm_kind == NormKind::LayerNorm) need(p.residual_norm->beta, N, "decode_attention", "residual norm beta");
     }
   }
 
-  constexpr uint32_t KeyMask = 1, Step = 2, Project = 4, Bias = 8, Residual = 16, NormResidual = 32;  // FLAG_* in the shader
+  constexpr uint32_t KeyMask = 1, Step = 2, Project = 4, Bias = 8, Residual = 16, NormResidual = 32,
+                     NormRms = 64;  // FLAG_* in the shader
   uint32_t flags = (key_padding_mask ? KeyMask : 0) | (step ? Step : 0);
   if (projection)
     flags |= Project | (projection->bias ? Bias : 0) | (projection->residual ? Residual : 0) |
-             (projection->residual_norm ? NormResidual : 0);
+             (projection->residual_norm ? NormResidual : 0) |
+             (projection->residual_norm && projection->norm_kind == NormKind::RMSNorm ? NormRms : 0);
   struct {
     uint32_t kv_len;
     float scale;
@@ -150,7 +152,7 @@ void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferVie
     if (projection->residual) pr = place(*projection->residual, op);
     if (projection->residual_norm) {
       pg = place(projection->residual_norm->gamma, op);
-      pe = place(projection->residual_norm->beta, op);
+      pe = projection->norm_kind == NormKind::RMSNorm ? pg : place(projection->residual_norm->beta, op);  // (not read)
       if (pg.base || pe.base) throw Error("decode_attention: the residual norm's weights must start at a descriptor-aligned offset");
     }
   }

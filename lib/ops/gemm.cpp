@@ -92,7 +92,7 @@ void Ops::gemm_normed(CommandList& cl, const Gemm& g, const GemmOperands& o, con
   if (g.ldc && g.ldc != g.N) throw Error("gemm_normed: C's rows must be N apart (ldc = N)");
   if (!(g.norm_eps >= 0)) throw Error("gemm_normed: norm_eps must be a non-negative number");
   need(norm.weights.gamma, g.N, "gemm_normed", "norm gamma");
-  if (!g.norm_rms) need(norm.weights.beta, g.N, "gemm_normed", "norm beta");
+  if (g.norm_kind == NormKind::LayerNorm) need(norm.weights.beta, g.N, "gemm_normed", "norm beta");
   need(norm.out, uint64_t(g.M) * g.N, "gemm_normed", "normalised output");
   if (norm.tickets) need(*norm.tickets, 1, "gemm_normed", "tickets", DType::F32);  // one 32-bit counter
   const uint64_t weight_bytes = uint64_t(g.N) * (g.ldb ? g.ldb : g.K) * dtype_bytes(dtype_);
@@ -102,7 +102,7 @@ void Ops::gemm_normed(CommandList& cl, const Gemm& g, const GemmOperands& o, con
     return;
   }
   gemm(cl, g, o);
-  layer_norm(cl, {.rows = g.M, .cols = g.N, .eps = g.norm_eps, .rms = g.norm_rms}, o.c, norm.weights.gamma,
+  layer_norm(cl, {.rows = g.M, .cols = g.N, .eps = g.norm_eps, .kind = g.norm_kind}, o.c, norm.weights.gamma,
              norm.weights.beta, norm.out);
 }
 

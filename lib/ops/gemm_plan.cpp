@@ -97,7 +97,7 @@ GemmPush push_of(const GemmProblem& p) {
                          (p.step ? GEMM_FLAG_STEP_ROWS : 0u) | (uint32_t(g.act) << GEMM_ACT_SHIFT) |
                          (g.norm_of == NormOf::A ? GEMM_FLAG_NORM_A : 0u) |
                          (g.norm_of == NormOf::Residual ? GEMM_FLAG_NORM_R : 0u) |
-                         ((g.norm_of != NormOf::None || p.out_norm) && g.norm_rms ? GEMM_FLAG_NORM_RMS : 0u) |
+                         ((g.norm_of != NormOf::None || p.out_norm) && g.norm_kind == NormKind::RMSNorm ? GEMM_FLAG_NORM_RMS : 0u) |
                          (g.glu ? GEMM_FLAG_GLU : 0u) | (sp.rows_are_items ? GEMM_FLAG_SPLIT_ITEMS : 0u);
   const uint32_t c2_cols = sp.column ? g.N - sp.column : 0;
   GemmPush push{g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.ldr, g.heads,

@@ -11,7 +11,6 @@ void Ops::layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, c
   if (!(n.eps >= 0)) throw Error("layer_norm: eps must be a non-negative number");
   if (sum_out && !residual) throw Error("layer_norm: sum_out needs a residual to add");
   if (inner && sum_out) throw Error("layer_norm: an inner norm and sum_out do not go together");
-  if (inner && n.rms) throw Error("layer_norm: an RMSNorm takes no inner norm");
   const uint64_t count = uint64_t(n.rows) * n.cols;
   need(x, count, "layer_norm", "x");
   need(gamma, n.cols, "layer_norm", "gamma");
@@ -21,20 +20,20 @@ void Ops::layer_norm(CommandList& cl, const LayerNorm& n, const BufferView& x, c
   if (sum_out) need(*sum_out, count, "layer_norm", "sum_out");
   if (inner) {
     need(inner->gamma, n.cols, "layer_norm", "inner gamma");
-    need(inner->beta, n.cols, "layer_norm", "inner beta");
+    if (n.kind == NormKind::LayerNorm) need(inner->beta, n.cols, "layer_norm", "inner beta");
   }
   struct {
     uint32_t rows, cols;
     float eps;
     uint32_t flags;
-  } push{n.rows, n.cols, n.eps, (residual ? 1u : 0u) | (sum_out ? 2u : 0u) | (inner ? 4u : 0u) | (n.rms ? 8u : 0u)};
+  } push{n.rows, n.cols, n.eps, (residual ? 1u : 0u) | (sum_out ? 2u : 0u) | (inner ? 4u : 0u) | (n.kind == NormKind::RMSNorm ? 8u : 0u)};
   static_assert(sizeof push == 16, "matches Push in shaders/layer_norm.comp");
   Kernel k = kernel("layer_norm.comp", ops::row_reduce_defines(ctx_.capabilities()), 8, sizeof push);
   // Without a sum to write, y stands in for it (the kernel does not touch it); without
   // an inner norm, gamma and beta stand in for its weights.
   cl.dispatch(k, ops::grid(n.rows),
               {in(x), in(gamma), in(beta), out(y), in(residual ? *residual : x), out(sum_out ? *sum_out : y),
-               in(inner ? inner->gamma : gamma), in(inner ? inner->beta : beta)},
+               in(inner ? inner->gamma : gamma), in(inner && n.kind == NormKind::LayerNorm ? inner->beta : beta)},
               push, "layer_norm");
 }
 

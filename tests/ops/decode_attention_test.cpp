@@ -21,6 +21,7 @@ struct Case {
   uint32_t projection_n = 0;  // 0: no projection
   bool bias = false, residual = false, residual_norm = false;
   uint32_t kv_heads = 0;  // grouped-query attention: fewer K/V heads (0: heads)
+  NormKind norm_kind = NormKind::LayerNorm;  // residual_norm's
 };
 
 std::string name(const Case& c) {
@@ -28,6 +29,7 @@ std::string name(const Case& c) {
          " Lk=" + std::to_string(c.kv_len) + (c.padding ? " padding" : "") +
          (c.projection_n ? " N=" + std::to_string(c.projection_n) : "") + (c.bias ? " bias" : "") +
          (c.residual ? " residual" : "") + (c.residual_norm ? " norm" : "") +
+         (c.residual_norm && c.norm_kind == NormKind::RMSNorm ? " RMSNorm" : "") +
          (c.kv_heads ? " KVH=" + std::to_string(c.kv_heads) : "");
 }
 
@@ -38,16 +40,16 @@ std::pair<std::vector<double>, std::vector<double>> project(const std::vector<do
                                                             uint32_t width, uint32_t N, const std::vector<double>& w,
                                                             const std::vector<double>* bias, std::vector<double> r,
                                                             bool residual, const std::vector<double>* gamma,
-                                                            const std::vector<double>* beta, double eps) {
+                                                            const std::vector<double>* beta, double eps, bool rms) {
   if (residual && gamma)
     for (uint32_t b = 0; b < B; ++b) {
       double mean = 0, var = 0;
       for (uint32_t c = 0; c < N; ++c) mean += r[size_t(b) * N + c];
-      mean /= N;
+      mean = rms ? 0.0 : mean / N;  // RMSNorm: no centring, no beta
       for (uint32_t c = 0; c < N; ++c) var += (r[size_t(b) * N + c] - mean) * (r[size_t(b) * N + c] - mean);
       const double rstd = 1 / std::sqrt(var / N + eps);
       for (uint32_t c = 0; c < N; ++c)
-        r[size_t(b) * N + c] = (r[size_t(b) * N + c] - mean) * rstd * (*gamma)[c] + (*beta)[c];
+        r[size_t(b) * N + c] = (r[size_t(b) * N + c] - mean) * rstd * (*gamma)[c] + (rms ? 0.0 : (*beta)[c]);
     }
   std::vector<double> out(size_t(B) * N), scale(out.size());
   for (uint32_t b = 0; b < B; ++b)
@@ -101,21 +103,22 @@ class DecodeAttentionTest : public OpsTest {
       gamma = rounded(random_values(N, rng, 0.5, 1.5));
       beta = rounded(random_values(N, rng));
       std::tie(want, scale) = project(attn, attn_scale, c.batch, W, N, w, c.bias ? &bias : nullptr, r, c.residual,
-                                      c.residual_norm ? &gamma : nullptr, &beta, eps);
+                                      c.residual_norm ? &gamma : nullptr, &beta, eps, c.norm_kind == NormKind::RMSNorm);
     }
 
     Buffer bq = upload_as(ctx(), q, dtype(), "q"), bk = upload_as(ctx(), k, dtype(), "k");
     Buffer bv = upload_as(ctx(), v, dtype(), "v"), bm = upload_as(ctx(), mask, dtype(), "mask");
     Buffer bw = upload_as(ctx(), w, dtype(), "w"), bb = upload_as(ctx(), bias, dtype(), "bias");
     Buffer br = upload_as(ctx(), r, dtype(), "residual"), bg = upload_as(ctx(), gamma, dtype(), "gamma");
-    Buffer be = upload_as(ctx(), beta, dtype(), "beta");
+    Buffer be = c.norm_kind == NormKind::RMSNorm ? poisoned(ctx(), N, dtype(), "beta")  // an RMSNorm's: never read
+                                                 : upload_as(ctx(), beta, dtype(), "beta");
     Buffer out = poisoned(ctx(), want.size(), dtype(), "out");
     Ops o = ops();
     const uint64_t scratch_bytes = o.decode_attention_scratch_bytes(a, N);
     Buffer scratch = upload_u32(ctx(), std::vector<uint32_t>(scratch_bytes / 4, 0), "scratch");
     std::optional<AttentionProjection> p;
     if (N) {
-      p = AttentionProjection{.weight = bw.view(), .N = N, .norm_eps = float(eps)};
+      p = AttentionProjection{.weight = bw.view(), .norm_kind = c.norm_kind, .N = N, .norm_eps = float(eps)};
       if (c.bias) p->bias = bb.view();
       if (c.residual) p->residual = br.view();
       if (c.residual_norm) p->residual_norm = NormWeights{bg.view(), be.view()};
@@ -157,6 +160,11 @@ TEST_P(DecodeAttentionTest, ProjectsAddsBiasAndNormalisesTheResidual) {
   check({3, 4, 17, 70, true, 64, true, true, true}, rng);
   check({2, 4, 64, 300, false, 256, true, true, true}, rng);  // several stretches, then heads combined
   check({4, 3, 17, 1000, true, 255, false, true, true}, rng);
+  // The residual's norm an RMSNorm (NormKind): no mean taken, beta never read (poisoned).
+  check({.batch = 1, .heads = 1, .head_dim = 8, .kv_len = 1, .padding = false, .projection_n = 1, .bias = true,
+         .residual = true, .residual_norm = true, .norm_kind = NormKind::RMSNorm}, rng);
+  check({.batch = 3, .heads = 4, .head_dim = 17, .kv_len = 70, .padding = true, .projection_n = 255, .bias = false,
+         .residual = true, .residual_norm = true, .kv_heads = 2, .norm_kind = NormKind::RMSNorm}, rng);
 }
 
 // Grouped-query attention (Llama's): query head h reads K/V head h / (heads / kv_heads),
@@ -235,7 +243,7 @@ TEST_P(DecodeAttentionTest, ReplaysAtTheStepsKeyCountInPlace) {
       for (uint32_t j = 0; j < keys; ++j) packed_mask[size_t(b) * keys + j] = mask[size_t(b) * capacity + j];
     const Attention packed{.batch = B, .heads = H, .head_dim = d, .q_len = 1, .kv_len = keys};
     auto [attn, attn_scale] = ref::attention(packed, q, k, v, &packed_mask);
-    auto [want, scale] = project(attn, attn_scale, B, W, W, w, &bias, residual, true, nullptr, nullptr, 0);
+    auto [want, scale] = project(attn, attn_scale, B, W, W, w, &bias, residual, true, nullptr, nullptr, 0, false);
     const bool f16 = dtype() == DType::F16;
     // With 3 keys or fewer batch item 1 sees only its padding: finite (the mask is), and
     // never used, so only that is checked (scores near -30000 keep ~1e-3 of their spread).

@@ -52,7 +52,7 @@ class GemmBlocksTest : public OpsTest {
     std::vector<uint8_t> blocks;
     std::vector<double> W = weights(t, rows, rng, blocks);
     Gemm g{.M = t.M, .N = t.N, .K = t.K, .trans_b = true, .act = t.act, .glu = t.glu, .b_blocks = t.type};
-    if (t.rms) g.norm_of = NormOf::A, g.norm_rms = true, g.norm_eps = 1e-5f;
+    if (t.rms) g.norm_of = NormOf::A, g.norm_kind = NormKind::RMSNorm, g.norm_eps = 1e-5f;
     // Whether a kernel reads the blocks itself: the small-M kernel up to 4 rows; on CPU
     // drivers the columns kernel without a folded norm up to 32 rows, and the direct
     // kernel past that. Else the weight is read dequantized into the storage type (fp16:
@@ -73,7 +73,7 @@ class GemmBlocksTest : public OpsTest {
     Gemm plain = g;
     plain.norm_of = NormOf::None;
     const auto input =
-        t.rms ? ref::layer_norm({.rows = t.M, .cols = t.K, .eps = g.norm_eps, .rms = true}, A, gamma, zeros, nullptr) : A;
+        t.rms ? ref::layer_norm({.rows = t.M, .cols = t.K, .eps = g.norm_eps, .kind = NormKind::RMSNorm}, A, gamma, zeros, nullptr) : A;
     const auto want = t.glu ? ref::gemm_glu(plain, input, W, &bias, &R) : ref::gemm(plain, input, W, &bias, &R);
 
     Context& c_ = ctx();

@@ -42,13 +42,13 @@ class GemmGluTest : public OpsTest {
       for (auto& x : *v) x = stored(x, dt);
     if (rms) {
       g.norm_of = NormOf::A;
-      g.norm_rms = true;
+      g.norm_kind = NormKind::RMSNorm;
       g.norm_eps = 1e-5f;
     }
     Gemm plain = g;
     plain.norm_of = NormOf::None;
     const auto normed =
-        rms ? ref::layer_norm({.rows = batch * M, .cols = K, .eps = g.norm_eps, .rms = true}, A, gamma, zeros, nullptr)
+        rms ? ref::layer_norm({.rows = batch * M, .cols = K, .eps = g.norm_eps, .kind = NormKind::RMSNorm}, A, gamma, zeros, nullptr)
             : A;
     const auto want = ref::gemm_glu(plain, normed, W, &bias, &R);
 

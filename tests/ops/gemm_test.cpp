@@ -68,7 +68,7 @@ class GemmTest : public OpsTest {
     g.stride_c = g.stride_r = {uint64_t(M) * N, 0};
     g.norm_of = where;
     g.norm_eps = 1e-5f;
-    g.norm_rms = rms;
+    g.norm_kind = rms ? NormKind::RMSNorm : NormKind::LayerNorm;
     const uint32_t cols = where == NormOf::A ? K : N;
     auto A = random_values(size_t(batch) * M * K, rng, 1, 3), W = random_values(size_t(N) * K, rng);
     auto bias = random_values(N, rng), R = random_values(size_t(batch) * M * N, rng, 1, 3);
@@ -76,7 +76,7 @@ class GemmTest : public OpsTest {
     if (rms) beta.assign(cols, 0.0);  // an RMSNorm's fold is given zeros as its beta
     for (auto* v : {&A, &W, &bias, &R, &gamma, &beta})
       for (auto& x : *v) x = stored(x, dt);
-    const LayerNorm ln{.rows = batch * M, .cols = cols, .eps = g.norm_eps, .rms = rms};
+    const LayerNorm ln{.rows = batch * M, .cols = cols, .eps = g.norm_eps, .kind = rms ? NormKind::RMSNorm : NormKind::LayerNorm};
     Gemm plain = g;
     plain.norm_of = NormOf::None;
     const auto want = where == NormOf::A ? ref::gemm(plain, ref::layer_norm(ln, A, gamma, beta, nullptr), W, &bias, &R)
@@ -130,7 +130,7 @@ TEST_P(GemmTest, NormedOutputInTheProductsDispatchOrAfterIt) {
       SCOPED_TRACE("M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
                    (rms ? " RMSNorm" : " LayerNorm"));
       Gemm g{.M = M, .N = N, .K = K, .trans_b = true, .act = N % 2 ? Activation::Gelu : Activation::None,
-             .norm_eps = 1e-5f, .norm_rms = rms};
+             .norm_eps = 1e-5f, .norm_kind = rms ? NormKind::RMSNorm : NormKind::LayerNorm};
       // LayerNorms read A and B as the kernel chooses (through addresses on CPU drivers
       // with hardware gathers), RMSNorms as texels where they can be: each way ends in the norm.
       if (rms && M <= 4 && fused_here && caps.storage_texel_reads && K % (16 / dtype_bytes(dt)) == 0)
@@ -162,7 +162,7 @@ TEST_P(GemmTest, NormedOutputInTheProductsDispatchOrAfterIt) {
         cl.submit();
         const auto got_c = download_as(ctx(), c, want.c.size(), dt);
         EXPECT_TRUE(gemm_close(got_c, want, dt));
-        const LayerNorm ln{.rows = M, .cols = N, .eps = g.norm_eps, .rms = rms};
+        const LayerNorm ln{.rows = M, .cols = N, .eps = g.norm_eps, .kind = rms ? NormKind::RMSNorm : NormKind::LayerNorm};
         const auto want_y = ref::layer_norm(ln, got_c, gamma, beta, nullptr);
         const auto scale = ref::layer_norm_rounding_scale(ln, got_c, gamma, beta);
         std::vector<double> s(scale.size());
@@ -571,7 +571,7 @@ TEST_P(GemmTest, FoldedLayerNormOfAOrOfTheResidual) {
     for (NormOf where : {NormOf::A, NormOf::Residual}) check_folded_norm(s[0], s[1], s[2], where, {}, rng);
 }
 
-// The same fold as an RMSNorm (Gemm::norm_rms, Llama's): rows scaled by their root mean
+// The same fold as an RMSNorm (Gemm::norm_kind RMSNorm, Llama's): rows scaled by their root mean
 // square, nothing subtracted. Rows in [1, 3] make mean^2 dominate the mean square, so a
 // kernel that centred them (a LayerNorm) would be far off; the same shapes and bounds.
 TEST_P(GemmTest, FoldedRmsNormOfAOrOfTheResidual) {

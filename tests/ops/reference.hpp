@@ -136,11 +136,11 @@ inline std::vector<double> layer_norm(const LayerNorm& n, const std::vector<doub
       v[c] = x[size_t(i) * n.cols + c] + (r ? (*r)[size_t(i) * n.cols + c] : 0.0);
       mean += v[c];
     }
-    mean = n.rms ? 0.0 : mean / n.cols;  // RMSNorm: the mean square, no centring, no beta
+    mean = n.kind == NormKind::RMSNorm ? 0.0 : mean / n.cols;  // RMSNorm: the mean square, no centring, no beta
     for (auto e : v) var += (e - mean) * (e - mean);
     var /= n.cols;
     for (uint32_t c = 0; c < n.cols; ++c)
-      y[size_t(i) * n.cols + c] = (v[c] - mean) / std::sqrt(var + n.eps) * g[c] + (n.rms ? 0.0 : b[c]);
+      y[size_t(i) * n.cols + c] = (v[c] - mean) / std::sqrt(var + n.eps) * g[c] + (n.kind == NormKind::RMSNorm ? 0.0 : b[c]);
   }
   return y;
 }
@@ -156,7 +156,7 @@ inline std::vector<double> layer_norm_rounding_scale(const LayerNorm& n, const s
     double mean = 0, m2 = 0;
     for (uint32_t c = 0; c < n.cols; ++c) mean += row[c] / n.cols;
     for (uint32_t c = 0; c < n.cols; ++c) m2 += (row[c] - mean) * (row[c] - mean);
-    const double rstd = 1 / std::sqrt((n.rms ? m2 / n.cols + mean * mean : m2 / n.cols) + n.eps);
+    const double rstd = 1 / std::sqrt((n.kind == NormKind::RMSNorm ? m2 / n.cols + mean * mean : m2 / n.cols) + n.eps);
     for (uint32_t c = 0; c < n.cols; ++c)
       s[size_t(i) * n.cols + c] = (std::abs(row[c]) + std::abs(mean)) * rstd * std::abs(g[c]) + std::abs(b[c]);
   }

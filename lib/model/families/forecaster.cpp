@@ -132,7 +132,7 @@ std::vector<float> Forecaster::predict(const std::vector<float>& windows) const 
   for (const auto& layer : m.layers)
     s = model::record_encoder_layer(r, layer, {.batch = B, .seq_len = P, .heads = c.nhead}, buf, std::nullopt, s);
   const Buffer& y = s.x == &buf.x ? buf.y : buf.x;  // [B*P, D]
-  ops.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, s.x->view(), m.final_norm.gamma.view(),
+  ops.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps, .kind = NormKind::LayerNorm}, s.x->view(), m.final_norm.gamma.view(),
                  m.final_norm.beta.view(), y.view(), std::nullopt, std::nullopt,
                  s.pending ? std::optional(NormWeights{s.pending->gamma.view(), s.pending->beta.view()})
                            : std::nullopt);  // y = LN(LN_pending(x))

@@ -102,7 +102,7 @@ ModelConfig read_llama_config(const ModelFiles& files) {
   if (act != "silu" && act != "swish") r.fail("field 'hidden_act' is '" + act + "'; vkformer runs Llama's silu");
   c.activation = Activation::Silu;
   c.gated_ffn = true;
-  c.rms_norm = true;
+  c.norm_kind = NormKind::RMSNorm;
   c.norm_first = true;
   c.final_norms = true;  // model.norm
   c.layer_norm_eps = r.has("rms_norm_eps") ? r.number("rms_norm_eps", 0, 1) : 1e-6f;

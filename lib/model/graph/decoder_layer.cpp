@@ -17,7 +17,7 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
   const std::optional<RowStats>& in_stats = input.stats;
   const uint32_t D = r.d_model, apart = l.self_qkv.apart.rows;  // v's rows where a mix stores them apart
   Gemm qkv{.M = p.n, .N = D + 2 * cache.kv_width() - apart, .K = D, .trans_b = true, .batch = p.batch,
-           .norm_eps = r.eps, .norm_rms = r.rms_norm};
+           .norm_eps = r.eps, .norm_kind = r.norm_kind};
   qkv.stride_a = {uint64_t(p.n) * D, 0};
   qkv.stride_c = {uint64_t(p.n) * D, 0};
   qkv.split = {.column = D, .ld = uint32_t(cache.row_stride()), .stride = cache.self_batch_stride()};
@@ -94,7 +94,8 @@ std::optional<RowStats> attend(const LayerRecorder& r, const DecoderPass& p, con
     return r.project_out(out_proj, b.attn.view(), out);      // out [batch, D]
   }
   const AttentionProjection proj{.weight = out_proj.weight.view(), .bias = out_proj.bias.view(), .residual = out.residual,
-                                 .residual_norm = out.residual_norm.weights(), .N = D, .norm_eps = r.eps};
+                                 .residual_norm = out.residual_norm.weights(), .norm_kind = r.norm_kind, .N = D,
+                                 .norm_eps = r.eps};
   r.ops.decode_attention(r.cl, a, b.queries.view(), r.at(kv, 0), r.at(kv, kv_width), out.out, b.attention_scratch,
                          mask, step, proj);  // out [batch, D]
   return std::nullopt;

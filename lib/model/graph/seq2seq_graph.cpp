@@ -49,7 +49,7 @@ LayerRecorder Seq2SeqGraph::recorder(CommandList& cl, uint32_t rows) {
   if (m_.dequantized_values && !dequantized_ && ops_.blocks_need_scratch())
     dequantized_ = ctx_.buffer(m_.dequantized_values * dtype_bytes(m_.dtype), "dequantized weight");
   return {.ops = ops_, .cl = cl, .rows = rows, .d_model = c.d_model, .norm_first = c.norm_first,
-          .eps = c.layer_norm_eps, .activation = c.activation, .rms_norm = c.rms_norm, .gated_ffn = c.gated_ffn,
+          .eps = c.layer_norm_eps, .activation = c.activation, .norm_kind = c.norm_kind, .gated_ffn = c.gated_ffn,
           .norm_tickets = norm_tickets_.view(),
           .dequantized = dequantized_ ? std::optional(dequantized_.view()) : std::nullopt};
 }
@@ -174,12 +174,12 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   const auto pending = stream.pending ? std::optional(NormWeights{stream.pending->gamma.view(), stream.pending->beta.view()})
                                       : std::nullopt;
   if (c.final_norms) {
-    ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, stream.x->view(),
+    ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps, .kind = c.norm_kind}, stream.x->view(),
                     m_.encoder_norm.gamma.view(), m_.encoder_norm.beta.view(), memory_.view(), std::nullopt,
                     std::nullopt, pending);  // memory = LN(LN_pending(x))
     memory = &memory_;
   } else if (pending) {
-    ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, stream.x->view(), pending->gamma,
+    ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps, .kind = c.norm_kind}, stream.x->view(), pending->gamma,
                     pending->beta, memory_.view());  // memory = LN_pending(x)
     memory = &memory_;
   }
@@ -298,7 +298,7 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
   // Folds take LayerNorms and RMSNorms; a pre-norm layer also grouped K/V heads, rotary
   // positions and a gated FFN (Llama's); post-norm ones (the encoder-decoders) have none.
-  const bool plain = c.norm_first || (!c.rms_norm && !c.gated_ffn && c.kv_head_count() == c.nhead &&
+  const bool plain = c.norm_first || (c.norm_kind == NormKind::LayerNorm && !c.gated_ffn && c.kv_head_count() == c.nhead &&
                                       c.positions != ModelConfig::Positions::Rotary);
   const bool fold = plain && o.step && rows <= Ops::kMaxFoldedNormRows && ops_.fold_norms_in_decode_steps();
   // A decoder-only model's prompt (pre-norm): the fused encoder's path, with a causal mask,
@@ -357,11 +357,11 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   if (s.pending) {
     const NormWeights pending{s.pending->gamma.view(), s.pending->beta.view()};
     if (c.final_norms)
-      ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps, .rms = c.rms_norm}, s.x->view(),
+      ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps, .kind = c.norm_kind}, s.x->view(),
                       m_.decoder_norm.gamma.view(), m_.decoder_norm.beta.view(), out->view(), std::nullopt,
                       std::nullopt, pending);  // out = LN(LN_pending(h))
     else
-      ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps}, s.x->view(), pending.gamma,
+      ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps, .kind = c.norm_kind}, s.x->view(), pending.gamma,
                       pending.beta, out->view());  // out = LN_pending(h)
   } else if (c.final_norms) {
     r.norm(m_.decoder_norm, s.x->view(), out->view());  // out = LN(x)

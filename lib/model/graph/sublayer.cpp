@@ -4,7 +4,7 @@ namespace vkf::model {
 
 void LayerRecorder::linear(const Linear& l, const BufferView& in, const BufferView& out, Activation act,
                            const std::optional<BufferView>& residual, const ThenNorm* then) const {
-  const Gemm g{.M = rows, .N = l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps, .norm_rms = rms_norm,
+  const Gemm g{.M = rows, .N = l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps, .norm_kind = norm_kind,
                .b_blocks = l.blocks};
   const GemmOperands o{.a = in, .b = l.weight.view(), .c = out, .bias = l.bias.view(), .residual = residual,
                        .scratch = dequantized};
@@ -14,7 +14,7 @@ void LayerRecorder::linear(const Linear& l, const BufferView& in, const BufferVi
   }
   const Norm& n = *then->norm;
   ops.gemm_normed(cl, g, o,
-                  {.weights = {n.gamma.view(), (rms_norm ? n.gamma : n.beta).view()}, .out = then->out,
+                  {.weights = {n.gamma.view(), (norm_kind == NormKind::RMSNorm ? n.gamma : n.beta).view()}, .out = then->out,
                    .tickets = norm_tickets});
 }
 
@@ -23,7 +23,7 @@ std::optional<RowStats> LayerRecorder::folded_linear(const Linear& l, const Buff
                                                      Folded in_norm, Folded residual_norm,
                                                      const GemmRowStats& stats, bool gated) const {
   Gemm g{.M = rows, .N = gated ? l.out / 2 : l.out, .K = l.in, .trans_b = true, .act = act, .norm_eps = eps,
-         .norm_rms = rms_norm, .glu = gated, .b_blocks = l.blocks};
+         .norm_kind = norm_kind, .glu = gated, .b_blocks = l.blocks};
   g.norm_of = in_norm.norm ? NormOf::A : residual_norm.norm ? NormOf::Residual : NormOf::None;
   GemmRowStats st = stats;
   if (g.norm_of == NormOf::None) st.in.reset();  // statistics of rows no norm reads
@@ -34,8 +34,8 @@ std::optional<RowStats> LayerRecorder::folded_linear(const Linear& l, const Buff
 }
 
 void LayerRecorder::norm(const Norm& n, const BufferView& in, const BufferView& out) const {
-  ops.layer_norm(cl, {.rows = rows, .cols = d_model, .eps = eps, .rms = rms_norm}, in, n.gamma.view(),
-                 (rms_norm ? n.gamma : n.beta).view(), out);
+  ops.layer_norm(cl, {.rows = rows, .cols = d_model, .eps = eps, .kind = norm_kind}, in, n.gamma.view(),
+                 (norm_kind == NormKind::RMSNorm ? n.gamma : n.beta).view(), out);
 }
 
 std::optional<RowStats> LayerRecorder::feed_forward(const FeedForward& f, const SublayerIn& in, const Buffer& hidden,

@@ -77,7 +77,7 @@ struct LayerRecorder {
   bool norm_first = false;
   float eps = 1e-5f;
   Activation activation = Activation::Relu;
-  bool rms_norm = false;   // every norm an RMSNorm (Llama)
+  NormKind norm_kind = NormKind::LayerNorm;  // every norm's
   bool gated_ffn = false;  // the FFN's linear1 is [gate | up], [2 FFN, D]: down(act(gate) * up)
   // A uint32 ticket counter, zero between dispatches, for products that normalise their
   // own output (OutputNorm::tickets); none: a layer_norm dispatch after them.
