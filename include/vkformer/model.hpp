@@ -96,9 +96,15 @@ struct ModelConfig {
   double rope_theta = 0;
   std::string rope_scaling;
 
+  // Each attention head's width, apart from d_model's share (config.json's head_dim: Mistral
+  // NeMo's, Gemma's, T5's d_kv); 0: d_model / nhead. The attention's inner width, queries
+  // and each head's output side by side, is nhead x head_dim (attention_width).
+  uint32_t head_width = 0;
+
   uint32_t kv_head_count() const { return kv_heads ? kv_heads : nhead; }
 
-  uint32_t head_dim() const { return d_model / nhead; }
+  uint32_t head_dim() const { return head_width ? head_width : d_model / nhead; }
+  uint32_t attention_width() const { return nhead * head_dim(); }
   // "decoder-only" or "encoder-decoder".
   const char* kind() const { return decoder_only ? "decoder-only" : "encoder-decoder"; }
   // Parses and checks config.json; errors name the file and the field.

@@ -70,7 +70,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llama_tied", "Q4_K_M"}, Case{"qwen2", "F32"}, Case{"qwen2", "F16"}, Case{"qwen2", "Q8_0"},
                       Case{"qwen2", "Q4_0"}, Case{"qwen2", "Q4_K_M"}, Case{"gpt2", "F32"}, Case{"gpt2", "F16"},
                       Case{"gpt2", "Q8_0"}, Case{"gpt2", "Q4_0"}, Case{"gpt2", "Q4_K_M"}, Case{"llama31", "F32"},
-                      Case{"llama31", "F16"}, Case{"llama31", "Q4_0"}),
+                      Case{"llama31", "F16"}, Case{"llama31", "Q4_0"}, Case{"mistral_head_dim", "F32"},
+                      Case{"mistral_head_dim", "F16"}, Case{"mistral_head_dim", "Q8_0"},
+                      Case{"mistral_head_dim", "Q4_0"}),
     [](const auto& info) { return std::string(info.param.model) + "_" + info.param.type; });
 
 // The SentencePiece tokenizer a `llama`-kind GGUF file carries (tokens, scores, token

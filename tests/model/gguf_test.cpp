@@ -267,6 +267,26 @@ TEST(Gguf, MetadataReadsAsTransformersConfig) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("rope.scaling.type 'yarn'"), std::string::npos) << e.what();
   }
+  // A head width of its own (attention.key_length, as Mistral NeMo's): config.json's
+  // head_dim; values of another width, or a rotary width that is not the head's, refused.
+  const std::string heads = kvs + u32("llama.attention.key_length", 24) + u32("llama.attention.value_length", 24) +
+                            u32("llama.rope.dimension_count", 24);
+  EXPECT_EQ(nlohmann::json::parse(model::gguf_hugging_face_config(
+                Gguf(ModelFiles::in_memory({{"m.gguf", gguf(13, heads, 0, "", 0)}}), "m.gguf")))["head_dim"],
+            24);
+  auto refused = [&](const std::string& more, uint64_t n, const std::string& words) {
+    SCOPED_TRACE(words);
+    try {
+      (void)model::gguf_hugging_face_config(Gguf(ModelFiles::in_memory({{"m.gguf", gguf(n, kvs + more, 0, "", 0)}}), "m.gguf"));
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused(u32("llama.attention.key_length", 24) + u32("llama.attention.value_length", 32), 12,
+          "attention.value_length 32 differs from llama.attention.key_length 24");
+  refused(u32("llama.attention.key_length", 24) + u32("llama.rope.dimension_count", 16), 12,
+          "rope.dimension_count 16 is not the head size 24");
 }
 
 // A tokenizer's arrays that disagree, or a kind vkformer does not read: refused by name

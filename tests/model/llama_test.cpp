@@ -36,12 +36,14 @@ const nlohmann::json& references() {
 }
 
 // Qwen2's come from transformers 4.37 (tools/hf_references/make_qwen2_references.py),
-// Llama 3's rope scaling from 4.43 (make_llama3_references.py), in the same format: the
+// Llama 3's rope scaling and a head width of its own (head_dim) from 4.43
+// (make_llama3_references.py, make_head_dim_references.py), in the same format: the
 // model's own file.
 const nlohmann::json& references_of(const std::string& model) {
   static const nlohmann::json qwen2 = read_references(kDir / "qwen2_references.json");
   static const nlohmann::json llama3 = read_references(kDir / "llama3_references.json");
-  return model == "qwen2" ? qwen2 : model == "llama3" ? llama3 : references();
+  static const nlohmann::json head_dim = read_references(kDir / "head_dim_references.json");
+  return model == "qwen2" ? qwen2 : model == "llama3" ? llama3 : model == "head_dim" ? head_dim : references();
 }
 
 
@@ -90,7 +92,8 @@ INSTANTIATE_TEST_SUITE_P(, Llama,
                                            Case{"bf16", DType::F16}, Case{"mistral", DType::F32},
                                            Case{"overflow", DType::F32}, Case{"qwen2", DType::F32},
                                            Case{"qwen2", DType::F16}, Case{"llama3", DType::F32},
-                                           Case{"llama3", DType::F16}),
+                                           Case{"llama3", DType::F16}, Case{"head_dim", DType::F32},
+                                           Case{"head_dim", DType::F16}),
                          [](const auto& info) {
                            return std::string(info.param.model) + (info.param.dtype == DType::F16 ? "_fp16" : "_fp32");
                          });

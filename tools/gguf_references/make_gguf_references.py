@@ -7,6 +7,9 @@ tests/model/gguf_models_test.cpp.
   qwen2         Qwen2ForCausalLM, 4 heads over 2 K/V heads (q, k and v biases), untied
   llama31       llama_gqa's shape with Llama 3.1's rope scaling (rope_type llama3), which
                 the converter writes as rope_freqs.weight (F32, F16 and Q4_0 only)
+  mistral_head_dim  MistralForCausalLM, llama_gqa's shape with head_dim 96 (the attention
+                384 wide on hidden 256), which the converter writes as attention.key_length
+                and value_length (transformers 4.43, whose MistralConfig has head_dim)
   gpt2          GPT2LMHeadModel, n_embd 256, 1 layer, 4 heads, tied, the byte-level BPE
                 tokenizer of tests/hf/llama/tokenizer_bytelevel (its pre-tokenizer named
                 gpt-2 for the converter, which refuses a tokenizer whose hash it has not seen)
@@ -24,7 +27,7 @@ transformers on the checkpoint (F32) and on the checkpoint with each file's weig
 order for `llama`), in fp32.
 
 Needs transformers on Debian's torch (a venv with --system-site-packages: 4.36.2 for the
-Llama models, 4.37.2 for Qwen2, which 4.36 lacks; models named as arguments are made and
+Llama models, 4.37.2 for Qwen2, which 4.36 lacks, 4.43 for mistral_head_dim; models named as arguments are made and
 merged into references.json), the gguf package and sentencepiece; llama.cpp is checked out and llama-quantize built by hand
 outside this repository (nothing here builds it):
 
@@ -45,7 +48,8 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "gguf"
 VOCAB = 320
 QUANTIZED = {"llama_gqa": ("Q8_0", "Q4_0", "Q4_K_M"), "llama_tied": ("Q8_0", "Q4_0", "Q4_K_M"),
-             "qwen2": ("Q8_0", "Q4_0", "Q4_K_M"), "gpt2": ("Q8_0", "Q4_0", "Q4_K_M"), "llama31": ("Q4_0",)}
+             "qwen2": ("Q8_0", "Q4_0", "Q4_K_M"), "gpt2": ("Q8_0", "Q4_0", "Q4_K_M"), "llama31": ("Q4_0",),
+             "mistral_head_dim": ("Q8_0", "Q4_0")}
 TEXT = ("The quick brown fox jumps over the lazy dog. A small model reads a file and writes a number.\n"
         "Dates, names and places: Paris in 1998, Lisbon on the third of March, Kyoto at noon.\n") * 40
 
@@ -99,6 +103,10 @@ def checkpoint(name, folder, seed):
         cfg = transformers.GPT2Config(vocab_size=357, n_embd=256, n_layer=1, n_head=4, n_positions=64,
                                       bos_token_id=356, eos_token_id=356, tie_word_embeddings=True)
         model = transformers.GPT2LMHeadModel(cfg)
+    elif name == "mistral_head_dim":
+        cfg = transformers.MistralConfig(num_key_value_heads=2, head_dim=96, sliding_window=None,
+                                         tie_word_embeddings=False, **common)
+        model = transformers.MistralForCausalLM(cfg)
     elif name == "qwen2":
         cfg = transformers.Qwen2Config(num_key_value_heads=2, tie_word_embeddings=False, **common)
         model = transformers.Qwen2ForCausalLM(cfg)
@@ -214,7 +222,7 @@ def main():
                             text=True).stdout.strip() or os.environ.get("LLAMA_CPP_COMMIT", "unknown")
     path = OUT / "references.json"
     refs = json.loads(path.read_text()) if path.exists() else {"llama_cpp": commit, "models": {}}
-    for seed, name in enumerate(("llama_gqa", "llama_tied", "qwen2", "gpt2", "llama31")):
+    for seed, name in enumerate(("llama_gqa", "llama_tied", "qwen2", "gpt2", "llama31", "mistral_head_dim")):
         if len(sys.argv) > 1 and name not in sys.argv[1:]:
             continue
         out = OUT / name

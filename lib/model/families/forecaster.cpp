@@ -130,7 +130,7 @@ std::vector<float> Forecaster::predict(const std::vector<float>& windows) const 
                                .plan = {.fold_norms = ops.fold_norms_in_encoder(), .stats = {&buf.stats[0], &buf.stats[1]}}};
   model::Stream s{&buf.x, nullptr};
   for (const auto& layer : m.layers)
-    s = model::record_encoder_layer(r, layer, {.batch = B, .seq_len = P, .heads = c.nhead}, buf, std::nullopt, s);
+    s = model::record_encoder_layer(r, layer, {.batch = B, .seq_len = P, .heads = c.nhead, .head_dim = D / c.nhead}, buf, std::nullopt, s);
   const Buffer& y = s.x == &buf.x ? buf.y : buf.x;  // [B*P, D]
   ops.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps, .kind = NormKind::LayerNorm}, s.x->view(), m.final_norm.gamma.view(),
                  m.final_norm.beta.view(), y.view(), std::nullopt, std::nullopt,

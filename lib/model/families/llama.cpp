@@ -87,10 +87,12 @@ ModelConfig read_llama_config(const ModelFiles& files) {
   c.decoder_only = true;
   c.d_model = r.count("hidden_size", 1);
   c.nhead = r.count("num_attention_heads", 1);
-  if (c.d_model % c.nhead)
+  // Each head's width: head_dim where config.json sets it (Mistral NeMo's 128 on 5120 over
+  // 32 heads), else hidden_size / num_attention_heads as transformers takes it.
+  if (r.has("head_dim"))
+    c.head_width = r.count("head_dim", 1, 1u << 16);
+  else if (c.d_model % c.nhead)
     r.fail("hidden_size " + std::to_string(c.d_model) + " is not divisible by num_attention_heads " + std::to_string(c.nhead));
-  if (r.has("head_dim") && r.count("head_dim", 1) != c.head_dim())
-    r.fail("field 'head_dim' differs from hidden_size / num_attention_heads, which vkformer does not run");
   c.kv_heads = r.has("num_key_value_heads") ? r.count("num_key_value_heads", 1) : c.nhead;
   if (c.nhead % c.kv_heads)
     r.fail("num_key_value_heads " + std::to_string(c.kv_heads) + " does not divide num_attention_heads " +
@@ -144,6 +146,7 @@ ModelConfig read_llama_config(const ModelFiles& files) {
 void declare_tensors(Checkpoint& t, Model::Impl& m) {
   const ModelConfig& c = m.config;
   const uint32_t D = c.d_model, F = c.dim_feedforward, V = c.tgt_vocab_size, KV = c.kv_head_count() * c.head_dim();
+  const uint32_t W = c.attention_width();  // the queries' width, and each head's output side by side
   const std::string layers = "model.layers";
   t.layers(layers, c.num_decoder_layers, "num_hidden_layers");
   const bool qkv_bias = c.architecture == "qwen2";  // Qwen2's only biases; Llama has none (zeros)
@@ -155,8 +158,8 @@ void declare_tensors(Checkpoint& t, Model::Impl& m) {
     DecoderLayer& l = m.decoder[i];  // no cross-attention: cross_q, cross_kv and cross_out stay empty
     t.rms_norm(l.norm1, p + ".input_layernorm.weight", D);  // before self-attention
     const std::string a = p + ".self_attn";
-    t.stacked(l.self_qkv, {{a + ".q_proj", D}, {a + ".k_proj", KV}, {a + ".v_proj", KV}}, D, qkv_bias);
-    t.linear_weight(l.self_out, a + ".o_proj.weight", D, D);
+    t.stacked(l.self_qkv, {{a + ".q_proj", W}, {a + ".k_proj", KV}, {a + ".v_proj", KV}}, D, qkv_bias);
+    t.linear_weight(l.self_out, a + ".o_proj.weight", D, W);
     t.rms_norm(l.norm3, p + ".post_attention_layernorm.weight", D);  // before the MLP
     t.stacked(l.ffn.linear1, {{p + ".mlp.gate_proj", F}, {p + ".mlp.up_proj", F}}, D, false);
     t.linear_weight(l.ffn.linear2, p + ".mlp.down_proj.weight", D, F);

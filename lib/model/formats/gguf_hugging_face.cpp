@@ -278,17 +278,21 @@ std::string gguf_hugging_face_config(const Gguf& g) {
   c["vocab_size"] = vocabulary(g, a);
   if (const auto eps = g.float_value(p + "attention.layer_norm_rms_epsilon")) c["rms_norm_eps"] = *eps;
   if (const auto theta = g.float_value(p + "rope.freq_base")) c["rope_theta"] = *theta;
-  // The rotary width must be the whole head (transformers' Llama and Qwen2 have no
-  // partial rotary), and the head the width over the heads.
-  if (const auto rot = g.uint_value(p + "rope.dimension_count"))
-    if (heads && *rot != c["hidden_size"].get<uint64_t>() / heads)
-      throw Error(g.label() + ": " + p + "rope.dimension_count " + std::to_string(*rot) +
-                      " is not the head size: vkformer runs rotary positions over whole heads",
+  // Each head's width: attention.key_length where the file gives it (and the values' the
+  // same), as config.json's head_dim; else the width over the heads. The rotary width
+  // must be the whole head (transformers' Llama and Qwen2 have no partial rotary).
+  uint64_t head = heads ? c["hidden_size"].get<uint64_t>() / heads : 0;
+  if (const auto key = g.uint_value(p + "attention.key_length")) {
+    if (const auto value = g.uint_value(p + "attention.value_length"); value && *value != *key)
+      throw Error(g.label() + ": " + p + "attention.value_length " + std::to_string(*value) + " differs from " + p +
+                      "attention.key_length " + std::to_string(*key) + ", which vkformer does not run",
                   ErrorKind::Unsupported);
-  if (const auto key = g.uint_value(p + "attention.key_length"))
-    if (heads && *key != c["hidden_size"].get<uint64_t>() / heads)
-      throw Error(g.label() + ": " + p + "attention.key_length " + std::to_string(*key) +
-                      " is not hidden_size / head_count, which vkformer does not run yet",
+    if (*key != head) c["head_dim"] = head = *key;
+  }
+  if (const auto rot = g.uint_value(p + "rope.dimension_count"))
+    if (heads && *rot != head)
+      throw Error(g.label() + ": " + p + "rope.dimension_count " + std::to_string(*rot) + " is not the head size " +
+                      std::to_string(head) + ": vkformer runs rotary positions over whole heads",
                   ErrorKind::Unsupported);
   const std::string scaling = g.string_value(p + "rope.scaling.type").value_or("none");
   if (scaling == "linear") {
@@ -302,7 +306,7 @@ std::string gguf_hugging_face_config(const Gguf& g) {
   // transformers' llama3 rule scales it.
   if (const auto it = g.tensors().find("rope_freqs.weight"); it != g.tensors().end()) {
     const GgufTensor& t = it->second;
-    const uint64_t half = heads ? c["hidden_size"].get<uint64_t>() / heads / 2 : 0;
+    const uint64_t half = head / 2;
     if (std::string(t.type.name) != "F32" || t.shape.size() != 1 || t.shape[0] != half)
       throw Error(g.label() + ": rope_freqs.weight must be F32 [" + std::to_string(half) + "], a factor per frequency");
     std::vector<double> factors(half);

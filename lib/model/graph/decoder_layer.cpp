@@ -6,8 +6,8 @@ namespace vkf::model {
 
 namespace {
 
-// Masked self-attention's projection: the new tokens' queries [rows, D] to scratch, and
-// their keys and values joining the self cache [batch, capacity, 2D] at rows
+// Masked self-attention's projection: the new tokens' queries [rows, W] to scratch, and
+// their keys and values joining the self cache [batch, capacity, 2 kv_width] at rows
 // [t0, t0 + n) (a decode step: at the step's row), in one GEMM with a split output (and
 // one more for the values where a mix stores their rows apart: Linear::apart).
 void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, const DecoderPass& p,
@@ -16,11 +16,12 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
   const Folded in_norm = input.norm;
   const std::optional<RowStats>& in_stats = input.stats;
   const uint32_t D = r.d_model, apart = l.self_qkv.apart.rows;  // v's rows where a mix stores them apart
-  Gemm qkv{.M = p.n, .N = D + 2 * cache.kv_width() - apart, .K = D, .trans_b = true, .batch = p.batch,
+  const uint32_t W = p.heads * p.head_dim;                        // the queries' width
+  Gemm qkv{.M = p.n, .N = W + 2 * cache.kv_width() - apart, .K = D, .trans_b = true, .batch = p.batch,
            .norm_eps = r.eps, .norm_kind = r.norm_kind};
   qkv.stride_a = {uint64_t(p.n) * D, 0};
-  qkv.stride_c = {uint64_t(p.n) * D, 0};
-  qkv.split = {.column = D, .ld = uint32_t(cache.row_stride()), .stride = cache.self_batch_stride()};
+  qkv.stride_c = {uint64_t(p.n) * W, 0};
+  qkv.split = {.column = W, .ld = uint32_t(cache.row_stride()), .stride = cache.self_batch_stride()};
   qkv.b_blocks = l.self_qkv.blocks;
   if (in_norm.norm) qkv.norm_of = NormOf::A;
   const uint64_t first_row = p.step ? 0 : p.t0;  // a step's rows start at its state's step
@@ -34,7 +35,7 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
     r.ops.gemm(r.cl, v,
                {.a = in, .b = l.self_qkv.apart.weight.view(),
                 .c = r.at(cache.self(index), first_row * cache.row_stride() + column),
-                .bias = r.at(l.self_qkv.bias, D + column), .step = p.step, .norm = in_norm.weights(),
+                .bias = r.at(l.self_qkv.bias, W + column), .step = p.step, .norm = in_norm.weights(),
                 .stats = {.in = in_norm.norm ? in_stats : std::nullopt}, .scratch = r.dequantized});
   }
   // A batch's decode step as one product of a row per sequence, each row's keys and
@@ -50,9 +51,9 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
               .norm = in_norm.weights(), .stats = {.in = in_norm.norm ? in_stats : std::nullopt},
               .scratch = r.dequantized});
   if (!b.rope_table) return;
-  // Rotary positions: the new queries [rows, D] and keys (their cache rows) rotated in
+  // Rotary positions: the new queries [rows, W] and keys (their cache rows) rotated in
   // place, in one dispatch.
-  const uint32_t d = D / p.heads, kv_heads = cache.kv_width() / d;
+  const uint32_t d = p.head_dim, kv_heads = cache.kv_width() / d;
   const Rope q{.batch = p.batch, .rows = p.n, .heads = p.heads, .head_dim = d, .position_offset = p.t0,
                .positions = b.rope_positions};
   const Rope k{.batch = p.batch, .rows = p.n, .heads = kv_heads, .head_dim = d, .batch_stride = cache.self_batch_stride(),
@@ -66,13 +67,15 @@ void project_qkv(const LayerRecorder& r, const DecoderLayer& l, size_t index, co
 // self cache, each up to its own position; a left-padded batch's padding masked) or
 // cross-attention (over the encoder's memory, computed once per source by encode;
 // padded source tokens masked), then its output projection with the residual:
-// out [rows, D] (SublayerOut). A decode step's, as the plan says: as any pass's; or
+// queries [rows, W], attn [rows, W], out [rows, D] (SublayerOut). A decode step's, as
+// the plan says: as any pass's; or
 // decode_attention (flash-decoding, the heads combined by the last to finish) then the
 // projection; or both in one dispatch, the residual normalised as it is read (post-norm).
 std::optional<RowStats> attend(const LayerRecorder& r, const DecoderPass& p, const DecoderBuffers& b,
                                const KvCache& cache, size_t index, bool self, const Linear& out_proj,
                                const SublayerOut& out) {
-  const uint32_t D = r.d_model, d = D / p.heads, kv_width = self ? cache.kv_width() : D;  // grouped K/V heads: self-attention's
+  // Grouped K/V heads: self-attention's are fewer (kv_width); cross-attention's as many as the queries'.
+  const uint32_t D = r.d_model, d = p.head_dim, W = p.heads * d, kv_width = self ? cache.kv_width() : W;
   const Buffer& kv = self ? cache.self(index) : cache.cross(index);
   Attention a{.batch = p.batch, .heads = p.heads, .head_dim = d, .kv_heads = self ? kv_width / d : 0, .q_len = p.n,
               .kv_len = self ? (p.step ? cache.capacity() : p.t0 + p.n) : cache.src_len(), .causal = self,
@@ -83,14 +86,14 @@ std::optional<RowStats> attend(const LayerRecorder& r, const DecoderPass& p, con
   const auto step = self ? p.step : std::nullopt;
   using StepAttention = LayerPlan::StepAttention;
   if (!p.step || r.plan.step_attention == StepAttention::Generic) {
-    r.ops.attention(r.cl, a, b.queries.view(), r.at(kv, 0), r.at(kv, kv_width), b.attn.view(), mask, step);  // attn [rows, D]
+    r.ops.attention(r.cl, a, b.queries.view(), r.at(kv, 0), r.at(kv, kv_width), b.attn.view(), mask, step);  // attn [rows, W]
     return r.project_out(out_proj, b.attn.view(), out);                                                       // out [rows, D]
   }
   if (out.then || out.stats_out) throw Error("a decode step's attention writes no norm and no row statistics");
   a.kv_heads = kv_width / d, a.q_len = 1, a.causal = false, a.causal_offset = 0;  // the step's keys: its mask and key count
   if (r.plan.step_attention == StepAttention::Decode) {
     r.ops.decode_attention(r.cl, a, b.queries.view(), r.at(kv, 0), r.at(kv, kv_width), b.attn.view(),
-                           b.attention_scratch, mask, step);  // attn [batch, D]
+                           b.attention_scratch, mask, step);  // attn [batch, W]
     return r.project_out(out_proj, b.attn.view(), out);      // out [batch, D]
   }
   const AttentionProjection proj{.weight = out_proj.weight.view(), .bias = out_proj.bias.view(), .residual = out.residual,
@@ -106,11 +109,11 @@ std::optional<RowStats> attend(const LayerRecorder& r, const DecoderPass& p, con
 Stream record_decoder_layer(const LayerRecorder& r, const DecoderLayer& l, size_t index, const DecoderPass& p,
                             const DecoderBuffers& b, const KvCache& cache, Stream x) {
   auto self_attention = [&](const SublayerIn& in, const SublayerOut& out) {
-    project_qkv(r, l, index, p, b, cache, in);  // queries [rows, D]; keys and values to the self cache
+    project_qkv(r, l, index, p, b, cache, in);  // queries [rows, W]; keys and values to the self cache
     return attend(r, p, b, cache, index, true, l.self_out, out);  // out [rows, D]
   };
   auto cross_attention = [&](const SublayerIn& in, const SublayerOut& out) {
-    r.project(l.cross_q, in, b.queries.view());  // queries [rows, D]
+    r.project(l.cross_q, in, b.queries.view());  // queries [rows, W]
     return attend(r, p, b, cache, index, false, l.cross_out, out);  // out [rows, D]
   };
   auto feed_forward = [&](const SublayerIn& in, const SublayerOut& out) {

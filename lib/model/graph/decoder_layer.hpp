@@ -10,8 +10,8 @@ namespace vkf::model {
 struct DecoderBuffers {
   Buffer x;        // [rows, D]    the layer's input, and its output
   Buffer y;        // [rows, D]    scratch
-  Buffer queries;  // [rows, D]    self- and cross-attention queries
-  Buffer attn;     // [rows, D]    attention output, heads side by side
+  Buffer queries;  // [rows, W]    self- and cross-attention queries (W: DecoderPass's)
+  Buffer attn;     // [rows, W]    attention output, heads side by side
   Buffer hidden;   // [rows, FFN]  feed-forward hidden layer
   BufferView src_mask;  // additive [batch, src_len]: -inf drops a padded source token
   // Decode steps: decode_attention's scratch, zero before the first step (tickets and
@@ -30,7 +30,7 @@ struct DecoderBuffers {
 // or, with a decode step, one token per sequence at the position the step state holds
 // (a pass recorded once and replayed at every position).
 struct DecoderPass {
-  uint32_t batch = 1, n = 1, heads = 1;
+  uint32_t batch = 1, n = 1, heads = 1, head_dim = 1;  // W = heads x head_dim: the attention's width
   uint32_t t0 = 0;
   std::optional<DecodeStep> step;
 };

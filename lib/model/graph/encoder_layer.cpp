@@ -12,13 +12,13 @@ uint32_t encoder_row_stats_parts(const Ops& ops, uint32_t rows, uint32_t D, uint
 
 Stream record_encoder_layer(const LayerRecorder& r, const EncoderLayer& l, const EncoderShape& s,
                             const EncoderBuffers& b, const std::optional<BufferView>& key_mask, Stream x) {
-  const uint32_t D = r.d_model;
-  const Attention a{.batch = s.batch, .heads = s.heads, .head_dim = D / s.heads, .q_len = s.seq_len,
-                    .kv_len = s.seq_len, .q_row_stride = 3 * D, .kv_batch_stride = uint64_t(s.seq_len) * 3 * D,
-                    .kv_row_stride = 3 * D};
+  const uint32_t W = s.heads * s.head_dim;  // the attention's width (d_model's unless a head's width is set apart)
+  const Attention a{.batch = s.batch, .heads = s.heads, .head_dim = s.head_dim, .q_len = s.seq_len,
+                    .kv_len = s.seq_len, .q_row_stride = 3 * W, .kv_batch_stride = uint64_t(s.seq_len) * 3 * W,
+                    .kv_row_stride = 3 * W};
   auto self_attention = [&](const SublayerIn& in, const SublayerOut& out) {
-    r.project(l.self_qkv, in, b.qkv.view());  // qkv [rows, 3D]: q | k | v
-    r.ops.attention(r.cl, a, r.at(b.qkv, 0), r.at(b.qkv, D), r.at(b.qkv, 2 * D), b.attn.view(), key_mask);  // attn [rows, D]
+    r.project(l.self_qkv, in, b.qkv.view());  // qkv [rows, 3W]: q | k | v
+    r.ops.attention(r.cl, a, r.at(b.qkv, 0), r.at(b.qkv, W), r.at(b.qkv, 2 * W), b.attn.view(), key_mask);  // attn [rows, W]
     return r.project_out(l.self_out, b.attn.view(), out);  // out [rows, D]
   };
   auto feed_forward = [&](const SublayerIn& in, const SublayerOut& out) {

@@ -9,8 +9,8 @@ namespace vkf::model {
 struct EncoderBuffers {
   Buffer x;       // [rows, D]    the layer's input, and its output
   Buffer y;       // [rows, D]    scratch
-  Buffer qkv;     // [rows, 3D]   self-attention queries, keys and values
-  Buffer attn;    // [rows, D]    attention output, heads side by side
+  Buffer qkv;     // [rows, 3W]   self-attention queries, keys and values (W: EncoderShape's)
+  Buffer attn;    // [rows, W]    attention output, heads side by side
   Buffer hidden;  // [rows, FFN]  feed-forward hidden layer
   // [rows, parts, 4] fp32 each: partial statistics of the rows of x or y (RowStats) that
   // the residual GEMMs write and the folded norms read, in turn (LayerPlan::stats); empty
@@ -23,7 +23,7 @@ struct EncoderBuffers {
 uint32_t encoder_row_stats_parts(const Ops& ops, uint32_t rows, uint32_t d_model, uint32_t dim_feedforward);
 
 struct EncoderShape {
-  uint32_t batch = 1, seq_len = 1, heads = 1;
+  uint32_t batch = 1, seq_len = 1, heads = 1, head_dim = 1;  // W = heads x head_dim: the attention's width
 };
 
 // x = sublayer(self-attention, x); x = sublayer(feed-forward, x), as r.plan says (norms

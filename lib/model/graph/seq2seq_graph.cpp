@@ -84,7 +84,7 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   // Sizes in 64 bits, checked before anything is allocated: a batch times a beam times a
   // length must not wrap a 32-bit row count, nor ask for more than one binding can hold.
   const uint64_t batch = uint64_t(sources.size()) * copies;
-  const uint64_t widest = std::max<uint64_t>({3ull * c.d_model, c.dim_feedforward, c.tgt_vocab_size});
+  const uint64_t widest = std::max<uint64_t>({3ull * std::max(c.d_model, c.attention_width()), c.dim_feedforward, c.tgt_vocab_size});
   const uint64_t largest = batch * std::max<uint64_t>(src_len_, target_capacity) * widest * dtype_bytes(m_.dtype);
   const uint64_t limit = ctx_.capabilities().max_storage_buffer_range;
   if (batch > (1u << 20) || largest > limit)
@@ -158,7 +158,7 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
     LayerRecorder r = recorder(cl, rows);
     r.plan = plan;
     const uint32_t before = cl.stats().dispatches;
-    const EncoderShape shape{.batch = batch_, .seq_len = S, .heads = c.nhead};
+    const EncoderShape shape{.batch = batch_, .seq_len = S, .heads = c.nhead, .head_dim = c.head_dim()};
     stream = record_encoder_layer(r, m_.encoder[l], shape, buffers, src_mask_.view(), stream);
     layer_dispatches += cl.stats().dispatches - before;
     if (per_submit && (l + 1) % per_submit == 0) {  // this piece is full: the next one starts
@@ -193,15 +193,15 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
 
 void Seq2SeqGraph::reserve(uint32_t S, uint32_t target_capacity) {
   const ModelConfig& c = m_.config;
-  const uint32_t D = c.d_model, rows = batch_ * S, e = dtype_bytes(m_.dtype);
+  const uint32_t D = c.d_model, W = c.attention_width(), rows = batch_ * S, e = dtype_bytes(m_.dtype);
   // Activations, shared by the encoder and the decoder's passes (at most capacity tokens).
   const uint64_t rows_max = std::max(rows, batch_ * target_capacity);
   ensure(ctx_, x_, rows_max * D, e, "x");                         // [rows, D]
   ensure(ctx_, y_, rows_max * D, e, "y");                         // [rows, D]
-  ensure(ctx_, attn_, rows_max * D, e, "attn");                   // [rows, D]
-  ensure(ctx_, queries_, rows_max * D, e, "queries");             // [rows, D]
+  ensure(ctx_, attn_, rows_max * W, e, "attn");                   // [rows, W]
+  ensure(ctx_, queries_, rows_max * W, e, "queries");             // [rows, W]
   ensure(ctx_, hidden_, rows_max * c.dim_feedforward * (c.gated_ffn ? 3 : 1), e, "ffn_hidden");  // [rows, FFN] (gated: + [rows, 2 FFN])
-  ensure(ctx_, qkv_, uint64_t(rows) * 3 * D, e, "qkv");           // [B*S, 3D]
+  ensure(ctx_, qkv_, uint64_t(rows) * 3 * W, e, "qkv");           // [B*S, 3W]
   ensure(ctx_, memory_, uint64_t(rows) * D, e, "memory");         // [B*S, D]
   if (const uint32_t parts = rows ? encoder_row_stats_parts(ops_, rows, D, c.dim_feedforward) : 0)
     for (Buffer& b : row_stats_) ensure(ctx_, b, uint64_t(rows) * parts * 4, 4, "row_stats");  // [B*S, parts, 4] fp32
@@ -211,7 +211,7 @@ void Seq2SeqGraph::reserve(uint32_t S, uint32_t target_capacity) {
   // zeroed when new (its ticket counters must start at zero; each dispatch leaves them so).
   const auto attention_scratch = [&](uint32_t kv_len) {
     return ops_.decode_attention_scratch_bytes(
-        {.batch = batch_, .heads = c.nhead, .head_dim = D / c.nhead, .q_len = 1, .kv_len = std::max(kv_len, 1u)}, D);
+        {.batch = batch_, .heads = c.nhead, .head_dim = c.head_dim(), .q_len = 1, .kv_len = std::max(kv_len, 1u)}, D);
   };
   const uint64_t scratch_bytes = std::max(attention_scratch(target_capacity), attention_scratch(S));
   if (!attention_scratch_ || attention_scratch_.size() < scratch_bytes) {
@@ -231,7 +231,7 @@ void Seq2SeqGraph::begin_decoder_only(uint32_t batch, uint32_t target_capacity) 
   // The largest buffer one binding holds: a pass's widest activation over every
   // position ([rows, 3D] projections, [rows, FFN] or a gated [rows, 3 FFN]), or the
   // logits of each sequence's last position [B, V] (score()'s of every position: decode()).
-  const uint64_t widest = std::max<uint64_t>(3ull * c.d_model, uint64_t(c.dim_feedforward) * (c.gated_ffn ? 3 : 1));
+  const uint64_t widest = std::max<uint64_t>(3ull * std::max(c.d_model, c.attention_width()), uint64_t(c.dim_feedforward) * (c.gated_ffn ? 3 : 1));
   const uint64_t largest = std::max(uint64_t(batch) * target_capacity * widest, uint64_t(batch) * c.tgt_vocab_size) *
                            dtype_bytes(m_.dtype);
   const uint64_t limit = ctx_.capabilities().max_storage_buffer_range;
@@ -321,7 +321,7 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
                  rotary ? std::nullopt : std::optional(m_.tgt_positions.view()), embedded.view(), o.step,
                  padded && !rotary ? std::optional(pad_shift_.view()) : std::nullopt);  // [B*n, D]
   if (embed_norm_alone) r.norm(m_.decoder_embed_norm, y_.view(), x_.view());  // x [B*n, D]
-  const DecoderPass pass{.batch = batch_, .n = o.n, .heads = c.nhead, .t0 = o.t0, .step = o.step};
+  const DecoderPass pass{.batch = batch_, .n = o.n, .heads = c.nhead, .head_dim = c.head_dim(), .t0 = o.t0, .step = o.step};
   DecoderBuffers buffers{x_, y_, queries_, attn_, hidden_, src_mask_.view(), attention_scratch_.view()};
   if (padded) buffers.self_mask = (o.step ? step_mask_ : prompt_mask_).view();
   if (rotary) {
