@@ -27,8 +27,9 @@ layout(std430, set = 0, binding = 4) readonly buffer Mb { store_t key_mask[]; };
 #include "step.glsl"
 
 // FLAG_STEP: a replayed decoding step; kv_len is the state's key count and the queries
-// are the last q_len of those keys (causal_offset = key count - q_len).
-const uint FLAG_KEY_MASK = 1u, FLAG_CAUSAL = 2u, FLAG_STEP = 4u;
+// are the last q_len of those keys (causal_offset = key count - q_len). Query i's
+// position is i + causal_offset (FLAG_POSITION_BIAS: attention_bias.glsl).
+const uint FLAG_KEY_MASK = 1u, FLAG_CAUSAL = 2u, FLAG_STEP = 4u, FLAG_POSITION_BIAS = 8u;
 layout(push_constant) uniform Push {
   uint q_len, kv_len;
   float scale;
@@ -39,7 +40,10 @@ layout(push_constant) uniform Push {
   uint o_batch_stride, o_row_stride;
   uint base_q, base_k, base_v, base_o;  // element offsets into the bound views
   uint group;  // query heads per K/V head (grouped-query attention; 1: one each)
+  uint bias_positions, bias_origin;  // FLAG_POSITION_BIAS (attention_bias.glsl)
 } pc;
+#define POSITION_BIAS_BINDING 6
+#include "attention_bias.glsl"
 
 shared float Ks[BKV * HEAD_DIM];
 shared float Vs[BKV * HEAD_DIM];
@@ -85,6 +89,7 @@ void main() {
         float s = 0.0;
         for (uint d = 0; d < HEAD_DIM; ++d) s = fma(q[d], Ks[jj * HEAD_DIM + d], s);
         if ((pc.flags & FLAG_KEY_MASK) != 0u) s += float(key_mask[b * pc.kv_len + j]);  // masks and growth never meet (host)
+        if ((pc.flags & FLAG_POSITION_BIAS) != 0u) s += relative_bias(h, j, i + causal_offset);
         if (s == NEG_INF) continue;  // a dropped key adds nothing
         float m_new = max(m, s);
         float correction = exp(m - m_new);  // 0 while m is still -inf

@@ -62,7 +62,7 @@ layout(std430, set = 0, binding = 4) readonly buffer Mb { store_t key_mask[]; };
 #define STEP_BINDING 5
 #include "step.glsl"
 
-const uint FLAG_KEY_MASK = 1u, FLAG_CAUSAL = 2u, FLAG_STEP = 4u;
+const uint FLAG_KEY_MASK = 1u, FLAG_CAUSAL = 2u, FLAG_STEP = 4u, FLAG_POSITION_BIAS = 8u;
 layout(push_constant) uniform Push {
   uint q_len, kv_len;
   float scale;
@@ -73,7 +73,10 @@ layout(push_constant) uniform Push {
   uint o_batch_stride, o_row_stride;
   uint base_q, base_k, base_v, base_o;
   uint group;  // query heads per K/V head (grouped-query attention; 1: one each)
+  uint bias_positions, bias_origin;  // FLAG_POSITION_BIAS (attention_bias.glsl)
 } pc;
+#define POSITION_BIAS_BINDING 6
+#include "attention_bias.glsl"
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
@@ -94,7 +97,8 @@ float softmax_step(float si, inout float m, inout float l, out float correction)
 void main() {
   const uint lane = gl_SubgroupInvocationID;
   const bool stepped = (pc.flags & FLAG_STEP) != 0u;
-  const bool causal = (pc.flags & FLAG_CAUSAL) != 0u, masked = (pc.flags & FLAG_KEY_MASK) != 0u;
+  const bool causal = (pc.flags & FLAG_CAUSAL) != 0u, masked = (pc.flags & FLAG_KEY_MASK) != 0u,
+             positioned = (pc.flags & FLAG_POSITION_BIAS) != 0u;
   const uint kv_len = stepped ? step_state[DECODE_KEY_COUNT_WORD] : pc.kv_len;
   const uint causal_offset = stepped ? kv_len - pc.q_len : pc.causal_offset;
   const uint q0 = gl_WorkGroupID.x * TQ, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
@@ -134,6 +138,7 @@ void main() {
     float p[TQ];
     for (uint i = 0; i < TQ; ++i) {
       float si = s[i] + bias;
+      if (positioned) si += relative_bias(h, key, q0 + i + causal_offset);
       if (j >= kv_end || (causal && j > q0 + i + causal_offset)) si = NEG_INF;
       float correction;
       p[i] = softmax_step(si, m[i], l[i], correction);
@@ -196,6 +201,7 @@ void main() {
     float p[TQ];
     for (uint i = 0; i < TQ; ++i) {
       float si = s[i] + bias;
+      if (positioned) si += relative_bias(h, key, q0 + i + causal_offset);
       if (j >= kv_end || (causal && j > q0 + i + causal_offset)) si = NEG_INF;
       float correction;
       p[i] = softmax_step(si, m[i], l[i], correction);

@@ -44,7 +44,7 @@ layout(std430, set = 0, binding = 4) readonly buffer Mb { store_t key_mask[]; };
 #define STEP_BINDING 5
 #include "step.glsl"
 
-const uint FLAG_KEY_MASK = 1u, FLAG_CAUSAL = 2u, FLAG_STEP = 4u;
+const uint FLAG_KEY_MASK = 1u, FLAG_CAUSAL = 2u, FLAG_STEP = 4u, FLAG_POSITION_BIAS = 8u;
 layout(push_constant) uniform Push {
   uint q_len, kv_len;
   float scale;
@@ -55,7 +55,10 @@ layout(push_constant) uniform Push {
   uint o_batch_stride, o_row_stride;
   uint base_q, base_k, base_v, base_o;
   uint group;  // query heads per K/V head (grouped-query attention; 1: one each)
+  uint bias_positions, bias_origin;  // FLAG_POSITION_BIAS (attention_bias.glsl)
 } pc;
+#define POSITION_BIAS_BINDING 6
+#include "attention_bias.glsl"
 
 shared float Ks[BKV * KV_STRIDE];
 shared float Vs[BKV * KV_STRIDE];
@@ -67,7 +70,8 @@ void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint r = tid / TPR, t = tid % TPR;  // query row in the block, share of it
   const bool stepped = (pc.flags & FLAG_STEP) != 0u;
-  const bool causal = (pc.flags & FLAG_CAUSAL) != 0u, masked = (pc.flags & FLAG_KEY_MASK) != 0u;
+  const bool causal = (pc.flags & FLAG_CAUSAL) != 0u, masked = (pc.flags & FLAG_KEY_MASK) != 0u,
+             positioned = (pc.flags & FLAG_POSITION_BIAS) != 0u;
   const uint kv_len = stepped ? step_state[DECODE_KEY_COUNT_WORD] : pc.kv_len;
   const uint causal_offset = stepped ? kv_len - pc.q_len : pc.causal_offset;
   const uint q0 = gl_WorkGroupID.x * BQ, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
@@ -102,6 +106,7 @@ void main() {
       float s = 0.0;
       for (uint d = 0; d < HEAD_DIM; ++d) s = fma(q[d], Ks[jj * KV_STRIDE + d], s);
       if (masked && j < kv_end) s += float(key_mask[b * pc.kv_len + j]);  // masks and growth never meet (host)
+      if (positioned && j < kv_end) s += relative_bias(h, j, i + causal_offset);
       if (j >= kv_end || (causal && j > i + causal_offset)) s = NEG_INF;
       Ss[r * (BKV + 1) + jj] = s;
     }

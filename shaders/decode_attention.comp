@@ -54,7 +54,8 @@ layout(std430, set = 0, binding = 10) readonly buffer Gb { store_t gamma[]; };  
 layout(std430, set = 0, binding = 11) readonly buffer Eb { store_t beta[]; };   // [N]
 
 const uint FLAG_KEY_MASK = 1u, FLAG_STEP = 2u, FLAG_PROJECT = 4u, FLAG_BIAS = 8u, FLAG_RESIDUAL = 16u,
-           FLAG_NORM_RESIDUAL = 32u, FLAG_NORM_RMS = 64u;  // FLAG_NORM_RMS: the residual's norm an RMSNorm (no mean, no beta)
+           FLAG_NORM_RESIDUAL = 32u, FLAG_NORM_RMS = 64u,  // FLAG_NORM_RMS: the residual's norm an RMSNorm (no mean, no beta)
+           FLAG_POSITION_BIAS = 128u;  // the query at position kv_len - 1 (attention_bias.glsl)
 layout(push_constant) uniform Push {
   uint kv_len;  // keys (the most there can be with FLAG_STEP: then the state's key count)
   float scale;
@@ -65,7 +66,10 @@ layout(push_constant) uniform Push {
   float norm_eps;
   uint base_q, base_k, base_v, base_o, base_w, base_b, base_r;
   uint kv_group;  // query heads per K/V head (grouped-query attention; 1: one each)
+  uint bias_positions, bias_origin;  // FLAG_POSITION_BIAS
 } pc;
+#define POSITION_BIAS_BINDING 12
+#include "attention_bias.glsl"
 
 // GROUP query heads per workgroup, heads h0 .. h0 + GROUP - 1 (h0 = GROUP * y), which share
 // one K/V head (GROUP divides the K/V group, kv_group): every key and value the
@@ -135,6 +139,7 @@ void main() {
     float mask = 0.0;
     if (flag(FLAG_KEY_MASK)) mask = float(key_mask[b * pc.kv_len + j0 + jj]);
     for (uint g = 0; g < GROUP; ++g) {
+      if (flag(FLAG_POSITION_BIAS)) score[g] += relative_bias(h0 + g, j0 + jj, kv_len - 1u);
       ps[g * CHUNK + jj] = score[g] + mask;
       m[g] = max(m[g], score[g] + mask);
     }

@@ -78,6 +78,37 @@ struct Attention {
   std::optional<AttentionKernel> kernel;
 };
 
+// An additive bias on attention scores by relative position, per head: query head h's
+// score of key j, for the query at position p (query i of a pass: causal_offset + i; a
+// decode step's: its key count - 1), gains
+//   table[h * positions + origin + j - p]          table: fp32 [heads, positions]
+// One precomputed form for every rule, filled on the host (relative_bias_table): T5's
+// relative-position buckets (transformers bins distances with fp32 logarithms, which a
+// GPU's approximate log could move across a boundary), ALiBi's per-head slopes. O(heads x
+// positions) memory, where a [heads, q, k] tensor would grow with the square. Every live
+// (query, key) pair must lie in the table (checked).
+struct AttentionBias {
+  BufferView table;
+  uint32_t positions = 0, origin = 0;  // origin: the column of relative position 0 (j = p)
+};
+
+// T5's bucket of a key's position relative to the query's (j - p), as transformers'
+// T5Attention._relative_position_bucket computes it (bidirectional: an encoder's; else a
+// decoder's, where later keys share bucket 0), in fp32 as it does.
+uint32_t t5_relative_bucket(int64_t relative_position, bool bidirectional, uint32_t num_buckets,
+                            uint32_t max_distance);
+// The AttentionBias table of T5's learned bias `buckets` ([num_buckets, heads], as its
+// relative_attention_bias embedding holds it) over queries and keys at positions
+// [0, max_positions): [heads, 2 max_positions - 1], origin max_positions - 1.
+std::vector<float> t5_relative_bias_table(const std::vector<float>& buckets, uint32_t heads, bool bidirectional,
+                                          uint32_t num_buckets, uint32_t max_distance, uint32_t max_positions);
+// ALiBi's slopes (BLOOM's, transformers' build_alibi_tensor: powers of 2^(-8 / n) for the
+// largest power of two n <= heads, the rest interleaved from 2n), and its table slope_h x
+// (j - p) in the same layout (softmax is invariant to a query's constant, so this equals
+// BLOOM's slope_h x j).
+std::vector<float> alibi_slopes(uint32_t heads);
+std::vector<float> alibi_bias_table(uint32_t heads, uint32_t max_positions);
+
 // The output projection a decode_attention can end with, as a Linear after attention:
 // out[b, :] = attn[b, :] W^T + bias + residual[b, :], W a Linear weight [N, heads *
 // head_dim] (row stride ldw, 0: packed). With residual_norm the residual is LayerNorm-ed
@@ -239,9 +270,10 @@ class Ops {
                   const BufferView& beta, const BufferView& y, const std::optional<BufferView>& residual = {},
                   const std::optional<BufferView>& sum_out = {}, const std::optional<NormWeights>& inner = {});
   // key_padding_mask: additive [batch, kv_len] (0 keeps a key, -inf drops it).
+  // bias: by relative position (AttentionBias), or none.
   void attention(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k, const BufferView& v,
                  const BufferView& o, const std::optional<BufferView>& key_padding_mask = {},
-                 const std::optional<DecodeStep>& step = {});
+                 const std::optional<DecodeStep>& step = {}, const std::optional<AttentionBias>& bias = {});
   // Attention for decoding: one query per sequence (a.q_len = 1) over every key up to
   // a.kv_len, or up to the step's key count with a DecodeStep (the query is the newest
   // token: nothing after it is cached, so no causal mask is needed and a.causal must be
@@ -258,7 +290,8 @@ class Ops {
                         const BufferView& v, const BufferView& out, const BufferView& scratch,
                         const std::optional<BufferView>& key_padding_mask = {},
                         const std::optional<DecodeStep>& step = {},
-                        const std::optional<AttentionProjection>& projection = {});
+                        const std::optional<AttentionProjection>& projection = {},
+                        const std::optional<AttentionBias>& bias = {});
   uint64_t decode_attention_scratch_bytes(const Attention& a, uint32_t projection_n = 0) const;
   // The same as GEMM + softmax + GEMM through `scores` (batch*heads*q_len*kv_len elements).
   void attention_unfused(CommandList& cl, const Attention& a, const BufferView& q, const BufferView& k,

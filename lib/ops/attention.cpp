@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attention_bias.hpp"
 #include "attention_plan.hpp"
 #include "gemm_tiles.hpp"
 #include "grid.hpp"
@@ -44,7 +45,7 @@ bool Ops::fused_attention_fits(uint32_t head_dim) const {
 
 void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, const BufferView& k,
                     const BufferView& v, const BufferView& o, const std::optional<BufferView>& key_padding_mask,
-                    const std::optional<DecodeStep>& step) {
+                    const std::optional<DecodeStep>& step, const std::optional<AttentionBias>& bias) {
   const Attention a = ops::resolved_attention(a0);
   const uint64_t width = uint64_t(a.heads) * a.head_dim;
   if (step && uint64_t(step->max_step) + a.q_len > a.kv_len)
@@ -58,6 +59,10 @@ void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, c
   need(v, kv, "attention", "v");
   need(o, (a.batch - 1) * a.o_batch_stride + (a.q_len - 1) * a.o_row_stride + width, "attention", "o");
   if (key_padding_mask) need(*key_padding_mask, uint64_t(a.batch) * a.kv_len, "attention", "key_padding_mask");
+  // The queries' positions: causal_offset + i, or a step's key count - q_len + i.
+  if (bias)
+    ops::check_attention_bias(*bias, a.heads, (step ? uint64_t(step->max_step) : a.causal_offset) + a.q_len - 1,
+                              a.kv_len, "attention");
   if (!fused_attention_fits(a.head_dim))
     throw Error("attention: no fused kernel fits head_dim " + std::to_string(a.head_dim) +
                 " on this device (at most " + std::to_string(kMaxFusedHeadDim) + "); use attention_unfused");
@@ -66,15 +71,18 @@ void Ops::attention(CommandList& cl, const Attention& a0, const BufferView& q, c
   const Placed pq = place(q, op), pk = place(k, op), pv = place(v, op), po = place(o, op),
                pm = place(key_padding_mask ? *key_padding_mask : q, op);
   if (pm.base) throw Error("attention: the key padding mask must start at a descriptor-aligned offset");
+  const Placed pb = place(bias ? bias->table : q, "attention");
+  if (pb.base) throw Error("attention: the position bias table must start at a descriptor-aligned offset");
   auto operand = [](const Placed& p) { return ops::GemmOperand{.start = p.view.offset, .base = p.base, .bytes = p.view.size}; };
   const auto tuning = ops::cached_gemm_tuning(ctx_, dtype_);
   const ops::AttentionPlan plan = ops::attention_plan(
       ctx_.capabilities(), tuning ? &*tuning : nullptr,
       {.a = a, .dtype = dtype_, .q = operand(pq), .k = operand(pk), .v = operand(pv), .o = operand(po),
-       .mask = key_padding_mask.has_value(), .step = step.has_value()});
-  const Kernel kern = kernel(plan.shader.c_str(), plan.defines, 6, sizeof plan.push, {}, plan.texels);
+       .mask = key_padding_mask.has_value(), .step = step.has_value(), .bias = bias});
+  const Kernel kern = kernel(plan.shader.c_str(), plan.defines, 7, sizeof plan.push, {}, plan.texels);
   cl.dispatch(kern, plan.groups,
-              {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view), in(step ? step->state : pq.view)},
+              {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view), in(step ? step->state : pq.view),
+               in(pb.view)},
               plan.push, plan.label);
 }
 

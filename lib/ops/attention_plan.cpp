@@ -114,10 +114,10 @@ AttentionPlan attention_plan(const Capabilities& caps, const GemmTuning* tuning,
   AttentionPlan plan;
   plan.kernel = planned_attention_kernel(caps, tuning, a, p.dtype);
   plan.push = {a.q_len, a.kv_len, a.scale, a.causal_offset,
-               (p.mask ? 1u : 0u) | (a.causal ? 2u : 0u) | (p.step ? 4u : 0u),  // FLAG_* in the kernels
+               (p.mask ? 1u : 0u) | (a.causal ? 2u : 0u) | (p.step ? 4u : 0u) | (p.bias ? 8u : 0u),  // FLAG_* in the kernels
                u32(a.q_batch_stride), u32(a.q_row_stride), u32(a.kv_batch_stride), u32(a.kv_head_stride),
                u32(a.kv_row_stride), u32(a.o_batch_stride), u32(a.o_row_stride), p.q.base, p.k.base, p.v.base,
-               p.o.base, a.heads / a.kv_heads};
+               p.o.base, a.heads / a.kv_heads, p.bias ? p.bias->positions : 0u, p.bias ? p.bias->origin : 0u};
   const std::string hd = std::to_string(a.head_dim);
   uint32_t rows_per_group = 0;
   plan.label = std::string("attention ") + attention_kernel_name(plan.kernel);

@@ -24,8 +24,9 @@ struct AttentionPush {
   uint32_t q_batch_stride, q_row_stride, kv_batch_stride, kv_head_stride, kv_row_stride, o_batch_stride, o_row_stride;
   uint32_t base_q, base_k, base_v, base_o;
   uint32_t group;
+  uint32_t bias_positions, bias_origin;  // AttentionBias's (attention_bias.glsl)
 };
-static_assert(sizeof(AttentionPush) == 68, "matches Push in the attention kernels");
+static_assert(sizeof(AttentionPush) == 76, "matches Push in the attention kernels");
 
 // An attention as the plan sees it: resolved (resolved_attention), its storage type,
 // where Q, K, V and O lie, and whether a padding mask and a decode step are given.
@@ -34,6 +35,7 @@ struct AttentionProblem {
   DType dtype = DType::F32;
   GemmOperand q, k, v, o;
   bool mask = false, step = false;
+  std::optional<AttentionBias> bias;  // its table's place is the kernels' binding 6
 };
 
 struct AttentionPlan {

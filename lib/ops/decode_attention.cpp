@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "attention_bias.hpp"
 #include "grid.hpp"
 #include "vkformer/ops.hpp"
 
@@ -59,7 +60,8 @@ uint64_t Ops::decode_attention_scratch_bytes(const Attention& a, uint32_t projec
 void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferView& q, const BufferView& k,
                            const BufferView& v, const BufferView& result, const BufferView& scratch,
                            const std::optional<BufferView>& key_padding_mask, const std::optional<DecodeStep>& step,
-                           const std::optional<AttentionProjection>& projection) {
+                           const std::optional<AttentionProjection>& projection,
+                           const std::optional<AttentionBias>& bias) {
   Attention a = a0;
   if (a.batch == 0 || a.heads == 0 || a.head_dim == 0 || a.kv_len == 0)
     throw Error("decode_attention: batch, heads, head_dim and kv_len must be at least 1");
@@ -117,9 +119,12 @@ void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferVie
     }
   }
 
+  // The query's position: the last key's (kv_len - 1, or a step's key count - 1 <= kv_len - 1).
+  if (bias) ops::check_attention_bias(*bias, a.heads, a.kv_len - 1, a.kv_len, "decode_attention");
+
   constexpr uint32_t KeyMask = 1, Step = 2, Project = 4, Bias = 8, Residual = 16, NormResidual = 32,
-                     NormRms = 64;  // FLAG_* in the shader
-  uint32_t flags = (key_padding_mask ? KeyMask : 0) | (step ? Step : 0);
+                     NormRms = 64, PositionBias = 128;  // FLAG_* in the shader
+  uint32_t flags = (key_padding_mask ? KeyMask : 0) | (step ? Step : 0) | (bias ? PositionBias : 0);
   if (projection)
     flags |= Project | (projection->bias ? Bias : 0) | (projection->residual ? Residual : 0) |
              (projection->residual_norm ? NormResidual : 0) |
@@ -133,17 +138,20 @@ void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferVie
     float norm_eps;
     uint32_t base_q, base_k, base_v, base_o, base_w, base_b, base_r;
     uint32_t kv_group;  // query heads per K/V head
+    uint32_t bias_positions, bias_origin;
   } push{a.kv_len, a.scale, flags, a.heads, lay.splits,
          u32(a.q_batch_stride, "q_batch_stride"), u32(a.kv_batch_stride, "kv_batch_stride"),
          u32(a.kv_head_stride, "kv_head_stride"), u32(a.kv_row_stride, "kv_row_stride"),
          u32(a.o_batch_stride, "o_batch_stride"), N, ldw, r_stride, projection ? projection->norm_eps : 0.0f,
-         0, 0, 0, 0, 0, 0, 0, a.heads / a.kv_heads};
-  static_assert(sizeof push == 88, "matches Push in shaders/decode_attention.comp");
+         0, 0, 0, 0, 0, 0, 0, a.heads / a.kv_heads, bias ? bias->positions : 0u, bias ? bias->origin : 0u};
+  static_assert(sizeof push == 96, "matches Push in shaders/decode_attention.comp");
 
   const char* op = "decode_attention";
   const Placed pq = place(q, op), pk = place(k, op), pv = place(v, op), po = place(result, op);
   const Placed pm = place(key_padding_mask ? *key_padding_mask : q, op);
   if (pm.base) throw Error("decode_attention: the key padding mask must start at a descriptor-aligned offset");
+  const Placed pt = place(bias ? bias->table : q, op);
+  if (pt.base) throw Error("decode_attention: the position bias table must start at a descriptor-aligned offset");
   // Bindings a dispatch does not use get a placeholder it never reads (q).
   Placed pw = pq, pb = pq, pr = pq, pg = pq, pe = pq;
   if (projection) {
@@ -168,10 +176,10 @@ void Ops::decode_attention(CommandList& cl, const Attention& a0, const BufferVie
   if (group > 1) d.emplace_back("GROUP", std::to_string(group));
   // W's rows as vec4s wherever every row the workgroups read starts on one.
   if (projection && ldw % 4 == 0 && pw.base % 4 == 0 && a.head_dim % 4 == 0) d.emplace_back("PROJECT_VEC4", "1");
-  Kernel kern = kernel("decode_attention.comp", d, 12, sizeof push);
+  Kernel kern = kernel("decode_attention.comp", d, 13, sizeof push);
   cl.dispatch(kern, {lay.splits, a.heads / group, a.batch},
               {in(pq.view), in(pk.view), in(pv.view), out(po.view), in(pm.view), in(step ? step->state : pq.view),
-               inout(scratch), in(pw.view), in(pb.view), in(pr.view), in(pg.view), in(pe.view)},
+               inout(scratch), in(pw.view), in(pb.view), in(pr.view), in(pg.view), in(pe.view), in(pt.view)},
               push, "decode_attention");
 }
 

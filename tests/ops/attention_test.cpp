@@ -20,6 +20,7 @@ struct Case {
   uint32_t batch, heads, head_dim, q_len, kv_len;
   bool causal, padding;
   uint32_t kv_heads = 0;  // 0: heads
+  bool position_bias = false;  // an AttentionBias (the fused kernels only: the unfused path has none)
 };
 
 class AttentionTest : public OpsTest {
@@ -39,7 +40,8 @@ class AttentionTest : public OpsTest {
     const uint32_t kv_heads = c.kv_heads ? c.kv_heads : c.heads;
     SCOPED_TRACE("B=" + std::to_string(c.batch) + " H=" + std::to_string(c.heads) + " KVH=" + std::to_string(kv_heads) +
                  " d=" + std::to_string(c.head_dim) + " Lq=" + std::to_string(c.q_len) + " Lk=" +
-                 std::to_string(c.kv_len) + (c.causal ? " causal" : "") + (c.padding ? " padding" : ""));
+                 std::to_string(c.kv_len) + (c.causal ? " causal" : "") + (c.padding ? " padding" : "") +
+                 (c.position_bias ? " position bias" : ""));
     const uint32_t W = c.heads * c.head_dim, KW = kv_heads * c.head_dim;
     auto q = random_values(size_t(c.batch) * c.q_len * W, rng, -2, 2);
     auto k = random_values(size_t(c.batch) * c.kv_len * KW, rng, -2, 2);
@@ -53,7 +55,15 @@ class AttentionTest : public OpsTest {
       for (auto& e : *x) e = stored(e, dtype());
     Attention a{.batch = c.batch, .heads = c.heads, .head_dim = c.head_dim, .kv_heads = c.kv_heads, .q_len = c.q_len,
                 .kv_len = c.kv_len, .causal = c.causal, .causal_offset = c.causal ? c.kv_len - c.q_len : 0};
-    auto [want, scale] = ref::attention(a, q, k, v, c.padding ? &mask : nullptr);
+    // A table of relative positions [heads, 2P - 1] with a margin of 3 beyond what the
+    // pass reads on each side (P: the farthest a query and a key lie apart), fp32.
+    ref::PositionBias bias;
+    if (c.position_bias) {
+      const uint32_t P = std::max(c.kv_len, a.causal_offset + c.q_len) + 3;
+      bias = {random_values(size_t(c.heads) * (2 * P - 1), rng, -2, 2), 2 * P - 1, P - 1};
+      for (auto& e : bias.table) e = double(float(e));
+    }
+    auto [want, scale] = ref::attention(a, q, k, v, c.padding ? &mask : nullptr, c.position_bias ? &bias : nullptr);
     double max_score = 0;  // max |q.k| / sqrt(d) over every (query, key) pair, masks aside (a bound)
     for (uint32_t b = 0; b < c.batch; ++b)
       for (uint32_t h = 0; h < c.heads; ++h)
@@ -76,25 +86,29 @@ class AttentionTest : public OpsTest {
     auto cl = ctx().command_list();
     Ops o = ops();
     auto m = c.padding ? std::optional(bm.view()) : std::nullopt;
+    Buffer table = upload_as(ctx(), c.position_bias ? bias.table : std::vector<double>{0.0}, DType::F32, "position bias");
+    const auto b = c.position_bias ? std::optional(AttentionBias{table.view(), bias.positions, bias.origin}) : std::nullopt;
     for (AttentionKernel kernel : valid) {
       fused.push_back(poisoned(ctx(), want.size(), dtype(), "o_fused"));
       Attention ak = a;
       ak.kernel = kernel;
-      o.attention(cl, ak, bq.view(), bk.view(), bv.view(), fused.back().view(), m);
+      o.attention(cl, ak, bq.view(), bk.view(), bv.view(), fused.back().view(), m, std::nullopt, b);
     }
-    o.attention_unfused(cl, a, bq.view(), bk.view(), bv.view(), unfused.view(), scores.view(), m);
+    if (!c.position_bias) o.attention_unfused(cl, a, bq.view(), bk.view(), bv.view(), unfused.view(), scores.view(), m);
     cl.submit();
     const bool f16 = dtype() == DType::F16;
     auto got_unfused = download_as(ctx(), unfused, want.size(), dtype());
     // fp16 unfused also rounds the scores and probabilities to fp16 in memory (above).
-    EXPECT_TRUE(close(got_unfused, want, scale, f16 ? unfused_f16_rtol : 2e-5, f16 ? 6e-8 : 0)) << "unfused";
+    if (!c.position_bias)
+      EXPECT_TRUE(close(got_unfused, want, scale, f16 ? unfused_f16_rtol : 2e-5, f16 ? 6e-8 : 0)) << "unfused";
     std::vector<double> both(scale.size());
     for (size_t i = 0; i < both.size(); ++i) both[i] = 2 * scale[i];
     for (size_t i = 0; i < valid.size(); ++i) {
       auto got = download_as(ctx(), fused[i], want.size(), dtype());
       EXPECT_TRUE(close(got, want, scale, f16 ? 1e-3 : 2e-5, f16 ? 6e-8 : 0)) << attention_kernel_name(valid[i]);
-      EXPECT_TRUE(close(got, got_unfused, both, f16 ? (1e-3 + unfused_f16_rtol) / 2 : 2e-5, f16 ? 1.2e-7 : 0))
-          << attention_kernel_name(valid[i]) << " vs unfused";
+      if (!c.position_bias)
+        EXPECT_TRUE(close(got, got_unfused, both, f16 ? (1e-3 + unfused_f16_rtol) / 2 : 2e-5, f16 ? 1.2e-7 : 0))
+            << attention_kernel_name(valid[i]) << " vs unfused";
     }
   }
 };
@@ -131,6 +145,60 @@ TEST_P(AttentionTest, GroupedKeyValueHeads) {
   check({1, 6, 64, 3, 255, false, true, 3}, rng);
   check({1, 4, 17, 1, 17, true, false, 1}, rng);  // one K/V head for all (multi-query)
   check({2, 4, 8, 255, 255, true, false, 2}, rng);
+}
+
+// An additive bias by relative position (AttentionBias: T5's buckets, ALiBi), per head,
+// on every fused kernel: self-attention with and without masks, queries at an offset
+// (a decoder's pass after cached keys), grouped K/V heads, a single query over many keys.
+TEST_P(AttentionTest, PositionBiasByRelativePosition) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  for (bool causal : {false, true})
+    for (bool padding : {false, true}) {
+      check({.batch = 1, .heads = 1, .head_dim = 8, .q_len = 1, .kv_len = 1, .causal = causal, .padding = padding,
+             .position_bias = true}, rng);
+      check({.batch = 2, .heads = 3, .head_dim = 17, .q_len = 17, .kv_len = 17, .causal = causal,
+             .padding = padding, .position_bias = true}, rng);
+    }
+  check({.batch = 1, .heads = 2, .head_dim = 32, .q_len = 3, .kv_len = 255, .causal = true, .padding = false,
+         .position_bias = true}, rng);
+  check({.batch = 2, .heads = 4, .head_dim = 16, .q_len = 70, .kv_len = 70, .causal = true, .padding = true,
+         .kv_heads = 2, .position_bias = true}, rng);
+  check({.batch = 1, .heads = 2, .head_dim = 64, .q_len = 1, .kv_len = 1000, .causal = true, .padding = false,
+         .position_bias = true}, rng);
+}
+
+// A table that does not cover every (query, key) pair of the pass, or too small for its
+// heads: refused by name, for attention and decode_attention alike.
+TEST_P(AttentionTest, PositionBiasThatDoesNotCoverThePassIsRefused) {
+  Buffer b = ctx().buffer(1 << 16, "operands"), table = ctx().buffer(4 * 2 * 19, "table");
+  Ops o = ops();
+  auto cl = ctx().command_list();
+  const Attention a{.batch = 1, .heads = 2, .head_dim = 8, .q_len = 4, .kv_len = 10, .causal = true, .causal_offset = 6};
+  auto refused = [&](const AttentionBias& bias, const std::string& words, bool decode) {
+    SCOPED_TRACE(words);
+    try {
+      if (decode) {
+        Attention d = a;
+        d.q_len = 1, d.causal = false, d.causal_offset = 0;
+        o.decode_attention(cl, d, b.view(), b.view(), b.view(), b.view(), b.view(), std::nullopt, std::nullopt,
+                           std::nullopt, bias);
+      } else {
+        o.attention(cl, a, b.view(), b.view(), b.view(), b.view(), std::nullopt, std::nullopt, bias);
+      }
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  for (bool decode : {false, true}) {
+    refused({table.view(), 19, 8}, "not queries up to position 9 over 10 keys", decode);  // the last query: 9
+    refused({table.view(), 18, 9}, "not queries up to position 9 over 10 keys", decode);  // keys up to +9 of 0
+    refused({table.view(), 19, 19}, "origin 19 is outside its 19 positions", decode);
+    refused({table.view(), 29, 14}, "less than 2 heads x 29 positions", decode);
+  }
+  cl.submit();
 }
 
 TEST_P(AttentionTest, HeadDimsUpTo128AndLongSequences) {

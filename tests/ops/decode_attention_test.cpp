@@ -22,6 +22,7 @@ struct Case {
   bool bias = false, residual = false, residual_norm = false;
   uint32_t kv_heads = 0;  // grouped-query attention: fewer K/V heads (0: heads)
   NormKind norm_kind = NormKind::LayerNorm;  // residual_norm's
+  bool position_bias = false;  // an AttentionBias, the query at position kv_len - 1
 };
 
 std::string name(const Case& c) {
@@ -30,7 +31,7 @@ std::string name(const Case& c) {
          (c.projection_n ? " N=" + std::to_string(c.projection_n) : "") + (c.bias ? " bias" : "") +
          (c.residual ? " residual" : "") + (c.residual_norm ? " norm" : "") +
          (c.residual_norm && c.norm_kind == NormKind::RMSNorm ? " RMSNorm" : "") +
-         (c.kv_heads ? " KVH=" + std::to_string(c.kv_heads) : "");
+         (c.kv_heads ? " KVH=" + std::to_string(c.kv_heads) : "") + (c.position_bias ? " position bias" : "");
 }
 
 // out[b, c] = sum_i attn[b, i] W[c, i] + bias[c] + LN?(r[b, :])[c], and the scale its
@@ -92,7 +93,15 @@ class DecodeAttentionTest : public OpsTest {
           mask[size_t(b) * c.kv_len + j] = -INFINITY;
     const Attention a{.batch = c.batch, .heads = c.heads, .head_dim = c.head_dim, .kv_heads = c.kv_heads, .q_len = 1,
                       .kv_len = c.kv_len};
-    auto [attn, attn_scale] = ref::attention(a, q, k, v, c.padding ? &mask : nullptr);
+    // A relative-position table [heads, 2P - 1] wider than the pass reads (P = kv_len + 2).
+    ref::PositionBias bias_table{{0.0}, 1, 0};
+    if (c.position_bias) {
+      const uint32_t P = c.kv_len + 2;
+      bias_table = {random_values(size_t(c.heads) * (2 * P - 1), rng, -2, 2), 2 * P - 1, P - 1};
+      for (auto& e : bias_table.table) e = double(float(e));
+    }
+    auto [attn, attn_scale] = ref::attention(a, q, k, v, c.padding ? &mask : nullptr,
+                                             c.position_bias ? &bias_table : nullptr, uint64_t(c.kv_len - 1));
     std::vector<double> want = attn, scale = attn_scale;
     const double eps = 1e-5;
     std::vector<double> w, bias, r, gamma, beta;
@@ -123,9 +132,12 @@ class DecodeAttentionTest : public OpsTest {
       if (c.residual) p->residual = br.view();
       if (c.residual_norm) p->residual_norm = NormWeights{bg.view(), be.view()};
     }
+    Buffer table = upload_as(ctx(), bias_table.table, DType::F32, "position bias");
     auto cl = ctx().command_list();
     o.decode_attention(cl, a, bq.view(), bk.view(), bv.view(), out.view(), scratch.view(),
-                       c.padding ? std::optional(bm.view()) : std::nullopt, std::nullopt, p);
+                       c.padding ? std::optional(bm.view()) : std::nullopt, std::nullopt, p,
+                       c.position_bias ? std::optional(AttentionBias{table.view(), bias_table.positions, bias_table.origin})
+                                       : std::nullopt);
     cl.submit();
     const bool f16 = dtype() == DType::F16;
     EXPECT_TRUE(close(download_as(ctx(), out, want.size(), dtype()), want, scale, f16 ? 1e-3 : (N ? 4e-5 : 2e-5),
@@ -165,6 +177,19 @@ TEST_P(DecodeAttentionTest, ProjectsAddsBiasAndNormalisesTheResidual) {
          .residual = true, .residual_norm = true, .norm_kind = NormKind::RMSNorm}, rng);
   check({.batch = 3, .heads = 4, .head_dim = 17, .kv_len = 70, .padding = true, .projection_n = 255, .bias = false,
          .residual = true, .residual_norm = true, .kv_heads = 2, .norm_kind = NormKind::RMSNorm}, rng);
+}
+
+// An additive bias by relative position (AttentionBias), the step's query the newest
+// key: alone, with padding, the projection and grouped heads, over several stretches.
+TEST_P(DecodeAttentionTest, PositionBiasByRelativePosition) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  check({.batch = 1, .heads = 1, .head_dim = 8, .kv_len = 1, .padding = false, .position_bias = true}, rng);
+  check({.batch = 3, .heads = 2, .head_dim = 17, .kv_len = 17, .padding = true, .position_bias = true}, rng);
+  check({.batch = 2, .heads = 4, .head_dim = 64, .kv_len = 300, .padding = true, .projection_n = 255, .bias = true,
+         .residual = true, .residual_norm = true, .kv_heads = 2, .position_bias = true}, rng);
+  check({.batch = 1, .heads = 3, .head_dim = 17, .kv_len = 1000, .padding = false, .position_bias = true}, rng);
 }
 
 // Grouped-query attention (Llama's): query head h reads K/V head h / (heads / kv_heads),
@@ -216,11 +241,19 @@ TEST_P(DecodeAttentionTest, ReplaysAtTheStepsKeyCountInPlace) {
   Ops o = ops();
   Buffer scratch = upload_u32(ctx(), std::vector<uint32_t>(o.decode_attention_scratch_bytes(a, W) / 4, 0), "scratch");
   const DecodeStep step{.state = state.view(), .max_step = capacity - 1};
+  // Then again with a bias by relative position, the query at the step's newest key.
+  ref::PositionBias relative{rounded(random_values(size_t(H) * (2 * capacity - 1), rng, -2, 2)), 2 * capacity - 1,
+                             capacity - 1};
+  for (auto& v : relative.table) v = double(float(v));
+  Buffer table = upload_as(ctx(), relative.table, DType::F32, "position bias");
+  for (bool positioned : {false, true}) {
   auto cl = ctx().command_list();
   o.decode_attention(cl, a, bq.view(), bkv.view(), bkv.view(W * e), x.view(), scratch.view(), bm.view(), step,
-                     AttentionProjection{.weight = bw.view(), .bias = bb.view(), .residual = x.view(), .N = W});
+                     AttentionProjection{.weight = bw.view(), .bias = bb.view(), .residual = x.view(), .N = W},
+                     positioned ? std::optional(AttentionBias{table.view(), relative.positions, relative.origin})
+                                : std::nullopt);
   for (uint32_t keys : {1u, 2u, 64u, 65u, 129u, capacity}) {
-    SCOPED_TRACE(std::to_string(keys) + " keys");
+    SCOPED_TRACE(std::to_string(keys) + " keys" + (positioned ? " position bias" : ""));
     auto residual = rounded(random_values(size_t(B) * W, rng, -3, 3));
     Buffer fresh = upload_as(ctx(), residual, dtype(), "residual");
     {
@@ -242,7 +275,7 @@ TEST_P(DecodeAttentionTest, ReplaysAtTheStepsKeyCountInPlace) {
     for (uint32_t b = 0; b < B; ++b)
       for (uint32_t j = 0; j < keys; ++j) packed_mask[size_t(b) * keys + j] = mask[size_t(b) * capacity + j];
     const Attention packed{.batch = B, .heads = H, .head_dim = d, .q_len = 1, .kv_len = keys};
-    auto [attn, attn_scale] = ref::attention(packed, q, k, v, &packed_mask);
+    auto [attn, attn_scale] = ref::attention(packed, q, k, v, &packed_mask, positioned ? &relative : nullptr, keys - 1);
     auto [want, scale] = project(attn, attn_scale, B, W, W, w, &bias, residual, true, nullptr, nullptr, 0, false);
     const bool f16 = dtype() == DType::F16;
     // With 3 keys or fewer batch item 1 sees only its padding: finite (the mask is), and
@@ -253,6 +286,7 @@ TEST_P(DecodeAttentionTest, ReplaysAtTheStepsKeyCountInPlace) {
     got.resize(real);
     EXPECT_TRUE(close(got, std::vector<double>(want.begin(), want.begin() + long(real)),
                       std::vector<double>(scale.begin(), scale.begin() + long(real)), f16 ? 1e-3 : 4e-5, f16 ? 6e-8 : 0));
+  }
   }
 }
 

@@ -165,10 +165,21 @@ inline std::vector<double> layer_norm_rounding_scale(const LayerNorm& n, const s
 
 // Attention over packed [B, L, H*d] q/o and [B, Lk, H*d] k/v; the scale of each output
 // element is sum_j p_j |v_j| (what its rounding error grows with).
+// An AttentionBias's table as the reference reads it: head h's score of key j for the
+// query at position p gains table[h * positions + origin + j - p].
+struct PositionBias {
+  std::vector<double> table;
+  uint32_t positions = 0, origin = 0;
+  double at(uint32_t h, uint32_t j, uint64_t p) const { return table[size_t(h) * positions + origin + j - p]; }
+};
+
+// query_position: query i's position is causal_offset + i, or that (for a decode step's one query).
 inline std::pair<std::vector<double>, std::vector<double>> attention(const Attention& a, const std::vector<double>& q,
                                                                      const std::vector<double>& k,
                                                                      const std::vector<double>& v,
-                                                                     const std::vector<double>* key_mask) {
+                                                                     const std::vector<double>* key_mask,
+                                                                     const PositionBias* bias = nullptr,
+                                                                     std::optional<uint64_t> query_position = {}) {
   // K and V packed [B, L, kv_heads*d]; query head h reads K/V head h / (heads / kv_heads).
   const uint32_t H = a.heads, d = a.head_dim, W = H * d, KVH = a.kv_heads ? a.kv_heads : H, KW = KVH * d;
   const double scale = a.scale ? a.scale : 1.0 / std::sqrt(double(d));
@@ -182,7 +193,8 @@ inline std::pair<std::vector<double>, std::vector<double>> attention(const Atten
           double dot = 0;
           for (uint32_t e = 0; e < d; ++e)
             dot += q[(size_t(b) * a.q_len + i) * W + h * d + e] * k[(size_t(b) * a.kv_len + j) * KW + (h / (H / KVH)) * d + e];
-          s[j] = dot * scale + (key_mask ? (*key_mask)[size_t(b) * a.kv_len + j] : 0.0);
+          s[j] = dot * scale + (key_mask ? (*key_mask)[size_t(b) * a.kv_len + j] : 0.0) +
+                 (bias ? bias->at(h, j, query_position ? *query_position : a.causal_offset + i) : 0.0);
           if (a.causal && j > i + a.causal_offset) s[j] = kNegInf;
           m = std::max(m, s[j]);
         }
