@@ -7,9 +7,9 @@ refactor's "no speed lost" check (docs/performance.md).
 
 Each round runs `generate --json` once with each build (which goes first alternates), and
 the script prints each build's per-round decode tokens/s, their medians, the ratio
-new/old of the medians with the range of the per-round ratios, and both builds'
-dispatch counts per layer, which must be identical (exit status 1 otherwise). The
-generated ids must be identical too.
+new/old of the medians with the range of the per-round ratios (and the same for an
+encoder-decoder's encode time, `encode_ms`), and both builds' dispatch counts per layer,
+which must be identical (exit status 1 otherwise). The generated ids must be identical too.
 """
 import argparse
 import json
@@ -42,11 +42,14 @@ def main():
     args = ap.parse_args()
     builds = {"old": args.old, "new": args.new}
     speed = {"old": [], "new": []}
+    encode = {"old": [], "new": []}
     seen = {}
     for r in range(args.rounds):
         for name in (["old", "new"] if r % 2 == 0 else ["new", "old"]):
             report = run(builds[name], args)
             speed[name].append(report["decode_tokens_per_second"])
+            if report.get("encode_ms"):
+                encode[name].append(report["encode_ms"])
             seen.setdefault(name, (report["counters"], report["ids"]))
     ratios = [n / o for n, o in zip(speed["new"], speed["old"])]
     m_old, m_new = median(speed["old"]), median(speed["new"])
@@ -54,6 +57,12 @@ def main():
     for name in ("old", "new"):
         print(f"  {name}: " + " ".join(f"{s:.2f}" for s in speed[name]) + f" tokens/s, median {median(speed[name]):.2f}")
     print(f"  new/old: {m_new / m_old:.3f} (per round {min(ratios):.3f}-{max(ratios):.3f})")
+    if encode["old"] and encode["new"]:
+        for name in ("old", "new"):
+            print(f"  {name} encode: " + " ".join(f"{e:.2f}" for e in encode[name]) + f" ms, median {median(encode[name]):.2f}")
+        e_ratios = [o / n for n, o in zip(encode["new"], encode["old"])]
+        print(f"  encode speed new/old: {median(encode['old']) / median(encode['new']):.3f} "
+              f"(per round {min(e_ratios):.3f}-{max(e_ratios):.3f})")
     counters_old, ids_old = seen["old"]
     counters_new, ids_new = seen["new"]
     keys = ("dispatches_per_decoder_layer", "dispatches_per_encoder_layer", "submits_per_token")
