@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "config_reader.hpp"
-#include "encoder_layer.hpp"
+#include "encoder_graph.hpp"
 #include "family.hpp"
 #include "vkformer/model.hpp"
 #include "vkformer/tensor_io.hpp"
@@ -102,43 +102,39 @@ std::vector<float> Forecaster::predict(const std::vector<float>& windows) const 
   Ops ops(ctx, m.dtype);
   const uint32_t e = dtype_bytes(m.dtype);
   Buffer series = upload_floats(ctx, norm, m.dtype, "series");
+  // The encoder graph: the patches, the shared encoder layers (each LayerNorm folded into
+  // the GEMMs that read it, unless VKF_FOLD_NORMS=0), the final norm (post-norm, the last
+  // layer's with it); then the head over each window's flattened patches.
+  const model::EncoderStack stack{
+      .settings = {.d_model = D, .heads = c.nhead, .head_dim = D / c.nhead, .dim_feedforward = c.dim_feedforward,
+                   .activation = c.activation, .norm_first = c.norm_first, .eps = c.layer_norm_eps},
+      .layers = &m.layers,
+      .final_norm = &m.final_norm};
+  model::EncoderGraph encoder(ctx, ops, stack, [&](CommandList& cl, uint32_t n) {
+    return model::LayerRecorder{.ops = ops, .cl = cl, .rows = n, .d_model = D, .norm_first = c.norm_first,
+                                .eps = c.layer_norm_eps, .activation = c.activation};
+  });
   model::EncoderBuffers buf{ctx.buffer(uint64_t(rows) * D * e, "x"),          // [B*P, D]
                                   ctx.buffer(uint64_t(rows) * D * e, "y"),          // [B*P, D]
                                   ctx.buffer(uint64_t(rows) * 3 * D * e, "qkv"),    // [B*P, 3D]
                                   ctx.buffer(uint64_t(rows) * D * e, "attn"),       // [B*P, D]
                                   ctx.buffer(uint64_t(rows) * c.dim_feedforward * e, "hidden"),  // [B*P, FFN]
                                   {}};
-  // The fused layers' row statistics, where the device's GEMMs write them: [B*P, parts, 4] fp32.
-  if (const uint32_t parts = model::encoder_row_stats_parts(ops, rows, D, c.dim_feedforward);
-      parts && ops.fold_norms_in_encoder())
+  // The folded layers' row statistics, where the device's GEMMs write them: [B*P, parts, 4] fp32.
+  if (const uint32_t parts = encoder.row_stats_parts(rows))
     for (Buffer& b : buf.stats) b = ctx.buffer(uint64_t(rows) * parts * 16, "row_stats");
+  Buffer last = ctx.buffer(uint64_t(rows) * D * e, "last_hidden");   // [B*P, D]: the encoder's last hidden state
   Buffer out = ctx.buffer(uint64_t(B) * c.horizon * e, "forecast");  // [B, horizon]
 
-  CommandList cl = ctx.command_list();
   // patches[b, p, :] = series[b, p*stride .. p*stride + patch_len): A rows overlap.
-  Gemm embed{.M = P, .N = D, .K = c.patch_len, .trans_b = true, .lda = c.stride, .batch = B};
-  embed.stride_a = {c.window, 0};
-  embed.stride_c = {uint64_t(P) * D, 0};
-  embed.stride_r = {0, 0};  // the same positions for every window
-  ops.gemm(cl, embed,
-           {.a = series.view(), .b = m.patch_embed.weight.view(), .c = buf.x.view(), .bias = m.patch_embed.bias.view(),
-            .residual = m.positions.view()});
-  // The encoder as the encoder-decoders' (each LayerNorm folded into the GEMMs that read
-  // it, unless VKF_FOLD_NORMS=0), then the final norm, post-norm the last layer's with it.
-  const model::LayerRecorder r{.ops = ops, .cl = cl, .rows = rows, .d_model = D, .norm_first = c.norm_first,
-                               .eps = c.layer_norm_eps, .activation = c.activation,
-                               .plan = {.fold_norms = ops.fold_norms_in_encoder(), .stats = {&buf.stats[0], &buf.stats[1]}}};
-  model::Stream s{&buf.x, nullptr};
-  for (const auto& layer : m.layers)
-    s = model::record_encoder_layer(r, layer, {.batch = B, .seq_len = P, .heads = c.nhead, .head_dim = D / c.nhead}, buf, std::nullopt, s);
-  const Buffer& y = s.x == &buf.x ? buf.y : buf.x;  // [B*P, D]
-  ops.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps, .kind = NormKind::LayerNorm}, s.x->view(), m.final_norm.gamma.view(),
-                 m.final_norm.beta.view(), y.view(), std::nullopt, std::nullopt,
-                 s.pending ? std::optional(NormWeights{s.pending->gamma.view(), s.pending->beta.view()})
-                           : std::nullopt);  // y = LN(LN_pending(x))
-  ops.gemm(cl, {.M = B, .N = c.horizon, .K = P * D, .trans_b = true},
-           {.a = y.view(), .b = m.head.weight.view(), .c = out.view(), .bias = m.head.bias.view()});
-  cl.submit();
+  const model::EncoderInput input{
+      .batch = B, .seq_len = P,
+      .rows = model::RowInput{.series = series.view(), .width = c.patch_len, .stride = c.stride, .item_stride = c.window,
+                              .projection = &m.patch_embed, .positions = m.positions.view()}};
+  encoder.run(input, buf, last.view(), [&](CommandList& cl, const BufferView& y) {
+    ops.gemm(cl, {.M = B, .N = c.horizon, .K = P * D, .trans_b = true},
+             {.a = y, .b = m.head.weight.view(), .c = out.view(), .bias = m.head.bias.view()});  // [B, horizon]
+  });
 
   std::vector<float> result = download_floats(ctx, out, uint64_t(B) * c.horizon, m.dtype);
   for (uint32_t b = 0; b < B; ++b)

@@ -27,17 +27,20 @@ namespace vkf::model {
 
 namespace {
 constexpr uint16_t kHalfNegativeInfinity = 0xfc00;  // IEEE fp16 -inf: sign 1, exponent all ones, mantissa 0
-
-// GPU time of a profiled submit: its first dispatch's start to its last's end (barriers
-// and gaps between dispatches included), in ms; 0 without timestamps.
-double gpu_span_ms(const std::vector<DispatchTiming>& t, const Capabilities& caps) {
-  if (t.empty() || !caps.timestamp_valid_bits) return 0;
-  const uint64_t mask = caps.timestamp_valid_bits >= 64 ? ~0ull : (1ull << caps.timestamp_valid_bits) - 1;
-  return double((t.back().end_tick - t.front().start_tick) & mask) * caps.timestamp_period_ns / 1e6;
-}
 }  // namespace
 
-Seq2SeqGraph::Seq2SeqGraph(const Model::Impl& m) : m_(m), ctx_(m.ctx), ops_(m.ctx, m.dtype) {}
+Seq2SeqGraph::Seq2SeqGraph(const Model::Impl& m) : m_(m), ctx_(m.ctx), ops_(m.ctx, m.dtype) {
+  const ModelConfig& c = m.config;
+  if (c.decoder_only) return;
+  const EncoderStack stack{
+      .settings = {.d_model = c.d_model, .heads = c.nhead, .head_dim = c.head_dim(), .dim_feedforward = c.dim_feedforward,
+                   .activation = c.activation, .norm_first = c.norm_first, .eps = c.layer_norm_eps,
+                   .norm_kind = c.norm_kind},
+      .layers = &m.encoder,
+      .input_norm = c.embedding_norm ? &m.encoder_embed_norm : nullptr,
+      .final_norm = c.final_norms ? &m.encoder_norm : nullptr};
+  encoder_.emplace(ctx_, ops_, stack, [this](CommandList& cl, uint32_t rows) { return recorder(cl, rows); });
+}
 
 LayerRecorder Seq2SeqGraph::recorder(CommandList& cl, uint32_t rows) {
   const ModelConfig& c = m_.config;
@@ -65,6 +68,7 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
                           uint32_t target_capacity) {
   const auto started = std::chrono::steady_clock::now();
   const ModelConfig& c = m_.config;
+  if (!encoder_) throw Error("encode: the model has no encoder (a decoder-only model reads prompts)");
   if (sources.empty()) fail_invalid_input("no source sequences given");
   src_len_ = 0;
   for (size_t s = 0; s < sources.size(); ++s) {
@@ -119,75 +123,26 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
 
   reserve(S, target_capacity);
 
-  // A game sharing the queue must not stall on one long submit: with a GPU-time budget
-  // the encoder goes in pieces of whole layers, each sized from the last encode's time.
-  const uint32_t units = uint32_t(m_.encoder.size()) + 1;  // the layers, then norm + cross K/V
-  const uint32_t per_submit = encoder_units_per_submit(rows, units);
-  double submitted_ms = 0;
-  encoder_report.clear();
-  encode_submits = 0;
-  encode_gpu_ms = 0;
-  CommandList cl = begin();
-  auto submit = [&] {
-    const auto t = std::chrono::steady_clock::now();
-    cl.submit();
-    submitted_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-    ++encode_submits;
-    if (profile) {
-      encoder_report += cl.profile_report();
-      encode_gpu_ms += gpu_span_ms(cl.timings(), ctx_.capabilities());
-    }
-  };
-  const float scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f;
-  // Fused (each LayerNorm folded into the GEMMs that read it), post-norm's embedding norm
-  // is pending into the first layer like any layer's last norm; otherwise it runs on its
-  // own, the embedding going to y first.
-  const bool fused = ops_.fold_norms_in_encoder();
-  const bool embed_norm_alone = c.embedding_norm && !(fused && !c.norm_first);
-  const Buffer& embedded = embed_norm_alone ? y_ : x_;
-  ops_.embedding(cl, {.rows = rows, .vocab = c.src_vocab_size, .dim = D, .scale = scale, .seq_len = S,
-                      .positions = c.max_position, .table_blocks = m_.src_embed_blocks},
-                 src_ids_.view(), m_.src_embed.view(), m_.positions.view(), embedded.view());  // [B*S, D]
-  if (embed_norm_alone) recorder(cl, rows).norm(m_.encoder_embed_norm, y_.view(), x_.view());  // x [B*S, D]
-  const bool stats = fused && encoder_row_stats_parts(ops_, rows, D, c.dim_feedforward) != 0;
+  // The encoder stack over the sources, then each decoder layer's cross-attention keys
+  // and values from its last hidden state (the memory), once per source for every step.
+  const bool stats = encoder_->row_stats_parts(rows) != 0;
   const EncoderBuffers buffers{x_, y_, qkv_, attn_, hidden_, {stats ? row_stats_[0] : Buffer{}, stats ? row_stats_[1] : Buffer{}}};
-  const LayerPlan plan{.fold_norms = fused, .stats = {&buffers.stats[0], &buffers.stats[1]}};
-  Stream stream{&buffers.x, c.embedding_norm && !embed_norm_alone ? &m_.encoder_embed_norm : nullptr};
-  uint64_t layer_dispatches = 0;  // counted in the one place every layer is recorded
-  for (size_t l = 0; l < m_.encoder.size(); ++l) {
-    LayerRecorder r = recorder(cl, rows);
-    r.plan = plan;
-    const uint32_t before = cl.stats().dispatches;
-    const EncoderShape shape{.batch = batch_, .seq_len = S, .heads = c.nhead, .head_dim = c.head_dim()};
-    stream = record_encoder_layer(r, m_.encoder[l], shape, buffers, src_mask_.view(), stream);
-    layer_dispatches += cl.stats().dispatches - before;
-    if (per_submit && (l + 1) % per_submit == 0) {  // this piece is full: the next one starts
-      submit();
-      cl = begin();
-    }
-  }
-  if (!m_.encoder.empty()) encoder_dispatches_per_layer_ = double(layer_dispatches) / m_.encoder.size();
-  const LayerRecorder r = recorder(cl, rows);
-  // The stack's output: the final norm (nn.Transformer's encoder.norm) of the last
-  // layer's, post-norm its pending norm too, in one dispatch.
-  const Buffer* memory = stream.x;  // [B*S, D]
-  const auto pending = stream.pending ? std::optional(NormWeights{stream.pending->gamma.view(), stream.pending->beta.view()})
-                                      : std::nullopt;
-  if (c.final_norms) {
-    ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps, .kind = c.norm_kind}, stream.x->view(),
-                    m_.encoder_norm.gamma.view(), m_.encoder_norm.beta.view(), memory_.view(), std::nullopt,
-                    std::nullopt, pending);  // memory = LN(LN_pending(x))
-    memory = &memory_;
-  } else if (pending) {
-    ops_.layer_norm(cl, {.rows = rows, .cols = D, .eps = c.layer_norm_eps, .kind = c.norm_kind}, stream.x->view(), pending->gamma,
-                    pending->beta, memory_.view());  // memory = LN_pending(x)
-    memory = &memory_;
-  }
-  // Cross-attention keys and values, once per source for every decoding step.
-  for (size_t l = 0; l < m_.decoder.size(); ++l)
-    r.linear(m_.decoder[l].cross_kv, memory->view(), cache_.cross(l).view());  // cross [B*S, 2D]
-  submit();
-  encode_ms_per_unit_row_ = submitted_ms / (double(units) * rows);
+  const EncoderInput input{
+      .batch = batch_, .seq_len = S,
+      .tokens = TokenInput{.ids = src_ids_.view(), .table = m_.src_embed.view(), .table_blocks = m_.src_embed_blocks,
+                           .vocab = c.src_vocab_size, .scale = c.scale_embedding ? std::sqrt(float(D)) : 1.0f,
+                           .positions = m_.positions.view(), .max_positions = c.max_position, .mask = src_mask_.view()}};
+  encoder_->profile = profile;
+  encoder_->submit_budget_ms = submit_budget_ms;
+  encoder_->run(input, buffers, memory_.view(), [&](CommandList& cl, const BufferView& memory) {
+    const LayerRecorder r = recorder(cl, rows);
+    for (size_t l = 0; l < m_.decoder.size(); ++l)
+      r.linear(m_.decoder[l].cross_kv, memory, cache_.cross(l).view());  // cross [B*S, 2W]
+  });
+  encoder_report = encoder_->report;
+  encode_submits = encoder_->submits;
+  encode_gpu_ms = encoder_->gpu_ms;
+  if (!m_.encoder.empty()) encoder_dispatches_per_layer_ = encoder_->dispatches_per_layer;
   encode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
 }
 
@@ -276,19 +231,6 @@ void Seq2SeqGraph::set_left_padding(const std::vector<uint32_t>& pads, uint32_t 
   };
   mask(prompt_mask_, prompt_len, "prompt_mask");  // [B, prompt_len]
   mask(step_mask_, capacity, "step_mask");        // [B, capacity]
-}
-
-uint32_t Seq2SeqGraph::encoder_units_per_submit(uint32_t rows, uint32_t units) const {
-  // Not measured yet (the first encode; Session::warmup does one): all in one submit.
-  if (submit_budget_ms <= 0 || encode_ms_per_unit_row_ <= 0) return 0;
-  // A CPU driver (lavapipe) runs submits on the CPU's own threads, where no renderer
-  // waits behind them: pieces would only add host round trips (4% of decoding there).
-  if (ctx_.capabilities().type == DeviceType::Cpu) return 0;
-  // Time grows at most linearly with the rows (less where dispatch overhead dominates),
-  // and the measurement includes the host's submit and wait: both err on the safe side.
-  const double unit_ms = encode_ms_per_unit_row_ * rows;
-  const uint32_t fit = uint32_t(std::max(1.0, std::floor(submit_budget_ms / unit_ms)));
-  return fit >= units ? 0 : fit;
 }
 
 void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "decoder_layer.hpp"
-#include "encoder_layer.hpp"
+#include "encoder_graph.hpp"
 #include "kv_cache.hpp"
 #include "seq2seq.hpp"
 
@@ -122,10 +122,7 @@ class Seq2SeqGraph {
   void record_choice(CommandList& cl, const std::optional<Sampling>& sampling, const DecodeStep& step);
   double dispatches_per_layer_ = 0;
   double encoder_dispatches_per_layer_ = 0;
-  // How many of the encoder's units (its layers, then the final norm with the cross K/V)
-  // one submit of `rows` source tokens can take within submit_budget_ms (0: all of them).
-  uint32_t encoder_units_per_submit(uint32_t rows, uint32_t units) const;
-  double encode_ms_per_unit_row_ = 0;  // measured by the last encode: its submits' time / (units * rows)
+  std::optional<EncoderGraph> encoder_;  // an encoder-decoder's encoder stack
 };
 
 }  // namespace vkf::model
