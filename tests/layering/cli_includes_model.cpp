@@ -1,3 +1,3 @@
 // Compiled as the vkformer command is, this must fail: the CLI is a user of the public
 // API, like any application, and cannot reach the library's private headers.
-#include "model/seq2seq.hpp"
+#include "model/model_impl.hpp"

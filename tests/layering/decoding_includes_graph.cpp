@@ -1,4 +1,4 @@
 // The control for decoding_includes_families.cpp: decoding's headers and the graph below them.
 #include "decoding.hpp"
 #include "hf_decoding.hpp"
-#include "seq2seq_graph.hpp"
+#include "decoder_graph.hpp"

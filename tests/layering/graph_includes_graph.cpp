@@ -1,4 +1,4 @@
 // The control for graph_includes_gpu.cpp (and graph_includes_*): the graph's own headers and the public
 // API compile with the same include paths.
-#include "seq2seq_graph.hpp"
+#include "decoder_graph.hpp"
 #include "vkformer/ops.hpp"

@@ -1,2 +1,2 @@
 // Compiled with the tokenizers' include paths, this must fail: text to ids needs no GPU graph.
-#include "seq2seq_graph.hpp"
+#include "decoder_graph.hpp"

@@ -15,13 +15,13 @@ void check_cancel(const GenerateOptions& o) {
 
 // Logits that are NaN or infinite: the activations overflowed (in fp16 storage, past
 // 65504), and no token can be chosen from them.
-[[noreturn]] void throw_not_finite(const Seq2SeqGraph& s, size_t output, size_t token) {
+[[noreturn]] void throw_not_finite(const DecoderGraph& s, size_t output, size_t token) {
   throw Error("generate: output " + std::to_string(output) + "'s logits for new token " + std::to_string(token) +
               " are not finite numbers (NaN or infinity): the model's activations overflowed" +
               (s.precision() == DType::F16 ? " fp16's range (65504); run it in fp32 (--precision fp32)" : ""));
 }
 
-void check_finite(const Seq2SeqGraph& s, const std::vector<float>& logits, size_t token) {
+void check_finite(const DecoderGraph& s, const std::vector<float>& logits, size_t token) {
   const uint32_t V = s.config().tgt_vocab_size;
   for (size_t i = 0; i < logits.size(); ++i)
     if (!std::isfinite(logits[i])) throw_not_finite(s, i / V, token);
@@ -38,7 +38,7 @@ std::vector<double> log_softmax(const float* logits, uint32_t n) {
   return out;
 }
 
-std::vector<uint32_t> decode_beam(Seq2SeqGraph& s, const std::vector<uint32_t>& src, const GenerateOptions& o) {
+std::vector<uint32_t> decode_beam(DecoderGraph& s, const std::vector<uint32_t>& src, const GenerateOptions& o) {
   const ModelConfig& c = s.config();
   const uint32_t V = c.tgt_vocab_size, K = o.beam;
   s.encode({src}, K, o.max_new_tokens);
@@ -101,7 +101,7 @@ namespace {
 // token; the cache holds positions [0, t0) already. Per sequence: the tokens chosen,
 // EOS included when produced.
 // `first_step` (when given) is called once the first step's tokens are known.
-std::vector<std::vector<uint32_t>> continue_greedy_or_sampled(Seq2SeqGraph& s, uint32_t t0, std::vector<uint32_t> feed,
+std::vector<std::vector<uint32_t>> continue_greedy_or_sampled(DecoderGraph& s, uint32_t t0, std::vector<uint32_t> feed,
                                                               const GenerateOptions& o, size_t first_output = 0,
                                                               const std::vector<std::vector<uint32_t>>& seen = {},
                                                               const std::function<void()>& first_step = {}) {
@@ -163,21 +163,21 @@ std::vector<std::vector<uint32_t>> continue_greedy_or_sampled(Seq2SeqGraph& s, u
 
 }  // namespace
 
-std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& s,
+std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(DecoderGraph& s,
                                                             const std::vector<std::vector<uint32_t>>& sources,
                                                             const GenerateOptions& o) {
   s.encode(sources, 1, o.max_new_tokens);  // positions 0 (BOS) .. max_new_tokens - 1 are fed
   return continue_greedy_or_sampled(s, 0, std::vector<uint32_t>(sources.size(), s.config().bos_id), o);
 }
 
-std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& s, const std::vector<std::vector<uint32_t>>& prompts,
+std::vector<std::vector<uint32_t>> continue_prompts(DecoderGraph& s, const std::vector<std::vector<uint32_t>>& prompts,
                                                     const GenerateOptions& o, double* prompt_ms) {
   const auto started = std::chrono::steady_clock::now();
   const ModelConfig& c = s.config();
   for (size_t i = 0; i < prompts.size(); ++i) check_prompt(c, prompts[i], i, o.max_new_tokens);
   const uint32_t B = uint32_t(prompts.size());
   if (o.max_new_tokens == 0 || B == 0) return std::vector<std::vector<uint32_t>>(B);
-  // One batch, every prompt left-padded to the longest (Seq2SeqGraph::set_left_padding):
+  // One batch, every prompt left-padded to the longest (DecoderGraph::set_left_padding):
   // positions 0 .. P - 2 in one pass, then steps from each prompt's last token at row
   // P - 1, the first step's logits predicting the first new token; every choice (argmax
   // or a draw keyed by its row) is the GPU's, as for an encoder-decoder.

@@ -1,7 +1,7 @@
 #pragma once
 // Decoding strategies over an encoded graph: greedy (argmax on the GPU), sampling and
 // beam search (on the host, over downloaded logits).
-#include "seq2seq_graph.hpp"
+#include "decoder_graph.hpp"
 
 namespace vkf::model {
 
@@ -14,7 +14,7 @@ std::vector<double> log_softmax(const float* logits, uint32_t n);
 // stop_at_eos), or o.stop says so.
 bool ends_output(const GenerateOptions& o, const ModelConfig& c, size_t output, const std::vector<uint32_t>& tokens);
 // Greedy or (temperature > 0) sampling, every source together; each stops at its own EOS.
-std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& g,
+std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(DecoderGraph& g,
                                                             const std::vector<std::vector<uint32_t>>& sources,
                                                             const GenerateOptions& o);
 // A decoder-only model: the prompts continued together by greedy or sampled steps, left-
@@ -22,19 +22,19 @@ std::vector<std::vector<uint32_t>> decode_greedy_or_sampled(Seq2SeqGraph& g,
 // included when produced. *prompt_ms (when given): the time from the call until every
 // prompt's first new token was known (the prompt pass over all but each prompt's last
 // token, then the first step, which reads that token and chooses the first new one).
-std::vector<std::vector<uint32_t>> continue_prompts(Seq2SeqGraph& g, const std::vector<std::vector<uint32_t>>& prompts,
+std::vector<std::vector<uint32_t>> continue_prompts(DecoderGraph& g, const std::vector<std::vector<uint32_t>>& prompts,
                                                     const GenerateOptions& o, double* prompt_ms = nullptr);
 // A prompt the model can continue by new_tokens: not empty, ids in the vocabulary, and
 // within n_positions; else an error naming the prompt.
 // Decoding's guard against overflow: logits that are NaN or infinite (activations past
 // fp16's range in fp16 storage) end the run with an error naming the output and token,
 // never pass as a choice (GPU choices carry Ops::kNonFiniteToken for them).
-[[noreturn]] void throw_not_finite(const Seq2SeqGraph& s, size_t output, size_t token);
-void check_finite(const Seq2SeqGraph& s, const std::vector<float>& logits, size_t token);  // [rows, V]: row = output
+[[noreturn]] void throw_not_finite(const DecoderGraph& s, size_t output, size_t token);
+void check_finite(const DecoderGraph& s, const std::vector<float>& logits, size_t token);  // [rows, V]: row = output
 
 void check_prompt(const ModelConfig& c, const std::vector<uint32_t>& prompt, size_t index, uint32_t new_tokens);
 // Beam search of width o.beam over one source: the best finished hypothesis by
 // score / length^length_penalty.
-std::vector<uint32_t> decode_beam(Seq2SeqGraph& g, const std::vector<uint32_t>& source, const GenerateOptions& o);
+std::vector<uint32_t> decode_beam(DecoderGraph& g, const std::vector<uint32_t>& source, const GenerateOptions& o);
 
 }  // namespace vkf::model

@@ -84,7 +84,7 @@ struct Hypotheses {
 
 }  // namespace
 
-std::vector<std::vector<uint32_t>> hf_greedy(Seq2SeqGraph& g, const std::vector<std::vector<uint32_t>>& sources,
+std::vector<std::vector<uint32_t>> hf_greedy(DecoderGraph& g, const std::vector<std::vector<uint32_t>>& sources,
                                              const GenerateOptions& o) {
   const ModelConfig& c = g.config();
   const uint32_t V = c.tgt_vocab_size, B = uint32_t(sources.size()), max_length = o.max_new_tokens + 1;
@@ -117,7 +117,7 @@ std::vector<std::vector<uint32_t>> hf_greedy(Seq2SeqGraph& g, const std::vector<
   return seqs;
 }
 
-std::vector<uint32_t> hf_beam(Seq2SeqGraph& g, const std::vector<uint32_t>& source, const GenerateOptions& o) {
+std::vector<uint32_t> hf_beam(DecoderGraph& g, const std::vector<uint32_t>& source, const GenerateOptions& o) {
   const ModelConfig& c = g.config();
   const uint32_t V = c.tgt_vocab_size, K = o.beam, max_length = o.max_new_tokens + 1;
   g.encode({source}, K, o.max_new_tokens);

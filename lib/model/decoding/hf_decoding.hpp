@@ -10,9 +10,9 @@
 namespace vkf::model {
 
 // Every source together; each sequence its tokens after the start token, EOS included.
-std::vector<std::vector<uint32_t>> hf_greedy(Seq2SeqGraph& g, const std::vector<std::vector<uint32_t>>& sources,
+std::vector<std::vector<uint32_t>> hf_greedy(DecoderGraph& g, const std::vector<std::vector<uint32_t>>& sources,
                                              const GenerateOptions& o);
 // One source, o.beam beams.
-std::vector<uint32_t> hf_beam(Seq2SeqGraph& g, const std::vector<uint32_t>& source, const GenerateOptions& o);
+std::vector<uint32_t> hf_beam(DecoderGraph& g, const std::vector<uint32_t>& source, const GenerateOptions& o);
 
 }  // namespace vkf::model

@@ -11,7 +11,7 @@ namespace vkf {
 struct Session::Impl {
   explicit Impl(std::shared_ptr<const Model> m) : model(std::move(m)), graph(model->impl()) {}
   std::shared_ptr<const Model> model;  // keeps the weights the graph reads alive
-  model::Seq2SeqGraph graph;
+  model::DecoderGraph graph;
   GenerateStats stats;
   std::optional<GemmTuneReport> tune;
 };
@@ -99,7 +99,7 @@ void Session::warmup(const WarmupOptions& options) {
 void Session::set_profile(bool on) { impl_->graph.profile = on; }
 
 std::string Session::profile_report() const {
-  const model::Seq2SeqGraph& g = impl_->graph;
+  const model::DecoderGraph& g = impl_->graph;
   if (impl_->model->config().decoder_only)  // no encoder: the prompt pass instead
     return "prompt pass (every prompt token but each last):\n" +
            (g.prompt_report.empty() ? std::string("  none: one-token prompts, read by the first step\n") : g.prompt_report) +
@@ -112,7 +112,7 @@ std::vector<float> Session::score(const std::vector<uint32_t>& ids) {
   if (!c.decoder_only)
     fail_invalid_input("score: model '" + c.architecture + "' is an encoder-decoder: give a source and a target");
   model::check_prompt(c, ids, 0, 0);
-  model::Seq2SeqGraph& g = impl_->graph;
+  model::DecoderGraph& g = impl_->graph;
   g.submit_budget_ms = GenerateOptions{}.submit_budget_ms;
   g.begin_decoder_only(1, uint32_t(ids.size()));
   std::vector<float> logits = g.decode(0, uint32_t(ids.size()), ids);  // [n, V]
@@ -141,7 +141,7 @@ std::vector<std::vector<float>> Session::score(const std::vector<std::vector<uin
     if (targets[i].empty()) fail_invalid_input("score: target " + std::to_string(i) + " is empty (it starts with BOS)");
     longest = std::max(longest, targets[i].size());
   }
-  model::Seq2SeqGraph& g = impl_->graph;
+  model::DecoderGraph& g = impl_->graph;
   const uint32_t T = uint32_t(longest), V = impl_->model->config().tgt_vocab_size;
   g.submit_budget_ms = GenerateOptions{}.submit_budget_ms;
   g.encode(sources, 1, T);
@@ -218,7 +218,7 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::vector<uint32_t>> results;
   double encode_ms = 0, encode_gpu_ms = 0, prompt_ms = 0;
-  uint64_t encode_submits = 0;  // the encodes', counted where they are recorded (Seq2SeqGraph::encode)
+  uint64_t encode_submits = 0;  // the encodes', counted where they are recorded (DecoderGraph::encode)
   if (c.decoder_only) {
     GenerateOptions ends = o;  // the model's other end tokens end an output as EOS does
     if (o.stop_at_eos) ends.eos_ids.insert(ends.eos_ids.end(), c.more_eos_ids.begin(), c.more_eos_ids.end());

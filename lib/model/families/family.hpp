@@ -13,7 +13,7 @@
 
 #include "checkpoint.hpp"
 #include "config_reader.hpp"
-#include "seq2seq.hpp"
+#include "model_impl.hpp"
 #include "vkformer/tokenizer.hpp"
 
 namespace vkf::model {

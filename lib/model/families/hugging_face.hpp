@@ -8,7 +8,7 @@
 
 #include "checkpoint.hpp"
 #include "config_reader.hpp"
-#include "seq2seq.hpp"
+#include "model_impl.hpp"
 
 namespace vkf::model {
 

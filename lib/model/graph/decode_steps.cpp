@@ -1,23 +1,23 @@
-// The replayed decode steps of Seq2SeqGraph (seq2seq_graph.hpp): one step recorded once
+// The replayed decode steps of DecoderGraph (decoder_graph.hpp): one step recorded once
 // and replayed at every position (step()), or many per submit with the token choice,
 // EOS and positions on the GPU (start_steps(), run_steps()); the repetition penalty's
 // seen tokens, and beam search's reordering of the cache.
 #include <algorithm>
 
 #include "buffers.hpp"
-#include "seq2seq_graph.hpp"
+#include "decoder_graph.hpp"
 #include "vkformer/tensor_io.hpp"
 
 namespace vkf::model {
 
-void Seq2SeqGraph::ensure_step_buffers() {
+void DecoderGraph::ensure_step_buffers() {
   ensure(ctx_, step_state_, 1, sizeof(DecodeStep::State), "decode_step", BufferUse::HostAccess);
   ensure(ctx_, tgt_ids_, batch_, 4, "tgt_ids", BufferUse::HostAccess);                                                      // [B]
   ensure(ctx_, logits_, uint64_t(batch_) * m_.config.tgt_vocab_size, dtype_bytes(m_.dtype), "logits");  // [B, V]
   ensure(ctx_, next_ids_, batch_, 4, "next_ids", BufferUse::HostAccess);                                                    // [B]
 }
 
-void Seq2SeqGraph::set_repetition_penalty(float penalty, const std::vector<std::vector<uint32_t>>& seen) {
+void DecoderGraph::set_repetition_penalty(float penalty, const std::vector<std::vector<uint32_t>>& seen) {
   penalty_ = penalty;
   if (penalty == 1.0f) return;
   const uint32_t V = m_.config.tgt_vocab_size, words = Ops::repetition_penalty_words(V);
@@ -34,7 +34,7 @@ void Seq2SeqGraph::set_repetition_penalty(float penalty, const std::vector<std::
   ctx_.upload(seen_, bits.data(), bits.size() * 4);
 }
 
-void Seq2SeqGraph::record_choice(CommandList& cl, const std::optional<Sampling>& sampling, const DecodeStep& step) {
+void DecoderGraph::record_choice(CommandList& cl, const std::optional<Sampling>& sampling, const DecodeStep& step) {
   const uint32_t V = m_.config.tgt_vocab_size;
   if (penalty_ != 1.0f)  // the step's input token (the last one chosen) joins its sequence's seen tokens
     ops_.repetition_penalty(cl, logits_.view(), seen_.view(), tgt_ids_.view(), batch_, V, penalty_);  // logits [B, V]
@@ -44,7 +44,7 @@ void Seq2SeqGraph::record_choice(CommandList& cl, const std::optional<Sampling>&
     ops_.argmax(cl, logits_.view(), next_ids_.view(), batch_, V, true);  // next_ids [B], overflow flagged
 }
 
-std::vector<uint32_t> Seq2SeqGraph::step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out,
+std::vector<uint32_t> DecoderGraph::step(uint32_t t, const std::vector<uint32_t>& ids, std::vector<float>* logits_out,
                                          const std::optional<Sampling>& sampling) {
   const uint32_t V = m_.config.tgt_vocab_size;
   if (ids.size() != batch_) throw Error("step: expected one id per sequence");
@@ -71,7 +71,7 @@ std::vector<uint32_t> Seq2SeqGraph::step(uint32_t t, const std::vector<uint32_t>
   return next;
 }
 
-void Seq2SeqGraph::start_steps(uint32_t t0, const std::vector<uint32_t>& ids, bool stop_at_eos,
+void DecoderGraph::start_steps(uint32_t t0, const std::vector<uint32_t>& ids, bool stop_at_eos,
                                const std::optional<Sampling>& sampling) {
   const ModelConfig& c = m_.config;
   const uint32_t cap = cache_.capacity();
@@ -104,7 +104,7 @@ void Seq2SeqGraph::start_steps(uint32_t t0, const std::vector<uint32_t>& ids, bo
   steps_t_ = t0;
 }
 
-std::vector<std::vector<uint32_t>> Seq2SeqGraph::run_steps(uint32_t n) {
+std::vector<std::vector<uint32_t>> DecoderGraph::run_steps(uint32_t n) {
   if (!steps_list_) throw Error("decoding: start_steps() first");
   if (n == 0 || steps_t_ + n > cache_.capacity())
     throw Error("decoding: " + std::to_string(n) + " steps from position " + std::to_string(steps_t_) +
@@ -118,7 +118,7 @@ std::vector<std::vector<uint32_t>> Seq2SeqGraph::run_steps(uint32_t n) {
   return rows;
 }
 
-void Seq2SeqGraph::reorder(const std::vector<uint32_t>& parent, uint32_t filled) {
+void DecoderGraph::reorder(const std::vector<uint32_t>& parent, uint32_t filled) {
   cache_.reorder(ctx_, parent, filled);
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// A loaded encoder-decoder (torch-seq2seq, Marian, BART): its config and its weights on
-// the GPU. Tied weights (a shared embedding, the output projection) are one buffer
-// under several names.
+// A loaded model, whatever its family: its config and its weights on the GPU, as the
+// graph reads them: an encoder stack (encoder-decoders), a decoder stack with or without
+// cross-attention, their embeddings, positions and norms, the output projection. Tied
+// weights (a shared embedding, the output projection) are one buffer under several names.
 #include <vector>
 
 #include "vkformer/model.hpp"

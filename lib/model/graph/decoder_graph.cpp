@@ -1,19 +1,19 @@
-// The encoder-decoder forward pass, as nn.Transformer (and Hugging Face's Marian and
-// BART) compute it, top to bottom:
+// The forward pass of every model with a decoder, as nn.Transformer (and Hugging Face's
+// Marian, BART, GPT-2, Llama) compute it, top to bottom:
 //
-//   x      = src_embed[src] * sqrt(D)? + PE           encoder input        [B*S, D]
-//   x      = LN_embed(x)                              BART only            [B*S, D]
-//   x      = encoder_layer(x) for each layer                               [B*S, D]
-//   memory = LN(x)                                    nn.Transformer only  [B*S, D]
-//   cross  = memory W_kv^T + b for each decoder layer (once per source)    [B*S, 2D]
+//   memory = encoder(src)                             encoder_graph.hpp    [B*S, D]
+//   cross  = memory W_kv^T + b for each decoder layer (once per source)    [B*S, 2W]
 //   y      = tgt_embed[tgt] * sqrt(D)? + PE           decoder input        [B*n, D]
 //   y      = LN_embed(y)                              BART only            [B*n, D]
 //   y      = decoder_layer(y, cache, cross) for each layer                 [B*n, D]
 //   logits = LN?(y) W_gen^T + b                                            [B*n, V]
 //
 // B sequences (beams count as sequences), S padded source tokens, n target tokens per
-// pass, D = d_model, V = the target vocabulary. Residual adds ride in GEMM epilogues.
-#include "seq2seq_graph.hpp"
+// pass, D = d_model, W = the attention's width (heads x head_dim), V = the target
+// vocabulary. A decoder-only model has no encoder and no cross-attention; its decoder
+// reads the prompt (rotary positions rotate queries and keys instead of a PE). Residual
+// adds ride in GEMM epilogues.
+#include "decoder_graph.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -29,7 +29,7 @@ namespace {
 constexpr uint16_t kHalfNegativeInfinity = 0xfc00;  // IEEE fp16 -inf: sign 1, exponent all ones, mantissa 0
 }  // namespace
 
-Seq2SeqGraph::Seq2SeqGraph(const Model::Impl& m) : m_(m), ctx_(m.ctx), ops_(m.ctx, m.dtype) {
+DecoderGraph::DecoderGraph(const Model::Impl& m) : m_(m), ctx_(m.ctx), ops_(m.ctx, m.dtype) {
   const ModelConfig& c = m.config;
   if (c.decoder_only) return;
   const EncoderStack stack{
@@ -42,7 +42,7 @@ Seq2SeqGraph::Seq2SeqGraph(const Model::Impl& m) : m_(m), ctx_(m.ctx), ops_(m.ct
   encoder_.emplace(ctx_, ops_, stack, [this](CommandList& cl, uint32_t rows) { return recorder(cl, rows); });
 }
 
-LayerRecorder Seq2SeqGraph::recorder(CommandList& cl, uint32_t rows) {
+LayerRecorder DecoderGraph::recorder(CommandList& cl, uint32_t rows) {
   const ModelConfig& c = m_.config;
   if (!norm_tickets_) {  // zero: each product that takes a ticket leaves it so
     norm_tickets_ = ctx_.buffer(4, "norm_tickets");
@@ -57,14 +57,14 @@ LayerRecorder Seq2SeqGraph::recorder(CommandList& cl, uint32_t rows) {
           .dequantized = dequantized_ ? std::optional(dequantized_.view()) : std::nullopt};
 }
 
-CommandList Seq2SeqGraph::begin() { return ctx_.command_list({.profile = profile}); }
+CommandList DecoderGraph::begin() { return ctx_.command_list({.profile = profile}); }
 
-void Seq2SeqGraph::finish(CommandList& cl, std::string& report) {
+void DecoderGraph::finish(CommandList& cl, std::string& report) {
   cl.submit();
   if (profile) report = cl.profile_report();
 }
 
-void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uint32_t copies,
+void DecoderGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uint32_t copies,
                           uint32_t target_capacity) {
   const auto started = std::chrono::steady_clock::now();
   const ModelConfig& c = m_.config;
@@ -146,7 +146,7 @@ void Seq2SeqGraph::encode(const std::vector<std::vector<uint32_t>>& sources, uin
   encode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
 }
 
-void Seq2SeqGraph::reserve(uint32_t S, uint32_t target_capacity) {
+void DecoderGraph::reserve(uint32_t S, uint32_t target_capacity) {
   const ModelConfig& c = m_.config;
   const uint32_t D = c.d_model, W = c.attention_width(), rows = batch_ * S, e = dtype_bytes(m_.dtype);
   // Activations, shared by the encoder and the decoder's passes (at most capacity tokens).
@@ -176,7 +176,7 @@ void Seq2SeqGraph::reserve(uint32_t S, uint32_t target_capacity) {
   }
 }
 
-void Seq2SeqGraph::begin_decoder_only(uint32_t batch, uint32_t target_capacity) {
+void DecoderGraph::begin_decoder_only(uint32_t batch, uint32_t target_capacity) {
   const ModelConfig& c = m_.config;
   if (!c.decoder_only) throw Error("begin_decoder_only: the model has an encoder");
   if (!batch || !target_capacity) fail_invalid_input("no sequences or no positions to decode");
@@ -205,7 +205,7 @@ void Seq2SeqGraph::begin_decoder_only(uint32_t batch, uint32_t target_capacity) 
   reserve(0, target_capacity);
 }
 
-void Seq2SeqGraph::set_left_padding(const std::vector<uint32_t>& pads, uint32_t prompt_len) {
+void DecoderGraph::set_left_padding(const std::vector<uint32_t>& pads, uint32_t prompt_len) {
   if (!m_.config.decoder_only) throw Error("left padding: the model has an encoder (its sources are padded on the right)");
   if (pads.size() != batch_) throw Error("left padding: one count per sequence of the batch");
   step_list_.reset();  // recorded without (or with other) masks
@@ -233,7 +233,7 @@ void Seq2SeqGraph::set_left_padding(const std::vector<uint32_t>& pads, uint32_t 
   mask(step_mask_, capacity, "step_mask");        // [B, capacity]
 }
 
-void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
+void DecoderGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   const ModelConfig& c = m_.config;
   const uint32_t D = c.d_model, rows = batch_ * o.n, V = c.tgt_vocab_size;
   LayerRecorder r = recorder(cl, rows);
@@ -329,14 +329,14 @@ void Seq2SeqGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   }
 }
 
-void Seq2SeqGraph::check_target_ids(const std::vector<uint32_t>& ids) const {
+void DecoderGraph::check_target_ids(const std::vector<uint32_t>& ids) const {
   for (uint32_t id : ids)
     if (id >= m_.config.tgt_vocab_size)
       fail_invalid_input("target token id " + std::to_string(id) + " is outside the target vocabulary of " +
                   std::to_string(m_.config.tgt_vocab_size));
 }
 
-void Seq2SeqGraph::upload_tokens(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
+void DecoderGraph::upload_tokens(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
   const uint32_t rows = batch_ * n;
   if (ids.size() != rows) fail_invalid_input("decode: expected " + std::to_string(rows) + " target ids");
   if (t0 + n > cache_.capacity())
@@ -347,7 +347,7 @@ void Seq2SeqGraph::upload_tokens(uint32_t t0, uint32_t n, const std::vector<uint
   ctx_.upload(tgt_ids_, ids.data(), rows * 4);
 }
 
-void Seq2SeqGraph::prefill(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
+void DecoderGraph::prefill(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
   upload_tokens(t0, n, ids);
   ensure(ctx_, logits_, uint64_t(batch_) * m_.config.tgt_vocab_size, dtype_bytes(m_.dtype), "logits");
   CommandList cl = begin();
@@ -355,7 +355,7 @@ void Seq2SeqGraph::prefill(uint32_t t0, uint32_t n, const std::vector<uint32_t>&
   finish(cl, prompt_report);
 }
 
-std::vector<float> Seq2SeqGraph::decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
+std::vector<float> DecoderGraph::decode(uint32_t t0, uint32_t n, const std::vector<uint32_t>& ids) {
   const uint32_t rows = batch_ * n, V = m_.config.tgt_vocab_size;
   const uint64_t logits_bytes = uint64_t(rows) * V * dtype_bytes(m_.dtype), limit = ctx_.capabilities().max_storage_buffer_range;
   if (logits_bytes > limit)

@@ -1,20 +1,22 @@
 #pragma once
-// The torch-seq2seq forward pass as recorded GPU work, with the memory it runs in:
-// encode once per batch of sources, then decode (teacher-forced) or step (one token per
-// sequence, a command list recorded once and replayed at every position).
+// A model's decoder stack as recorded GPU work, with the memory it runs in: for an
+// encoder-decoder, encode once per batch of sources (the EncoderGraph, then each layer's
+// cross-attention keys and values from its last hidden state); for a decoder-only model,
+// read prompts; then decode (teacher-forced) or step (one token per sequence, a command
+// list recorded once and replayed at every position).
 #include <optional>
 #include <string>
 
 #include "decoder_layer.hpp"
 #include "encoder_graph.hpp"
 #include "kv_cache.hpp"
-#include "seq2seq.hpp"
+#include "model_impl.hpp"
 
 namespace vkf::model {
 
-class Seq2SeqGraph {
+class DecoderGraph {
  public:
-  explicit Seq2SeqGraph(const Model::Impl& model);
+  explicit DecoderGraph(const Model::Impl& model);
 
   // Encodes B sources padded to S tokens, each repeated `copies` times (beams): leaves
   // every decoder layer's cross-attention keys/values in the cache, and room for
