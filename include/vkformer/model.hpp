@@ -27,11 +27,17 @@ namespace vkf {
 // directory (missing, a file, no config.json, neither field).
 std::string model_architecture(const ModelFiles& files);
 
+// Which stacks a transformer has: an encoder alone (BERT, ViT; the forecaster's is
+// its own class), a decoder alone reading prompts (GPT-2, Llama), or both, the decoder
+// attending to the encoder's output (nn.Transformer, Marian, BART).
+enum class ModelKind : uint8_t { EncoderOnly, DecoderOnly, EncoderDecoder };
+const char* model_kind_name(ModelKind k);  // "encoder-only", "decoder-only", "encoder-decoder"
+
 // What a model directory holds, by its family in vkformer's registry: a model that
 // generates (Model::load), a patch forecaster (Forecaster::load), or a name no family
 // has (Model::load then says which it knows).
-enum class ModelKind { Generator, Forecaster, Unknown };
-ModelKind model_kind(const ModelFiles& files);
+enum class ModelTask { Generator, Forecaster, Unknown };
+ModelTask model_task(const ModelFiles& files);
 // The families this vkformer runs, as its messages name them ("torch-seq2seq, and
 // Hugging Face model_type marian, bart, ..."), from the registry.
 std::string supported_model_families();
@@ -76,9 +82,10 @@ struct ModelConfig {
   bool embedding_norm = false;  // LayerNorm after embedding + positions (BART's layernorm_embedding)
   bool final_norms = true;      // LayerNorm after the last encoder and decoder layers (nn.Transformer)
   bool hugging_face = false;    // generate() as transformers does it (its beam scorer, its logits processors)
-  // A decoder-only model (GPT-2): no encoder and no cross-attention; the decoder stack
-  // reads the prompt (Session::generate's sources are prompts) and continues it.
-  bool decoder_only = false;
+  // Which stacks the model has (ModelKind): a decoder-only model (GPT-2, Llama) has no
+  // encoder and no cross-attention; its decoder stack reads the prompt
+  // (Session::generate's sources are prompts) and continues it.
+  ModelKind kind = ModelKind::EncoderDecoder;
   GenerationDefaults generation;  // Hugging Face models only
   // The kind of every norm (Llama's: RMSNorm, no mean, no beta).
   NormKind norm_kind = NormKind::LayerNorm;
@@ -106,7 +113,7 @@ struct ModelConfig {
   uint32_t head_dim() const { return head_width ? head_width : d_model / nhead; }
   uint32_t attention_width() const { return nhead * head_dim(); }
   // "decoder-only" or "encoder-decoder".
-  const char* kind() const { return decoder_only ? "decoder-only" : "encoder-decoder"; }
+  const char* kind_name() const { return model_kind_name(kind); }
   // Parses and checks config.json; errors name the file and the field.
   static ModelConfig from_file(const std::string& path);
 };
@@ -267,7 +274,7 @@ class Session {
   Session(Session&&) noexcept;
 
   // Per source: the generated ids after BOS, EOS included when produced. A decoder-only
-  // model (ModelConfig::decoder_only) takes prompts instead of sources and returns the
+  // model (ModelConfig::kind DecoderOnly) takes prompts instead of sources and returns the
   // new tokens after each prompt (greedy or sampling; no beam search yet).
   std::vector<std::vector<uint32_t>> generate(const std::vector<std::vector<uint32_t>>& sources,
                                               const GenerateOptions& options = {});

@@ -24,7 +24,7 @@ vkf_status vkf_model_info_get(const vkf_model* model, vkf_model_info* info) {
     vkf_model_info out{};
     out.struct_size = sizeof(vkf_model_info);
     std::snprintf(out.architecture, sizeof out.architecture, "%s", c.architecture.c_str());
-    out.decoder_only = c.decoder_only ? 1 : 0;
+    out.decoder_only = c.kind == vkf::ModelKind::DecoderOnly ? 1 : 0;  // (derived: the C ABI keeps its field)
     out.has_tokenizer = model->tokenizer ? 1 : 0;
     out.source_vocab_size = c.src_vocab_size;
     out.target_vocab_size = c.tgt_vocab_size;

@@ -92,7 +92,7 @@ nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, 
   const int rounds = quick ? 1 : 5;
   const uint32_t tokens = std::min<uint32_t>(quick ? 8 : 64, c.max_position - 9);
   std::vector<std::vector<uint32_t>> inputs = {{}};
-  for (uint32_t i = 0; i < 8; ++i) inputs[0].push_back((4 + i * 7) % (c.decoder_only ? c.tgt_vocab_size : c.src_vocab_size));
+  for (uint32_t i = 0; i < 8; ++i) inputs[0].push_back((4 + i * 7) % (c.kind == ModelKind::DecoderOnly ? c.tgt_vocab_size : c.src_vocab_size));
   const GenerateOptions g{.max_new_tokens = tokens, .stop_at_eos = false};
   // The prompt pass: a prompt of 128 tokens (fewer where the model's positions end sooner).
   const uint32_t prompt_len = std::min<uint32_t>(quick ? 16 : 128, c.max_position - 2);
@@ -100,7 +100,7 @@ nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, 
   for (uint32_t i = 0; i < prompt_len; ++i) prompt[0].push_back((4 + i * 7) % c.tgt_vocab_size);
   if (print)
     std::printf("%-10s %14s %16s %9s %12s %10s%s\n", "weights", "weight bytes", "decode tokens/s", "ratio",
-                "GEMM ms/step", "of step", c.decoder_only ? "  prompt tokens/s    ratio" : "");
+                "GEMM ms/step", "of step", c.kind == ModelKind::DecoderOnly ? "  prompt tokens/s    ratio" : "");
   nlohmann::json out = nlohmann::json::array();
   std::vector<std::pair<double, double>> gemm(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {  // warm-up, and one profiled step
@@ -116,7 +116,7 @@ nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, 
       Session s(run.model);
       s.generate(inputs, g);
       run.tps.push_back(s.last_stats().decode_tokens_per_second());
-      if (!c.decoder_only) continue;
+      if (c.kind != ModelKind::DecoderOnly) continue;
       s.generate(prompt, {.max_new_tokens = 1, .stop_at_eos = false});
       run.prompt_tps.push_back(s.last_stats().prompt_tokens_per_second());
     }
@@ -137,7 +137,7 @@ nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, 
                    {"ratio", first > 0 ? median / first : 0},
                    {"step_gemm_ms", gemm[i].first},
                    {"step_ms", gemm[i].second}});
-    if (c.decoder_only) {
+    if (c.kind == ModelKind::DecoderOnly) {
       out.back()["prompt_tokens"] = prompt_len;
       out.back()["prompt_tokens_per_second"] = prompt_median;
       out.back()["prompt_rounds"] = runs[i].prompt_tps;
@@ -147,7 +147,7 @@ nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, 
       std::printf("%-10s %14llu %16.1f %8.2fx %12.2f %9.0f%%", runs[i].name.c_str(), (unsigned long long)bytes, median,
                   first > 0 ? median / first : 0, gemm[i].first,
                   gemm[i].second > 0 ? 100 * gemm[i].first / gemm[i].second : 0);
-      if (c.decoder_only)
+      if (c.kind == ModelKind::DecoderOnly)
         std::printf(" %17.1f %7.2fx", prompt_median, first_prompt > 0 ? prompt_median / first_prompt : 0);
       std::printf("\n");
     }
@@ -155,7 +155,7 @@ nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, 
   if (print)
     std::printf("(batch 1, %u tokens after a prompt of 8, median of %d alternating rounds; GEMM ms/step: one profiled "
                 "step, its share of that step's GPU time%s)\n",
-                tokens, rounds, c.decoder_only ? ("; a prompt pass of " + std::to_string(prompt_len) + " tokens").c_str() : "");
+                tokens, rounds, c.kind == ModelKind::DecoderOnly ? ("; a prompt pass of " + std::to_string(prompt_len) + " tokens").c_str() : "");
   return out;
 }
 
@@ -182,7 +182,7 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
     out[what].push_back({{"batch", batch}, {"skipped", e.what()}});
     if (print) std::printf("%-24s %12s (batch %u: %s)\n", what, "skipped", batch, e.what());
   };
-  if (c.decoder_only) {
+  if (c.kind == ModelKind::DecoderOnly) {
     // A decoder-only model: prompt processing (a prompt of 128 and of 512 tokens, within
     // its positions, then one token) and greedy decoding at batch 1, 4 and 16 after
     // prompts of 5 to 8 tokens (one batch, left-padded to the longest).

@@ -14,7 +14,7 @@
 namespace vkf::cli {
 
 int forecast(const Args& args) {
-  const std::string dir = model_dir(args, ModelKind::Forecaster);
+  const std::string dir = model_dir(args, ModelTask::Forecaster);
   const std::string series_path = args.value("--series").value_or((std::filesystem::path(dir) / "test_series.txt").string());
   const DType dtype = precision(args);
   const bool json = args.flag("--json");

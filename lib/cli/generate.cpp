@@ -35,7 +35,7 @@ struct ModelArgs {
 
 ModelArgs model_args(const Args& args) {
   ModelArgs m;
-  m.dir = model_dir(args, ModelKind::Generator);
+  m.dir = model_dir(args, ModelTask::Generator);
   m.precision = precision(args);
   m.profile = args.flag("--profile");
   return m;
@@ -77,7 +77,7 @@ void check_decoding_options(const Args& args, const GenerateOptions& o) {
 // The family decides the input options: an encoder-decoder's --src-ids (and score's
 // --tgt-ids), a decoder-only model's --ids; the other family's are refused by name.
 void check_family_options(const Args& args, const ModelConfig& config, const char* command) {
-  if (config.decoder_only) {
+  if (config.kind == ModelKind::DecoderOnly) {
     for (const char* o : {"--src-ids", "--tgt-ids"})
       if (args.given(o))
         throw Error(std::string(o) + " is for encoder-decoder models; '" + config.architecture +
@@ -115,14 +115,14 @@ int generate(const Args& args) {
   auto t0 = std::chrono::steady_clock::now();
   auto model = load_model(ctx, ma.dir, args);
   const ModelConfig& config = model->config();
-  if (text_prompt && !config.decoder_only)
+  if (text_prompt && config.kind != ModelKind::DecoderOnly)
     throw Error("--prompt continues text with a decoder-only model; '" + config.architecture +
                 "' is an encoder-decoder: use `vkformer translate` for text, or --src-ids");
   if (!text_prompt) check_family_options(args, config, "generate");
   // A decoder-only model's text: its tokenizer (when the directory has one) encodes
   // --prompt and decodes what is generated, streamed as the tokens arrive.
   std::unique_ptr<Tokenizer> tokenizer;
-  if (config.decoder_only) {
+  if (config.kind == ModelKind::DecoderOnly) {
     try {
       tokenizer = Tokenizer::for_model(ma.dir);
     } catch (const Error& e) {
@@ -171,7 +171,7 @@ int generate(const Args& args) {
   o.submit_budget_ms = args.number("--submit-budget-ms", o.submit_budget_ms);
   o.max_steps_per_submit = args.count("--max-steps-per-submit", 64);
   check_decoding_options(args, o);
-  if (!config.decoder_only && o.max_new_tokens > config.max_position)
+  if (config.kind != ModelKind::DecoderOnly && o.max_new_tokens > config.max_position)
     throw Error("--max-new-tokens " + std::to_string(o.max_new_tokens) + " is more than the model's max_position " +
                 std::to_string(config.max_position));
   auto t1 = std::chrono::steady_clock::now();
@@ -211,7 +211,7 @@ int generate(const Args& args) {
     finished.push_back(eos || (!out[i].empty() && o.stop && o.stop(i, out[i])));
     if (!finished.back() && o.max_new_tokens > 0)
       std::fprintf(stderr, "vkformer generate: warning: %s %zu stopped at --max-new-tokens %u before the end token\n",
-                   config.decoder_only ? "prompt" : "source", i, o.max_new_tokens);
+                   config.kind == ModelKind::DecoderOnly ? "prompt" : "source", i, o.max_new_tokens);
   }
   const double secs = std::chrono::duration<double>(t2 - t1).count();
   if (json) {
@@ -230,7 +230,7 @@ int generate(const Args& args) {
     j["tokens_per_second"] = tokens / secs;  // encode and decode together
     const GenerateStats& st = session.last_stats();
     j["encode_ms"] = st.encode_ms;  // an encoder-decoder's; 0 for a decoder-only model
-    if (config.decoder_only) {
+    if (config.kind == ModelKind::DecoderOnly) {
       j["prompt_tokens"] = st.prompt_tokens;
       j["prompt_ms"] = st.prompt_ms;
       j["prompt_tokens_per_second"] = st.prompt_tokens_per_second();
@@ -255,7 +255,7 @@ int generate(const Args& args) {
     std::fprintf(stderr, "vkformer: %zu tokens in %.3f s (%.1f tokens/s) on %s; model loaded in %.3f s\n", tokens, secs,
                  tokens / secs, ctx.capabilities().name.c_str(), std::chrono::duration<double>(t1 - t0).count());
     const GenerateStats& st = session.last_stats();
-    if (config.decoder_only)
+    if (config.kind == ModelKind::DecoderOnly)
       std::fprintf(stderr, "vkformer: prompt %llu tokens in %.1f ms (%.1f tokens/s); decode %llu tokens in %.1f ms (%.1f tokens/s)\n",
                    static_cast<unsigned long long>(st.prompt_tokens), st.prompt_ms, st.prompt_tokens_per_second(),
                    static_cast<unsigned long long>(st.decode_tokens), st.decode_ms, st.decode_tokens_per_second());
@@ -266,7 +266,7 @@ int generate(const Args& args) {
   }
   if (ma.profile) {
     const GenerateStats& st = session.last_stats();
-    if (config.decoder_only)
+    if (config.kind == ModelKind::DecoderOnly)
       std::fprintf(stderr,
                    "prompt %llu tokens in %.3f ms (%.1f tokens/s), decode %.3f ms (%.1f tokens/s); per token: %.3f "
                    "submits, %.3f recordings; %.1f dispatches per decoder layer in a step, %.1f in the prompt pass\n%s",
@@ -300,7 +300,7 @@ int score(const Args& args) {
   check_family_options(args, model->config(), "score");
   Session session(model);
   session.set_profile(ma.profile);
-  auto logits = model->config().decoder_only ? session.score(t) : session.score(s, t);
+  auto logits = model->config().kind == ModelKind::DecoderOnly ? session.score(t) : session.score(s, t);
   const uint32_t V = model->config().tgt_vocab_size;
   if (out) write_npy(*out, logits, t.size(), V);
   // Row i predicts token i + 1: the log-probability of each token after the first.

@@ -116,7 +116,7 @@ int info(const Args& args) {
       return gguf_info(*model, json);
     }
     checked_model_dir(*model);  // a clear error for a missing directory, a file, no config.json
-    if (model_kind(*model) == ModelKind::Forecaster)
+    if (model_task(*model) == ModelTask::Forecaster)
       throw Error("model " + *model + " is a patch forecaster: `vkformer forecast --model " + *model +
                   "` runs it and prints its window and horizon; info --model describes generating models");
     if (args.given("--weights") && !model) throw Error("--weights is for --model DIR (the blocks to load it in)");

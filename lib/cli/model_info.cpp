@@ -32,7 +32,7 @@ nlohmann::ordered_json describe(const ModelConfig& c, const CheckpointSummary& f
   const GenerateOptions g = GenerateOptions::defaults(c);
   return {
       {"architecture", c.architecture},
-      {"family", c.kind()},
+      {"family", c.kind_name()},
       {"d_model", c.d_model},
       {"heads", c.nhead},
       {"kv_heads", c.kv_head_count()},
@@ -49,7 +49,7 @@ nlohmann::ordered_json describe(const ModelConfig& c, const CheckpointSummary& f
       {"src_vocab_size", c.src_vocab_size},
       {"tgt_vocab_size", c.tgt_vocab_size},
       {"pad_id", c.pad_id},
-      {c.decoder_only ? "bos_id" : "decoder_start_id", c.bos_id},
+      {c.kind == ModelKind::DecoderOnly ? "bos_id" : "decoder_start_id", c.bos_id},
       {"eos_id", c.eos_id},
       {"parameters", file.parameters},
       {"checkpoint",
@@ -129,7 +129,7 @@ int model_info(const std::string& dir, bool json, const ContextOptions& options,
   for (const auto& name : out["weights"]["not_in_blocks"])
     std::printf("  %-18s %s: its rows are not whole 32-value blocks\n", "  not in blocks", name.get<std::string>().c_str());
   std::printf("  generation defaults%s:\n",
-              c.decoder_only ? " (max_new_tokens within max_position with the prompt)"
+              c.kind == ModelKind::DecoderOnly ? " (max_new_tokens within max_position with the prompt)"
                              : c.hugging_face ? " (generation_config.json)" : "");
   for (const auto& [key, value] : out["generation"].items()) std::printf("    %-22s %s\n", key.c_str(), value.dump().c_str());
   return 0;

@@ -106,14 +106,14 @@ inline std::string checked_model_dir(const std::string& dir) {
 
 // --model DIR, required, holding a model of `kind` (by its family in the registry); a
 // model of another kind names the command that runs it.
-inline std::string model_dir(const Args& args, ModelKind kind) {
+inline std::string model_dir(const Args& args, ModelTask kind) {
   auto dir = args.value("--model");
   if (!dir) throw Error("--model DIR is required (see --help)");
   checked_model_dir(*dir);
-  const ModelKind found = model_kind(*dir);
-  if (found != kind && found == ModelKind::Forecaster)
+  const ModelTask found = model_task(*dir);
+  if (found != kind && found == ModelTask::Forecaster)
     throw Error("model " + *dir + " is a patch forecaster: run it with `vkformer forecast`");
-  if (found != kind && found == ModelKind::Generator)
+  if (found != kind && found == ModelTask::Generator)
     throw Error("model " + *dir + " is a sequence-to-sequence model: run it with `vkformer generate`, `translate` or `score`");
   return *dir;  // an unknown family: the loader says which ones it knows
 }

@@ -16,7 +16,7 @@
 namespace vkf::cli {
 
 int translate(const Args& args) {
-  const std::string dir = model_dir(args, ModelKind::Generator);
+  const std::string dir = model_dir(args, ModelTask::Generator);
   const DType dtype = precision(args);
   // 0: not given, the model's default (a Hugging Face model's generation_config.json;
   // 32 tokens and greedy for vkformer's own models).
@@ -97,7 +97,7 @@ int translate(const Args& args) {
     // A decoder-only model's default length: within the positions the batch's longest
     // prompt leaves (as generate and the C API take it).
     GenerateOptions batch_o = o;
-    if (c.decoder_only && !max_new_tokens) {
+    if (c.kind == ModelKind::DecoderOnly && !max_new_tokens) {
       size_t longest = 0;
       for (const auto& src : sources) longest = std::max(longest, src.size());
       batch_o.max_new_tokens = GenerateOptions::defaults(c, longest).max_new_tokens;

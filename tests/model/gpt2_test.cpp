@@ -44,7 +44,7 @@ TEST_P(Gpt2, LogitsAndGreedyContinuationsMatchTransformers) {
   const auto [name, dtype] = GetParam();
   const bool f16 = dtype == DType::F16;
   auto model = Model::load(ctx(), (kDir / name).string(), dtype);
-  EXPECT_TRUE(model->config().decoder_only);
+  EXPECT_TRUE(model->config().kind == ModelKind::DecoderOnly);
   Session session(model);
   const uint32_t n = references()["new_tokens"];
   for (const auto& ref : references()["models"][name]) {

@@ -59,7 +59,7 @@ TEST_P(Llama, LogitsAndGreedyContinuationsMatchTransformers) {
   const bool f16 = dtype == DType::F16;
   auto model = Model::load(ctx(), (kDir / name).string(), dtype);
   const ModelConfig& c = model->config();
-  EXPECT_TRUE(c.decoder_only && c.norm_kind == NormKind::RMSNorm && c.gated_ffn);
+  EXPECT_TRUE(c.kind == ModelKind::DecoderOnly && c.norm_kind == NormKind::RMSNorm && c.gated_ffn);
   EXPECT_LT(c.kv_head_count(), c.nhead);  // every reference model groups its K/V heads
   Session session(model);
   const uint32_t n = references_of(name)["new_tokens"];

@@ -14,12 +14,12 @@ const std::string kSource = VKF_SOURCE_DIR;
 TEST(Registry, EachDirectoryHasItsKind) {
   for (const char* dir : {"/samples/dates", "/tests/hf/marian", "/tests/hf/bart", "/tests/hf/gpt2/lm",
                           "/tests/hf/llama/gqa", "/tests/hf/llama/mistral", "/tests/hf/llama/qwen2"})
-    EXPECT_EQ(model_kind(kSource + dir), ModelKind::Generator) << dir;
-  EXPECT_EQ(model_kind(kSource + "/samples/forecast"), ModelKind::Forecaster);
+    EXPECT_EQ(model_task(kSource + dir), ModelTask::Generator) << dir;
+  EXPECT_EQ(model_task(kSource + "/samples/forecast"), ModelTask::Forecaster);
   const std::string unknown = scratch_dir("registry-unknown");
   std::ofstream(unknown + "/config.json") << R"({"model_type": "t5"})";
-  EXPECT_EQ(model_kind(unknown), ModelKind::Unknown);
-  EXPECT_THROW(model_kind(kSource + "/no/such/directory"), Error);  // what is wrong with the directory, first
+  EXPECT_EQ(model_task(unknown), ModelTask::Unknown);
+  EXPECT_THROW(model_task(kSource + "/no/such/directory"), Error);  // what is wrong with the directory, first
 }
 
 TEST(Registry, ListsEveryFamilyOnce) {

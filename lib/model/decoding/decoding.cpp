@@ -183,7 +183,7 @@ std::vector<std::vector<uint32_t>> continue_prompts(DecoderGraph& s, const std::
   // or a draw keyed by its row) is the GPU's, as for an encoder-decoder.
   uint32_t P = 0;
   for (const auto& p : prompts) P = std::max(P, uint32_t(p.size()));
-  s.begin_decoder_only(B, P - 1 + o.max_new_tokens);
+  s.begin_prompts(B, P - 1 + o.max_new_tokens);
   std::vector<uint32_t> pads(B), ids, feed(B);
   for (uint32_t b = 0; b < B; ++b) {
     const auto& p = prompts[b];

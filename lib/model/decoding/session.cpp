@@ -18,7 +18,7 @@ struct Session::Impl {
 
 GenerateOptions GenerateOptions::defaults(const ModelConfig& c) {
   GenerateOptions o;
-  if (c.decoder_only) {  // GPT-2: greedy, 64 new tokens at most, generation_config.json's penalty
+  if (c.kind == ModelKind::DecoderOnly) {  // GPT-2: greedy, 64 new tokens at most, generation_config.json's penalty
     o.max_new_tokens = std::min<uint32_t>(64, c.max_position);
     o.repetition_penalty = c.generation.repetition_penalty;
     return o;
@@ -44,9 +44,9 @@ GenerateOptions GenerateOptions::defaults(const ModelConfig& c) {
 GenerateOptions GenerateOptions::defaults(const ModelConfig& c, size_t longest_prompt) {
   GenerateOptions o = defaults(c);
   // P prompt tokens and N new ones use P + N - 1 positions (the last is never fed back).
-  if (c.decoder_only && c.generation.max_length_given && longest_prompt >= 1)  // transformers' max_length: prompt included
+  if (c.kind == ModelKind::DecoderOnly && c.generation.max_length_given && longest_prompt >= 1)  // transformers' max_length: prompt included
     o.max_new_tokens = c.generation.max_length > longest_prompt ? uint32_t(c.generation.max_length - longest_prompt) : 1;
-  if (c.decoder_only && longest_prompt >= 1 && longest_prompt <= c.max_position)
+  if (c.kind == ModelKind::DecoderOnly && longest_prompt >= 1 && longest_prompt <= c.max_position)
     o.max_new_tokens = std::min<uint32_t>(o.max_new_tokens, uint32_t(c.max_position - longest_prompt + 1));
   return o;
 }
@@ -87,20 +87,20 @@ void Session::warmup(const WarmupOptions& options) {
   const uint32_t id = c.src_vocab_size > 1 ? (c.pad_id + 1) % c.src_vocab_size : 0;
   // (A decoder-only model's prompt and new tokens share its positions: P + steps - 1.)
   const uint32_t steps = std::min<uint32_t>(2, c.max_position);
-  const uint32_t length = c.decoder_only ? std::min<uint32_t>(8, c.max_position + 1 - steps) : std::min<uint32_t>(8, c.max_position);
+  const uint32_t length = c.kind == ModelKind::DecoderOnly ? std::min<uint32_t>(8, c.max_position + 1 - steps) : std::min<uint32_t>(8, c.max_position);
   const std::vector<uint32_t> source(length, id);
   generate({source}, {.max_new_tokens = steps, .stop_at_eos = false, .submit_budget_ms = 0});
   generate({source}, {.max_new_tokens = steps, .temperature = 1.0f, .stop_at_eos = false});
   // A beam search: decode steps of 2 to 4 rows (beams, or batched sources) have their own
   // GEMM variant (one row has another). Decoder-only models have no beam search yet.
-  if (!c.decoder_only) generate({source}, {.max_new_tokens = steps, .beam = 2, .stop_at_eos = false});
+  if (c.kind != ModelKind::DecoderOnly) generate({source}, {.max_new_tokens = steps, .beam = 2, .stop_at_eos = false});
 }
 
 void Session::set_profile(bool on) { impl_->graph.profile = on; }
 
 std::string Session::profile_report() const {
   const model::DecoderGraph& g = impl_->graph;
-  if (impl_->model->config().decoder_only)  // no encoder: the prompt pass instead
+  if (impl_->model->config().kind == ModelKind::DecoderOnly)  // no encoder: the prompt pass instead
     return "prompt pass (every prompt token but each last):\n" +
            (g.prompt_report.empty() ? std::string("  none: one-token prompts, read by the first step\n") : g.prompt_report) +
            "\nlast decoder step:\n" + g.decoder_report;
@@ -109,12 +109,12 @@ std::string Session::profile_report() const {
 
 std::vector<float> Session::score(const std::vector<uint32_t>& ids) {
   const ModelConfig& c = impl_->model->config();
-  if (!c.decoder_only)
+  if (c.kind != ModelKind::DecoderOnly)
     fail_invalid_input("score: model '" + c.architecture + "' is an encoder-decoder: give a source and a target");
   model::check_prompt(c, ids, 0, 0);
   model::DecoderGraph& g = impl_->graph;
   g.submit_budget_ms = GenerateOptions{}.submit_budget_ms;
-  g.begin_decoder_only(1, uint32_t(ids.size()));
+  g.begin_prompts(1, uint32_t(ids.size()));
   std::vector<float> logits = g.decode(0, uint32_t(ids.size()), ids);  // [n, V]
   for (size_t i = 0; i < logits.size(); ++i)  // an overflow is an error, not logits to rank
     if (!std::isfinite(logits[i]))
@@ -134,7 +134,7 @@ std::vector<std::vector<float>> Session::score(const std::vector<std::vector<uin
   if (sources.size() != targets.size())
     fail_invalid_input("score: " + std::to_string(sources.size()) + " sources but " + std::to_string(targets.size()) + " targets");
   if (sources.empty()) return {};
-  if (impl_->model->config().decoder_only)
+  if (impl_->model->config().kind == ModelKind::DecoderOnly)
     fail_invalid_input("score: model '" + impl_->model->config().architecture + "' is decoder-only: score its token ids alone");
   size_t longest = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -181,12 +181,12 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   if (sources.size() > GenerateOptions::kMaxSources)
     fail_invalid_input("generate: " + std::to_string(sources.size()) + " sources in one call, more than " +
                 std::to_string(GenerateOptions::kMaxSources) + ": split them into several calls");
-  if (c.decoder_only) {
+  if (c.kind == ModelKind::DecoderOnly) {
     if (o.beam > 1) fail_unsupported("generate: beam search is not supported for decoder-only models yet (use greedy or sampling)");
     for (size_t i = 0; i < sources.size(); ++i) model::check_prompt(c, sources[i], i, o.max_new_tokens);
   }
   // Positions 0 (BOS) .. max_new_tokens - 1 are fed to the decoder.
-  if (!c.decoder_only && o.max_new_tokens > c.max_position)
+  if (c.kind != ModelKind::DecoderOnly && o.max_new_tokens > c.max_position)
     fail_invalid_input("generate: max_new_tokens " + std::to_string(o.max_new_tokens) +
                 " needs more positions than the model's max_position " + std::to_string(c.max_position));
   const bool processors = o.min_length || o.no_repeat_ngram_size || !o.bad_words_ids.empty() || o.forced_bos_id ||
@@ -194,7 +194,7 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   if (processors && !c.hugging_face)
     fail_unsupported("generate: min_length, no_repeat_ngram_size, bad_words_ids, forced_bos_id, forced_eos_id and "
                 "early_stopping are Hugging Face generate() settings; model '" + c.architecture + "' does not take them");
-  if (c.hugging_face && !c.decoder_only && o.temperature > 0)
+  if (c.hugging_face && c.kind != ModelKind::DecoderOnly && o.temperature > 0)
     fail_unsupported("generate: sampling is not supported for Hugging Face models yet (use greedy or beam search)");
   for (const auto& bad : o.bad_words_ids)
     if (bad.empty() || std::any_of(bad.begin(), bad.end(), [&](uint32_t id) { return id >= c.tgt_vocab_size; }))
@@ -219,7 +219,7 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   std::vector<std::vector<uint32_t>> results;
   double encode_ms = 0, encode_gpu_ms = 0, prompt_ms = 0;
   uint64_t encode_submits = 0;  // the encodes', counted where they are recorded (DecoderGraph::encode)
-  if (c.decoder_only) {
+  if (c.kind == ModelKind::DecoderOnly) {
     GenerateOptions ends = o;  // the model's other end tokens end an output as EOS does
     if (o.stop_at_eos) ends.eos_ids.insert(ends.eos_ids.end(), c.more_eos_ids.begin(), c.more_eos_ids.end());
     results = model::continue_prompts(impl_->graph, sources, ends, &prompt_ms);  // no encoder: nothing to count there
@@ -261,7 +261,7 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
                  encode_ms - prompt_ms;
   for (const auto& r : results) st.tokens += r.size();
   st.decode_tokens = st.tokens;
-  if (c.decoder_only) {
+  if (c.kind == ModelKind::DecoderOnly) {
     for (const auto& p : sources) st.prompt_tokens += p.size();
     for (const auto& r : results) st.decode_tokens -= r.empty() ? 0 : 1;  // each first token: the prompt's
   }

@@ -29,7 +29,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(const ModelFiles& files, const ConfigR
 
 }  // namespace
 
-const Family kBart{"bart", true, ModelKind::Generator, read_config, hf_checkpoint, declare_bart_layout_tensors,
+const Family kBart{"bart", true, ModelTask::Generator, read_config, hf_checkpoint, declare_bart_layout_tensors,
                    make_tokenizer, {"vocab.json", "merges.txt"}};
 
 }  // namespace vkf::model

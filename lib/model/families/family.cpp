@@ -51,6 +51,15 @@ const char* activation_name(Activation a) {
   return "?";  // not an enumerator: a cast from a bad integer
 }
 
+const char* model_kind_name(ModelKind k) {
+  switch (k) {
+    case ModelKind::EncoderOnly: return "encoder-only";
+    case ModelKind::DecoderOnly: return "decoder-only";
+    case ModelKind::EncoderDecoder: return "encoder-decoder";
+  }
+  return "?";
+}
+
 const char* positions_name(ModelConfig::Positions p) {
   switch (p) {
     case ModelConfig::Positions::Interleaved: return "sinusoidal, interleaved";
@@ -74,7 +83,7 @@ std::shared_ptr<const Model> Model::load(Context& ctx, const ModelFiles& files, 
 std::shared_ptr<const Model> Model::load(Context& ctx, const ModelFiles& files, const LoadOptions& options) {
   const DType precision = options.precision;
   const model::Family& family = model::family_of(files);
-  if (family.kind == ModelKind::Forecaster)
+  if (family.kind == ModelTask::Forecaster)
     throw Error("model " + files.label() + " is a patch forecaster: Forecaster::load (`vkformer forecast`) runs it",
                 ErrorKind::Unsupported);
   const ModelConfig c = family.read_config(files);

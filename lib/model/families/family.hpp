@@ -21,7 +21,7 @@ namespace vkf::model {
 struct Family {
   const char* name;   // config.json's "architecture" (vkformer's format) or "model_type" (Hugging Face)
   bool hugging_face;  // named by model_type, in a save_pretrained directory
-  ModelKind kind;
+  ModelTask kind;
   // config.json (and generation_config.json): errors name the file and the field, and
   // settings that would change the computation and vkformer does not run are refused.
   ModelConfig (*read_config)(const ModelFiles& files);

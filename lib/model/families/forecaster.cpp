@@ -17,7 +17,7 @@ namespace vkf {
 namespace model {
 // In the registry so that every command can tell a forecaster from a model that
 // generates; Forecaster::load reads it, not Model::load.
-const Family kForecaster{"torch-patch-forecaster", false, ModelKind::Forecaster, nullptr, nullptr, nullptr, nullptr,
+const Family kForecaster{"torch-patch-forecaster", false, ModelTask::Forecaster, nullptr, nullptr, nullptr, nullptr,
                            {}};
 }  // namespace model
 

@@ -24,7 +24,7 @@ ModelConfig read_gpt2_config(const ModelFiles& files) {
   c.architecture = r.string("model_type");
   if (c.architecture != "gpt2") r.fail("model_type '" + c.architecture + "' is not gpt2");
   c.hugging_face = true;
-  c.decoder_only = true;
+  c.kind = ModelKind::DecoderOnly;
   c.d_model = r.count("n_embd", 1);
   c.nhead = r.count("n_head", 1);
   if (c.d_model % c.nhead)
@@ -133,7 +133,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(const ModelFiles& files, const ConfigR
 
 }  // namespace
 
-const Family kGpt2{"gpt2", true, ModelKind::Generator, read_gpt2_config, checkpoint, declare_tensors, make_tokenizer,
+const Family kGpt2{"gpt2", true, ModelTask::Generator, read_gpt2_config, checkpoint, declare_tensors, make_tokenizer,
                  {"vocab.json", "merges.txt", "tokenizer.json"}};  // (tokenizer.json: a GGUF file's)
 
 }  // namespace vkf::model

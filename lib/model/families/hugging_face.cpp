@@ -49,7 +49,7 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
       r.fail("field 'early_stopping' must be true, false or \"never\"");
   }
   if (r.has("max_length")) {
-    g.max_length = r.count("max_length", 1, c.decoder_only ? UINT32_MAX : c.max_position + 1);
+    g.max_length = r.count("max_length", 1, c.kind == ModelKind::DecoderOnly ? UINT32_MAX : c.max_position + 1);
     g.max_length_given = true;
   }
   if (r.has("min_length")) g.min_length = r.count("min_length", 0, c.max_position + 1);
@@ -74,7 +74,7 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
   if (r.has("forced_eos_token_id")) g.forced_eos_id = hf_token_id(r, "forced_eos_token_id", V);
   // (A decoder-only model may name an EOS outside its vocabulary, as a small random GPT-2
   // keeps 50256: it is then never produced, as in transformers.)
-  if (c.decoder_only && r.has("eos_token_id") && r.json()["eos_token_id"].is_array() &&
+  if (c.kind == ModelKind::DecoderOnly && r.has("eos_token_id") && r.json()["eos_token_id"].is_array() &&
       r.json()["eos_token_id"].size() > 1) {
     // A list, as Llama 3 has it: its first is config.json's EOS, and every one ends an
     // output, as transformers' generate() ends it (ModelConfig::more_eos_ids).
@@ -87,12 +87,12 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
       if (i > 0 && id != c.eos_id && std::find(c.more_eos_ids.begin(), c.more_eos_ids.end(), id) == c.more_eos_ids.end())
         c.more_eos_ids.push_back(id);
     }
-  } else if (r.has("eos_token_id") && hf_token_id(r, "eos_token_id", c.decoder_only ? UINT32_MAX : V) != c.eos_id) {
+  } else if (r.has("eos_token_id") && hf_token_id(r, "eos_token_id", c.kind == ModelKind::DecoderOnly ? UINT32_MAX : V) != c.eos_id) {
     r.fail("field 'eos_token_id' differs from config.json's");
   }
   if (r.has("decoder_start_token_id") && hf_token_id(r, "decoder_start_token_id", V) != c.bos_id)
     r.fail("field 'decoder_start_token_id' differs from config.json's");
-  if (c.decoder_only) {
+  if (c.kind == ModelKind::DecoderOnly) {
     // A decoder-only model's generation runs greedy or sampled steps with the repetition
     // penalty, and takes max_length as transformers does (prompt included): a processor
     // or beam setting it would not apply is refused by name, never dropped.

@@ -84,7 +84,7 @@ ModelConfig read_llama_config(const ModelFiles& files) {
   if (c.architecture != "llama" && c.architecture != "mistral" && c.architecture != "qwen2")
     r.fail("model_type '" + c.architecture + "' is not llama, mistral or qwen2");
   c.hugging_face = true;
-  c.decoder_only = true;
+  c.kind = ModelKind::DecoderOnly;
   c.d_model = r.count("hidden_size", 1);
   c.nhead = r.count("num_attention_heads", 1);
   // Each head's width: head_dim where config.json sets it (Mistral NeMo's 128 on 5120 over
@@ -195,11 +195,11 @@ std::unique_ptr<Tokenizer> make_tokenizer(const ModelFiles& files, const ConfigR
 
 }  // namespace
 
-const Family kLlama{"llama", true, ModelKind::Generator, read_llama_config, hf_checkpoint, declare_tensors,
+const Family kLlama{"llama", true, ModelTask::Generator, read_llama_config, hf_checkpoint, declare_tensors,
                     make_tokenizer, {"tokenizer.model", "tokenizer.json"}};
-const Family kMistral{"mistral", true, ModelKind::Generator, read_llama_config, hf_checkpoint, declare_tensors,
+const Family kMistral{"mistral", true, ModelTask::Generator, read_llama_config, hf_checkpoint, declare_tensors,
                       make_tokenizer, {"tokenizer.model", "tokenizer.json"}};
-const Family kQwen2{"qwen2", true, ModelKind::Generator, read_llama_config, hf_checkpoint, declare_tensors,
+const Family kQwen2{"qwen2", true, ModelTask::Generator, read_llama_config, hf_checkpoint, declare_tensors,
                     make_tokenizer, {"tokenizer.model", "tokenizer.json"}};
 
 }  // namespace vkf::model

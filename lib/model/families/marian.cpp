@@ -30,7 +30,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(const ModelFiles& files, const ConfigR
 
 }  // namespace
 
-const Family kMarian{"marian", true, ModelKind::Generator, read_config, hf_checkpoint, declare_bart_layout_tensors,
+const Family kMarian{"marian", true, ModelTask::Generator, read_config, hf_checkpoint, declare_bart_layout_tensors,
                      make_tokenizer, {"vocab.json", "source.spm"}};
 
 }  // namespace vkf::model

@@ -63,9 +63,9 @@ void check_runs_here(Context& ctx, const ModelFiles& files, uint32_t head_dim, D
 
 }  // namespace model
 
-ModelKind model_kind(const ModelFiles& files) {
+ModelTask model_task(const ModelFiles& files) {
   const model::Family* f = model::find(files);
-  return f ? f->kind : ModelKind::Unknown;
+  return f ? f->kind : ModelTask::Unknown;
 }
 
 std::string supported_model_families() {

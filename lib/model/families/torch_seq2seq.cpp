@@ -66,7 +66,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(const ModelFiles& files, const ConfigR
 
 }  // namespace
 
-const Family kTorchSeq2Seq{"torch-seq2seq", false, ModelKind::Generator, read_config, checkpoint, declare_tensors,
+const Family kTorchSeq2Seq{"torch-seq2seq", false, ModelTask::Generator, read_config, checkpoint, declare_tensors,
                            make_tokenizer, {"vocab.json"}};
 
 }  // namespace model

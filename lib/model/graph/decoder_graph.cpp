@@ -31,7 +31,7 @@ constexpr uint16_t kHalfNegativeInfinity = 0xfc00;  // IEEE fp16 -inf: sign 1, e
 
 DecoderGraph::DecoderGraph(const Model::Impl& m) : m_(m), ctx_(m.ctx), ops_(m.ctx, m.dtype) {
   const ModelConfig& c = m.config;
-  if (c.decoder_only) return;
+  if (c.kind == ModelKind::DecoderOnly) return;
   const EncoderStack stack{
       .settings = {.d_model = c.d_model, .heads = c.nhead, .head_dim = c.head_dim(), .dim_feedforward = c.dim_feedforward,
                    .activation = c.activation, .norm_first = c.norm_first, .eps = c.layer_norm_eps,
@@ -176,9 +176,9 @@ void DecoderGraph::reserve(uint32_t S, uint32_t target_capacity) {
   }
 }
 
-void DecoderGraph::begin_decoder_only(uint32_t batch, uint32_t target_capacity) {
+void DecoderGraph::begin_prompts(uint32_t batch, uint32_t target_capacity) {
   const ModelConfig& c = m_.config;
-  if (!c.decoder_only) throw Error("begin_decoder_only: the model has an encoder");
+  if (c.kind != ModelKind::DecoderOnly) throw Error("begin_prompts: the model has an encoder");
   if (!batch || !target_capacity) fail_invalid_input("no sequences or no positions to decode");
   if (target_capacity > c.max_position)
     fail_invalid_input(std::to_string(target_capacity) + " positions exceed the model's " + std::to_string(c.max_position) +
@@ -206,7 +206,7 @@ void DecoderGraph::begin_decoder_only(uint32_t batch, uint32_t target_capacity) 
 }
 
 void DecoderGraph::set_left_padding(const std::vector<uint32_t>& pads, uint32_t prompt_len) {
-  if (!m_.config.decoder_only) throw Error("left padding: the model has an encoder (its sources are padded on the right)");
+  if (m_.config.kind != ModelKind::DecoderOnly) throw Error("left padding: the model has an encoder (its sources are padded on the right)");
   if (pads.size() != batch_) throw Error("left padding: one count per sequence of the batch");
   step_list_.reset();  // recorded without (or with other) masks
   steps_list_.reset();
@@ -246,7 +246,7 @@ void DecoderGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   // A decoder-only model's prompt (pre-norm): the fused encoder's path, with a causal mask,
   // where both encoders and decode steps fold (VKF_FOLD_NORMS=1 by default): on CPU drivers
   // the unfolded 7 dispatches measured faster (docs/performance.md).
-  const bool prompt_fused = plain && c.decoder_only && c.norm_first && !o.step && ops_.fold_norms_in_decode_steps() &&
+  const bool prompt_fused = plain && c.kind == ModelKind::DecoderOnly && c.norm_first && !o.step && ops_.fold_norms_in_decode_steps() &&
                             ops_.fold_norms_in_encoder();
   // Post-norm, a decode step folds the embedding's norm into the first layer's GEMMs like
   // any layer's last norm; otherwise it runs on its own, embedding into y first.
@@ -291,7 +291,7 @@ void DecoderGraph::record_decoder(CommandList& cl, const DecoderOptions& o) {
   for (size_t l = 0; l < m_.decoder.size(); ++l) s = record_decoder_layer(r, m_.decoder[l], l, pass, buffers, cache_, s);
   // A decoder-only prompt pass is counted as an encode is (what the model reads before decoding).
   if (!m_.decoder.empty())
-    (c.decoder_only && !o.step ? encoder_dispatches_per_layer_ : dispatches_per_layer_) =
+    (c.kind == ModelKind::DecoderOnly && !o.step ? encoder_dispatches_per_layer_ : dispatches_per_layer_) =
         double(cl.stats().dispatches - before) / m_.decoder.size();
   // y [B*n, D]: the decoder's output after its final norm (post-norm, folded: with the
   // last layer's pending norm, in one dispatch).

@@ -24,9 +24,9 @@ class DecoderGraph {
   void encode(const std::vector<std::vector<uint32_t>>& sources, uint32_t copies, uint32_t target_capacity);
   // A decoder-only model: room for `batch` sequences of target_capacity positions and no
   // source; decode() then reads prompts and step()/start_steps() continue them.
-  void begin_decoder_only(uint32_t batch, uint32_t target_capacity);
+  void begin_prompts(uint32_t batch, uint32_t target_capacity);
   // A decoder-only batch of prompts of different lengths, left-padded to one (after
-  // begin_decoder_only): sequence b's first pads[b] rows are padding, masked as keys in
+  // begin_prompts): sequence b's first pads[b] rows are padding, masked as keys in
   // every pass and step that follows, and its positions start pads[b] rows late, so each
   // sequence computes what it would alone. Left, not right: every sequence then takes its
   // next token at the same row, so one recorded step (one step counter, one cache row)
