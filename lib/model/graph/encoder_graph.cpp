@@ -113,6 +113,29 @@ BufferView EncoderGraph::run(const EncoderInput& in, const EncoderBuffers& b, co
   return hidden;
 }
 
+std::vector<float> image_patches(const std::vector<float>& images, uint32_t batch, uint32_t channels, uint32_t height,
+                                 uint32_t width, uint32_t ph, uint32_t pw) {
+  if (!batch || !channels || !ph || !pw || height < ph || width < pw || height % ph || width % pw)
+    throw Error("image patches: " + std::to_string(height) + " x " + std::to_string(width) + " images do not divide into " +
+                std::to_string(ph) + " x " + std::to_string(pw) + " patches");
+  const uint64_t pixels = uint64_t(height) * width, expected = uint64_t(batch) * channels * pixels;
+  if (images.size() != expected)
+    throw Error("image patches: " + std::to_string(images.size()) + " values are not " + std::to_string(batch) + " x " +
+                std::to_string(channels) + " x " + std::to_string(height) + " x " + std::to_string(width));
+  const uint32_t rows = height / ph, cols = width / pw, per_patch = channels * ph * pw;
+  std::vector<float> out(expected);
+  for (uint32_t b = 0; b < batch; ++b)
+    for (uint32_t py = 0; py < rows; ++py)
+      for (uint32_t px = 0; px < cols; ++px) {
+        float* patch = out.data() + ((uint64_t(b) * rows + py) * cols + px) * per_patch;
+        for (uint32_t c = 0; c < channels; ++c)
+          for (uint32_t y = 0; y < ph; ++y)
+            for (uint32_t x = 0; x < pw; ++x)
+              *patch++ = images[(uint64_t(b) * channels + c) * pixels + uint64_t(py * ph + y) * width + px * pw + x];
+      }
+  return out;
+}
+
 uint32_t EncoderGraph::units_per_submit(uint32_t rows, uint32_t units) const {
   // Not measured yet (the first run; Session::warmup does one): all in one submit.
   if (submit_budget_ms <= 0 || ms_per_unit_row_ <= 0) return 0;

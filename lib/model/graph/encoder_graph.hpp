@@ -56,6 +56,16 @@ struct RowInput {
   const Linear* projection = nullptr;
   BufferView positions;
 };
+// Images [batch, channels, height, width] (fp32, row-major) as the rows a RowInput reads
+// (stride = width = channels x ph x pw): [batch, (height / ph) (width / pw), channels ph pw],
+// patches in row-major order over the image's grid, each patch's values in (c, kh, kw)
+// order, the order of a Conv2d weight [D, channels, ph, pw] read as a Linear weight [D,
+// channels ph pw]: the rows through it are Conv2d(stride = kernel), ViT's patch embedding.
+// Sizes that do not divide into whole patches are refused by name (Conv2d would drop
+// the rest).
+std::vector<float> image_patches(const std::vector<float>& images, uint32_t batch, uint32_t channels, uint32_t height,
+                                 uint32_t width, uint32_t ph, uint32_t pw);
+
 struct EncoderInput {
   uint32_t batch = 1, seq_len = 1;
   std::optional<TokenInput> tokens;  // one of the two
