@@ -1,5 +1,6 @@
 #version 450
 // out[r, c] = table[ids[r], c] * scale + pe[position_offset + r % seq_len - shift[r / seq_len], c]
+//            (+ type_table[type_ids[r], c], with pc.types: BERT's token types)
 // (shift: each sequence's left padding, with FLAG_SHIFTED; positions below 0 take row 0:
 // the padding's own rows, which nothing reads).
 // The positional table is computed on the host in double precision: GPU sin/cos of
@@ -18,6 +19,8 @@ layout(std430, set = 0, binding = 3) writeonly buffer Out { store_t result[]; };
 #define STEP_BINDING 4
 #include "step.glsl"
 layout(std430, set = 0, binding = 5) readonly buffer Shift { uint position_shift[]; };  // [rows / seq_len], pc.shifted
+layout(std430, set = 0, binding = 6) readonly buffer TypeIds { uint type_ids[]; };      // [rows], pc.types
+layout(std430, set = 0, binding = 7) readonly buffer TypeTable { float type_table[]; };  // [types, dim] fp32, pc.types
 
 layout(push_constant) uniform Push {
   uint rows, vocab, dim, seq_len, position_offset, positional;
@@ -28,6 +31,7 @@ layout(push_constant) uniform Push {
   // part that also writes the rows of ids outside the vocabulary.
   uint first_id, id_count, last_part, table_base;
   uint shifted;  // 1: each sequence's positions start position_shift[sequence] earlier
+  uint types;    // rows of type_table (0: no token types); a type id past them poisons
 } pc;
 #ifdef QTYPE
 // QTYPE (host: Embedding::table_blocks): the table in blocks at binding 1 (blocks.glsl),
@@ -56,6 +60,10 @@ void main() {
       position = position >= shift ? position - shift : 0u;
     }
     v += pe[position * pc.dim + c];
+  }
+  if (pc.types != 0u) {
+    const uint type = type_ids[r];
+    v += type < pc.types ? type_table[type * pc.dim + c] : uintBitsToFloat(0x7fc00000u);
   }
   result[e] = store_t(v);
 }

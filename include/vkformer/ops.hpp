@@ -150,6 +150,9 @@ struct Embedding {
   // The table [vocab, dim] in llama.cpp's blocks (upload_blocks; dim a multiple of 32, one
   // binding): each row read is dequantized, as dequantize_blocks gives it.
   std::optional<BlockType> table_blocks;
+  // Token types (BERT's token_type_embeddings): rows in Ops::embedding's type table, each
+  // row's type from its type ids; 0: none.
+  uint32_t types = 0;
 };
 
 // A decoder step recorded once and replayed at every position: what changes from one
@@ -340,7 +343,8 @@ class Ops {
   // padding's rows take position 0).
   void embedding(CommandList& cl, const Embedding& e, const BufferView& ids, const BufferView& table,
                  const std::optional<BufferView>& pe, const BufferView& out, const std::optional<DecodeStep>& step = {},
-                 const std::optional<BufferView>& position_shift = {});
+                 const std::optional<BufferView>& position_shift = {},
+                 const std::optional<BufferView>& type_ids = {}, const std::optional<BufferView>& type_table = {});
   // x rotated in place (Rope); table from rotary_positions; position_shift as embedding's.
   // `second`: another tensor rotated in the same dispatch (a layer's keys in its cache
   // beside its queries), with its own heads, strides and rows_from_step and the first's

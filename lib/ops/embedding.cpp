@@ -23,7 +23,8 @@ std::vector<float> sinusoidal_positions(uint32_t positions, uint32_t dim, bool h
 
 void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, const BufferView& table,
                     const std::optional<BufferView>& pe, const BufferView& out_view,
-                    const std::optional<DecodeStep>& step, const std::optional<BufferView>& position_shift) {
+                    const std::optional<DecodeStep>& step, const std::optional<BufferView>& position_shift,
+                    const std::optional<BufferView>& type_ids, const std::optional<BufferView>& type_table) {
   if (e.rows == 0 || e.dim == 0 || e.vocab == 0 || e.seq_len == 0)
     throw Error("embedding: rows, vocab, dim and seq_len must be at least 1");
   need(ids, e.rows, "embedding", "ids", DType::F32);  // uint32: same size as fp32
@@ -54,23 +55,31 @@ void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, 
     if (!pe) throw Error("embedding: a position shift needs the positional table");
     need(*position_shift, (e.rows + e.seq_len - 1) / e.seq_len, "embedding", "position shift", DType::F32);  // uint32
   }
+  if (e.types) {
+    if (!type_ids || !type_table) throw Error("embedding: token types need their ids and their table");
+    need(*type_ids, e.rows, "embedding", "type ids", DType::F32);  // uint32
+    need(*type_table, uint64_t(e.types) * e.dim, "embedding", "token type table", DType::F32);
+  } else if (type_ids || type_table) {
+    throw Error("embedding: type ids or a type table given without Embedding::types");
+  }
   struct {
     uint32_t rows, vocab, dim, seq_len, position_offset, positional;
     float scale;
     uint32_t positions_from_step;
     uint32_t first_id, id_count, last_part, table_base;
-    uint32_t shifted;
+    uint32_t shifted, types;
   } push{e.rows, e.vocab, e.dim, e.seq_len, e.position_offset, pe ? 1u : 0u, e.scale, step ? 1u : 0u, 0, 0, 0, 0,
-         position_shift ? 1u : 0u};
-  static_assert(sizeof push == 52, "matches Push in shaders/embedding.comp");
-  Kernel k = kernel("embedding.comp", e.table_blocks ? ops::block_defines(*e.table_blocks, ctx_.capabilities()) : Defines{}, 6, sizeof push);
+         position_shift ? 1u : 0u, e.types};
+  static_assert(sizeof push == 56, "matches Push in shaders/embedding.comp");
+  Kernel k = kernel("embedding.comp", e.table_blocks ? ops::block_defines(*e.table_blocks, ctx_.capabilities()) : Defines{}, 8, sizeof push);
+  const BufferView tids = type_ids ? *type_ids : ids, ttable = type_table ? *type_table : ids;  // (placeholders: not read)
   if (e.table_blocks) {  // the whole table one binding (checked above), its rows from block 0
     const Placed whole = place(table, "embedding");
     if (whole.base) throw Error("embedding: a table in blocks must start at a descriptor-aligned offset");
     push.first_id = 0, push.id_count = e.vocab, push.last_part = 1, push.table_base = 0;
     cl.dispatch(k, ops::grid(ops::ceil_div(uint64_t(e.rows) * e.dim, 256)),
                 {in(ids), in(whole.view), in(pe ? *pe : ids), out(out_view), in(step ? step->state : ids),
-                 in(position_shift ? *position_shift : ids)},
+                 in(position_shift ? *position_shift : ids), in(tids), in(ttable)},
                 push, std::string("embedding ") + block_type_name(*e.table_blocks));
     return;
   }
@@ -89,7 +98,7 @@ void Ops::embedding(CommandList& cl, const Embedding& e, const BufferView& ids, 
     push.table_base = part.base;
     cl.dispatch(k, ops::grid(ops::ceil_div(uint64_t(e.rows) * e.dim, 256)),
                 {in(ids), in(part.view), in(pe ? *pe : ids), out(out_view), in(step ? step->state : ids),
-                 in(position_shift ? *position_shift : ids)},
+                 in(position_shift ? *position_shift : ids), in(tids), in(ttable)},
                 push,
                 "embedding");
   }

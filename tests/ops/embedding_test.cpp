@@ -56,6 +56,55 @@ TEST_P(EmbeddingTest, EmbeddingScalesAndAddsSinusoidalPositions) {
   for (double x : row) EXPECT_TRUE(std::isnan(x)) << "an out-of-range id must not read another row";
 }
 
+// Token types (BERT's token_type_embeddings): each row's type's row of the fp32 type
+// table added to the word and the position; a type id past the table poisons its row
+// (the host checks ids; the kernel never reads outside the table). Types without their
+// ids or table, and ids or a table without types, are refused by name.
+TEST_P(EmbeddingTest, AddsEachRowsTokenTypeEmbedding) {
+  auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t vocab = 31, dim = 17, batch = 2, seq = 9, positions = 12, types = 3;
+  auto table = random_values(size_t(vocab) * dim, rng);
+  for (auto& e : table) e = stored(e, dtype());
+  std::vector<float> pe(size_t(positions) * dim), type_table(size_t(types) * dim);
+  for (auto& v : pe) v = float(random_values(1, rng)[0]);
+  for (auto& v : type_table) v = float(random_values(1, rng)[0]);
+  std::vector<uint32_t> ids(batch * seq), type_ids(batch * seq);
+  for (auto& id : ids) id = uint32_t(rng() % vocab);
+  for (auto& t : type_ids) t = uint32_t(rng() % types);
+  type_ids[5] = types;  // past the table: that row poisoned
+  std::vector<double> want(size_t(batch) * seq * dim), mag(want.size());
+  for (uint32_t r = 0; r < batch * seq; ++r)
+    for (uint32_t c = 0; c < dim; ++c) {
+      const double w = table[size_t(ids[r]) * dim + c], p = pe[size_t(r % seq) * dim + c];
+      const double t = type_ids[r] < types ? double(type_table[size_t(type_ids[r]) * dim + c]) : std::nan("");
+      want[size_t(r) * dim + c] = w + p + t;
+      mag[size_t(r) * dim + c] = std::abs(w) + std::abs(p) + std::abs(t);
+    }
+  Buffer bid = upload_u32(ctx(), ids, "ids"), btid = upload_u32(ctx(), type_ids, "type_ids");
+  Buffer bt = upload_as(ctx(), table, dtype(), "table");
+  Buffer bpe = upload_floats(ctx(), pe, DType::F32, "pe"), btt = upload_floats(ctx(), type_table, DType::F32, "types");
+  Buffer out = poisoned_finite(ctx(), want.size(), dtype(), "out");  // so the poisoned row cannot pass unwritten
+  Ops o = ops();
+  const Embedding e{.rows = batch * seq, .vocab = vocab, .dim = dim, .seq_len = seq, .positions = positions,
+                    .types = types};
+  auto cl = ctx().command_list();
+  o.embedding(cl, e, bid.view(), bt.view(), bpe.view(), out.view(), std::nullopt, std::nullopt, btid.view(), btt.view());
+  cl.submit();
+  auto got = download_as(ctx(), out, want.size(), dtype());
+  for (uint32_t c = 0; c < dim; ++c) EXPECT_TRUE(std::isnan(got[5 * dim + c])) << "a type past the table must poison";
+  for (auto* v : {&got, &want, &mag}) v->erase(v->begin() + 5 * dim, v->begin() + 6 * dim);
+  // Three fp32 roundings of sums of terms ~1 (fp16: one more of the result).
+  EXPECT_TRUE(close(got, want, mag, dtype() == DType::F16 ? 1e-3 : 1e-6));
+  EXPECT_THROW(o.embedding(cl, e, bid.view(), bt.view(), bpe.view(), out.view()), Error);
+  Embedding no_types = e;
+  no_types.types = 0;
+  EXPECT_THROW(o.embedding(cl, no_types, bid.view(), bt.view(), bpe.view(), out.view(), std::nullopt, std::nullopt,
+                           btid.view(), btt.view()),
+               Error);
+}
+
 // A replayed decode step takes its position from the DecodeStep state: the same rows as
 // a recorded call at that position_offset, exactly.
 TEST_P(EmbeddingTest, TakesThePositionFromADecodeStep) {

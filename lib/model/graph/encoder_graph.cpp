@@ -60,8 +60,9 @@ BufferView EncoderGraph::run(const EncoderInput& in, const EncoderBuffers& b, co
   if (in.tokens) {
     const TokenInput& t = *in.tokens;
     ops_.embedding(cl, {.rows = rows, .vocab = t.vocab, .dim = D, .scale = t.scale, .seq_len = in.seq_len,
-                        .positions = t.max_positions, .table_blocks = t.table_blocks},
-                   t.ids, t.table, t.positions, embedded.view());  // x [rows, D]
+                        .positions = t.max_positions, .table_blocks = t.table_blocks, .types = t.types},
+                   t.ids, t.table, t.positions, embedded.view(), std::nullopt, std::nullopt, t.type_ids,
+                   t.type_table);  // x [rows, D]
   } else {
     // patches[b, p, :] = series[b item_stride + p stride, + width): A rows overlap where
     // stride < width; the positions broadcast over the batch in the epilogue.

@@ -36,7 +36,9 @@ struct EncoderStack {
 
 // The input stages. Token ids [batch, seq_len] (uploaded, padded) looked up in a table
 // (its rows in the storage type or llama.cpp's blocks), times `scale`, plus a positions
-// table's rows; `mask`: additive [batch, seq_len], padding's keys dropped.
+// table's rows and, with `types`, each token's type's row of a type table (fp32 [types,
+// D]: BERT's token_type_embeddings; type_ids [batch, seq_len] uint32); `mask`: additive
+// [batch, seq_len], padding's keys dropped.
 struct TokenInput {
   BufferView ids, table;
   std::optional<BlockType> table_blocks;
@@ -45,6 +47,8 @@ struct TokenInput {
   std::optional<BufferView> positions;
   uint32_t max_positions = 0;
   std::optional<BufferView> mask;
+  uint32_t types = 0;
+  std::optional<BufferView> type_ids, type_table;
 };
 // Rows of floats through a projection: row p of item b is `width` values of `series` from
 // b * item_stride + p * stride (overlapping patches where stride < width, a forecaster's
@@ -82,7 +86,9 @@ class EncoderGraph {
   // its stats buffers where norms fold and the device's GEMMs write row statistics:
   // row_stats_parts), the final (or a post-norm stack's pending) norm into `out` [rows, D];
   // `then` records what reads the last hidden state into the last submit. Returns the
-  // last hidden state: `out`, or b's buffer the last layer left it in.
+  // last hidden state [batch x seq_len, D]: `out`, or b's buffer the last layer left it
+  // in. Its pooled rows (each item's first token, BERT's [CLS]) are rows b x seq_len: a
+  // head reads them in place, lda = seq_len x D.
   BufferView run(const EncoderInput& in, const EncoderBuffers& b, const BufferView& out,
                  const std::function<void(CommandList&, const BufferView& hidden)>& then = {});
   // The partials per row the folded norms take for `rows` rows (0: no stats buffers).
