@@ -122,6 +122,7 @@ float activate_flagged(float v) {
   if (act == GEMM_ACT_GELU) return gelu_erf(v);
   if (act == GEMM_ACT_GELU_TANH) return gelu_tanh(v);
   if (act == GEMM_ACT_SILU) return silu(v);
+  if (act == GEMM_ACT_TANH) return tanh_precise(v);
   return v;
 }
 

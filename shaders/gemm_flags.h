@@ -15,6 +15,7 @@
 #define GEMM_ACT_GELU 2u       // erf form
 #define GEMM_ACT_GELU_TANH 3u  // tanh approximation
 #define GEMM_ACT_SILU 4u       // x sigmoid(x): Marian's "swish"
+#define GEMM_ACT_TANH 5u       // BERT's pooler
 #define GEMM_FLAG_STEP_ROWS 128u  // C's rows start at the decode step's row (DECODE_STEP_WORD)
 // LayerNorm folded into the decode-step kernel (gemm_small_m.comp): the rows of A, or
 // of the residual, are normalised with the norm's gamma and beta as they are read.

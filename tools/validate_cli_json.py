@@ -54,7 +54,7 @@ def check_info_on_every_model(vkformer, source, seq2seq, schema):
         text = run(vkformer, ["info", "--model", d]).stdout
         for key in ("kv_heads", "head_dim", "positions", "parameters", "checkpoint"):
             assert f"  {key} " in text, f"info --model {d}: no {key} in\n{text}"
-    want = {"torch-seq2seq", "marian", "bart", "gpt2", "llama", "mistral", "qwen2"}
+    want = {"torch-seq2seq", "marian", "bart", "gpt2", "llama", "mistral", "qwen2", "bert"}
     assert families >= want, f"info --model ran on {sorted(families)}, not every family {sorted(want)}"
     print(f"info --model: {len(dirs)} models of {len(families)} families valid")
 
@@ -78,6 +78,9 @@ def main():
     gpt2 = os.path.join(source, "tests", "hf", "gpt2", "lm")
     commands["version"] = ["version", "--json"]
     commands["tokenize"] = ["tokenize", "--model", gpt2, "--json", "The date is", "日本"]
+    hidden = os.path.join(work, "cli_json_hidden.npy")
+    commands["encode"] = ["encode", "--model", os.path.join(source, "tests", "hf", "bert", "base"), "--ids", "101,7,102",
+                          "--token-types", "0,0,1", "--hidden-out", hidden, "--json"]
     os.environ["VKF_CACHE_DIR"] = os.path.join(work, "cli_json_cache")
     check_decoder_only(vkformer, source, schema)
     check_info_on_every_model(vkformer, source, seq2seq, schema)
@@ -93,6 +96,9 @@ def main():
         if name == "translate":
             assert [d["input"] for d in docs] == ["3/3/98", "", "May 5 2020"], "translate: one object per input, in order"
             assert docs[1]["output"] == "" and docs[1]["ids"] == [], "translate: an empty input gives an empty output"
+        if name == "encode":
+            assert os.path.getsize(hidden) == 128 + 4 * docs[0]["tokens"] * docs[0]["width"], "encode: .npy size"
+            assert docs[0]["pooled"] and docs[0]["hidden_out"] == hidden and docs[0]["pooled_out"] is None, docs[0]
         if name == "score":
             assert os.path.getsize(logits) == 128 + 4 * docs[0]["shape"][0] * docs[0]["shape"][1], "score: .npy size"
             assert docs[0]["scored_tokens"] == 2 and docs[0]["perplexity"] >= 1, docs[0]

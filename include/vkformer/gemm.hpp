@@ -17,7 +17,7 @@ namespace vkf {
 enum class NormKind : uint8_t { LayerNorm, RMSNorm };
 
 // Gelu: exact (erf), PyTorch's default; Silu: x sigmoid(x), Marian's "swish".
-enum class Activation : uint8_t { None, Relu, Gelu, GeluTanh, Silu };
+enum class Activation : uint8_t { None, Relu, Gelu, GeluTanh, Silu, Tanh };  // Tanh: BERT's pooler
 
 // Element strides between batches: outer (batch item) and inner (head).
 struct Strides {

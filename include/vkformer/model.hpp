@@ -34,9 +34,10 @@ enum class ModelKind : uint8_t { EncoderOnly, DecoderOnly, EncoderDecoder };
 const char* model_kind_name(ModelKind k);  // "encoder-only", "decoder-only", "encoder-decoder"
 
 // What a model directory holds, by its family in vkformer's registry: a model that
-// generates (Model::load), a patch forecaster (Forecaster::load), or a name no family
-// has (Model::load then says which it knows).
-enum class ModelTask { Generator, Forecaster, Unknown };
+// generates (Model::load, Session), a patch forecaster (Forecaster::load), an encoder-only
+// model (Model::load, Encoder: BERT), or a name no family has (Model::load then says
+// which it knows).
+enum class ModelTask { Generator, Forecaster, Encoder, Unknown };
 ModelTask model_task(const ModelFiles& files);
 // The families this vkformer runs, as its messages name them ("torch-seq2seq, and
 // Hugging Face model_type marian, bart, ..."), from the registry.
@@ -107,6 +108,8 @@ struct ModelConfig {
   // NeMo's, Gemma's, T5's d_kv); 0: d_model / nhead. The attention's inner width, queries
   // and each head's output side by side, is nhead x head_dim (attention_width).
   uint32_t head_width = 0;
+  // Token types an encoder's input adds a row of (BERT's type_vocab_size); 0: none.
+  uint32_t token_types = 0;
 
   uint32_t kv_head_count() const { return kv_heads ? kv_heads : nhead; }
 

@@ -24,6 +24,11 @@ int tokenize(const Args& args);
 int help_command(const Args& args);
 int version_command(const Args& args);
 
+int encode(const Args& args);
+
+// A float32 .npy [rows, cols], written whole or not at all (a temporary file renamed).
+void write_npy(const std::string& path, const std::vector<float>& data, size_t rows, size_t cols);
+
 // Comma-separated token ids ("5,17,9"): each a whole number; `what` names the option.
 std::vector<uint32_t> parse_ids(const std::string& text, const char* what);
 

@@ -1,4 +1,4 @@
-// `vkformer generate` and `vkformer score`.
+// `vkformer generate` and `vkformer score` (and the .npy writer `encode` shares).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,6 +15,17 @@
 #include "vkformer/tokenizer.hpp"
 
 namespace vkf::cli {
+
+void write_npy(const std::string& path, const std::vector<float>& data, size_t rows, size_t cols) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+                       std::to_string(cols) + "), }";
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  header += '\n';
+  const uint16_t len = uint16_t(header.size());
+  std::string prefix("\x93NUMPY\x01\x00", 8);
+  prefix.append(reinterpret_cast<const char*>(&len), 2);
+  write_file_atomically(path, {prefix, header, {reinterpret_cast<const char*>(data.data()), data.size() * 4}});
+}
 
 std::vector<uint32_t> parse_ids(const std::string& text, const char* what) {
   std::vector<uint32_t> ids;
@@ -39,18 +50,6 @@ ModelArgs model_args(const Args& args) {
   m.precision = precision(args);
   m.profile = args.flag("--profile");
   return m;
-}
-
-// A float32 .npy, written whole or not at all.
-void write_npy(const std::string& path, const std::vector<float>& data, size_t rows, size_t cols) {
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
-                       std::to_string(cols) + "), }";
-  header.append(64 - (10 + header.size() + 1) % 64, ' ');
-  header += '\n';
-  const uint16_t len = uint16_t(header.size());
-  std::string prefix("\x93NUMPY\x01\x00", 8);
-  prefix.append(reinterpret_cast<const char*>(&len), 2);
-  write_file_atomically(path, {prefix, header, {reinterpret_cast<const char*>(data.data()), data.size() * 4}});
 }
 
 uint64_t fresh_seed() {

@@ -35,6 +35,7 @@ int run(const vkf::cli::CommandSpec& spec, int argc, char** argv) {
   if (command == "selftest") return vkf::cli::selftest(args);
   if (command == "generate") return vkf::cli::generate(args);
   if (command == "score") return vkf::cli::score(args);
+  if (command == "encode") return vkf::cli::encode(args);
   if (command == "translate") return vkf::cli::translate(args);
   if (command == "tune") return vkf::cli::tune(args);
   if (command == "tokenize") return vkf::cli::tokenize(args);

@@ -115,6 +115,8 @@ inline std::string model_dir(const Args& args, ModelTask kind) {
     throw Error("model " + *dir + " is a patch forecaster: run it with `vkformer forecast`");
   if (found != kind && found == ModelTask::Generator)
     throw Error("model " + *dir + " is a sequence-to-sequence model: run it with `vkformer generate`, `translate` or `score`");
+  if (found != kind && found == ModelTask::Encoder)
+    throw Error("model " + *dir + " is an encoder-only model (it generates nothing): run it with `vkformer encode`");
   return *dir;  // an unknown family: the loader says which ones it knows
 }
 

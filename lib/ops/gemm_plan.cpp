@@ -18,7 +18,8 @@ constexpr uint32_t kSmallM = GEMM_SMALL_M_MAX_M;        // MAX_M of gemm_small_m
 constexpr uint32_t kColumnsMaxM = GEMM_COLUMNS_MAX_M;  // the most rows gemm_columns.comp takes
 static_assert(Ops::kMaxFoldedNormRows == kSmallM, "the decode-step kernel's rows");
 static_assert(uint32_t(Activation::Relu) == GEMM_ACT_RELU && uint32_t(Activation::Gelu) == GEMM_ACT_GELU &&
-                  uint32_t(Activation::GeluTanh) == GEMM_ACT_GELU_TANH && uint32_t(Activation::Silu) == GEMM_ACT_SILU,
+                  uint32_t(Activation::GeluTanh) == GEMM_ACT_GELU_TANH && uint32_t(Activation::Silu) == GEMM_ACT_SILU &&
+                  uint32_t(Activation::Tanh) == GEMM_ACT_TANH,
               "activation codes match gemm_flags.h");
 
 uint32_t narrow(uint64_t v, const char* what) {

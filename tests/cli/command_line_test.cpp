@@ -267,6 +267,25 @@ TEST(CommandLine, EnvironmentValuesAreCheckedLikeOptions) {
   setenv("VKF_VALIDATION", "1", 1);  // as CTest runs every test
 }
 
+// An encoder-only model (BERT) runs under `encode` only, and `encode` runs nothing else;
+// what it cannot do is named.
+TEST(CommandLine, EncoderOnlyModelsRunUnderEncodeOnly) {
+  const std::string bert = kSource + "/tests/hf/bert/base";
+  expect_error({"generate", "--model", bert, "--ids", "5,6"}, "is an encoder-only model (it generates nothing): run it with `vkformer encode`");
+  expect_error({"score", "--model", bert, "--ids", "5,6"}, "is an encoder-only model");
+  expect_error({"encode", "--model", kDates, "--ids", "5,6"}, "is a sequence-to-sequence model");
+  expect_error({"encode", "--model", bert}, "encode needs --ids");
+  expect_error({"encode", "--model", bert, "--ids", "5,300"}, "token id 300 is outside the vocabulary of 300");
+  expect_error({"encode", "--model", bert, "--ids", "5,6", "--token-types", "0,2"}, "token type 2 is outside the model's 2 types");
+  expect_error({"encode", "--model", bert, "--ids", "5,6", "--logits-out", "x.npy"}, "unknown option --logits-out");
+  Dir dir;
+  const std::string hidden = dir.path + "/h.npy";
+  const CliRun r = run_cli({"encode", "--model", bert, "--ids", "101,7,102", "--hidden-out", hidden});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("3 tokens x 64: last hidden state and pooled output"), std::string::npos) << r.out;
+  EXPECT_EQ(std::filesystem::file_size(hidden), 128u + 4u * 3 * 64);
+}
+
 TEST(CommandLine, BenchModelNeedsAModel) {
   expect_error({"bench", "model", "--model", "/nonexistent/model"}, "no model at /nonexistent/model");
 }

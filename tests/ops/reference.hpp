@@ -15,6 +15,7 @@ inline double activate(double x, Activation a) {
     case Activation::GeluTanh:
       return 0.5 * x * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
     case Activation::Silu: return x / (1 + std::exp(-x));
+    case Activation::Tanh: return std::tanh(x);
     default: return x;
   }
 }

@@ -51,7 +51,17 @@ GenerateOptions GenerateOptions::defaults(const ModelConfig& c, size_t longest_p
   return o;
 }
 
-Session::Session(std::shared_ptr<const Model> model) : impl_(std::make_unique<Impl>(std::move(model))) {}
+namespace {
+std::shared_ptr<const Model> generating(std::shared_ptr<const Model> model) {
+  if (!model) throw Error("Session: no model");
+  if (model->config().kind == ModelKind::EncoderOnly)
+    throw Error("Session: model '" + model->config().architecture + "' is encoder-only and generates nothing: Encoder runs it",
+                ErrorKind::InvalidInput);
+  return model;
+}
+}  // namespace
+
+Session::Session(std::shared_ptr<const Model> model) : impl_(std::make_unique<Impl>(generating(std::move(model)))) {}
 Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 

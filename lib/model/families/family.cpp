@@ -47,6 +47,7 @@ const char* activation_name(Activation a) {
     case Activation::Gelu: return "gelu";
     case Activation::GeluTanh: return "gelu_tanh";
     case Activation::Silu: return "silu";
+    case Activation::Tanh: return "tanh";
   }
   return "?";  // not an enumerator: a cast from a bad integer
 }

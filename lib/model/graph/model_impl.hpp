@@ -22,6 +22,8 @@ struct Model::Impl {
   std::vector<model::DecoderLayer> decoder;
   model::Norm encoder_norm, decoder_norm;  // config.final_norms only
   model::Linear generator;              // [tgt_vocab, D]
+  Buffer token_types;                   // fp32 [config.token_types, D]: BERT's token_type_embeddings
+  model::Linear pooler;                 // [D, D], tanh, on each sequence's first token (BERT's); out 0: none
   Buffer rope_table;                    // Positions::Rotary: fp32 [max_position, head_dim / 2, 2] (rotary_positions)
   // The largest weight in blocks, rows x K values: the scratch a product of more rows than
   // a decode step's dequantizes it into (GemmOperands::scratch). 0: no weight in blocks.

@@ -1,0 +1,34 @@
+#pragma once
+// Running an encoder-only model (ModelKind::EncoderOnly: BERT): token ids in, the last
+// hidden state and, where the checkpoint has a pooler, its output for the first token.
+#include <memory>
+#include <vector>
+
+#include "vkformer/model.hpp"
+
+namespace vkf {
+
+struct EncoderOutput {
+  uint32_t tokens = 0, width = 0;
+  std::vector<float> hidden;  // [tokens, width]: the last hidden state
+  std::vector<float> pooled;  // [width]: tanh(W h[0] + b), BERT's pooler output; empty without one
+};
+
+class Encoder {
+ public:
+  // A model with a decoder is refused by name (Session runs it).
+  explicit Encoder(std::shared_ptr<const Model> model);
+  ~Encoder();
+  Encoder(const Encoder&) = delete;
+  Encoder& operator=(const Encoder&) = delete;
+
+  // One sequence: ids within the vocabulary, 1 to max_position of them; token types (empty:
+  // all 0) one per id, below ModelConfig::token_types. Bad input is a named error.
+  EncoderOutput encode(const std::vector<uint32_t>& ids, const std::vector<uint32_t>& token_types = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vkf

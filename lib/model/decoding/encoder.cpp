@@ -1,0 +1,115 @@
+// The public Encoder: checks what callers ask for, then runs the encoder graph over one
+// sequence and, where the model has one, its pooler in the same submit.
+#include "vkformer/encoder.hpp"
+
+#include "buffers.hpp"
+#include "encoder_graph.hpp"
+#include "model_impl.hpp"
+#include "vkformer/tensor_io.hpp"
+
+namespace vkf {
+
+struct Encoder::Impl {
+  std::shared_ptr<const Model> model;  // keeps the weights the graph reads alive
+  Ops ops;
+  Buffer tickets;  // zero: the post-norm products that normalise their own output (OutputNorm::tickets)
+  model::EncoderGraph graph;
+  Buffer ids, types, x, y, qkv, attn, hidden, stats[2], out, pooled;
+
+  explicit Impl(std::shared_ptr<const Model> m)
+      : model(std::move(m)),
+        ops(model->impl().ctx, model->impl().dtype),
+        graph(model->impl().ctx, ops, stack(model->impl()),
+              [this](CommandList& cl, uint32_t rows) { return recorder(cl, rows); }) {
+    const uint32_t zero = 0;
+    tickets = model->impl().ctx.buffer(4, "norm_tickets");
+    model->impl().ctx.upload(tickets, &zero, 4);
+  }
+
+  static model::EncoderStack stack(const Model::Impl& m) {
+    const ModelConfig& c = m.config;
+    return {.settings = {.d_model = c.d_model, .heads = c.nhead, .head_dim = c.head_dim(),
+                         .dim_feedforward = c.dim_feedforward, .activation = c.activation, .norm_first = c.norm_first,
+                         .eps = c.layer_norm_eps, .norm_kind = c.norm_kind},
+            .layers = &m.encoder,
+            .input_norm = c.embedding_norm ? &m.encoder_embed_norm : nullptr,
+            .final_norm = c.final_norms ? &m.encoder_norm : nullptr};
+  }
+
+  model::LayerRecorder recorder(CommandList& cl, uint32_t rows) {
+    const ModelConfig& c = model->config();
+    return {.ops = ops, .cl = cl, .rows = rows, .d_model = c.d_model, .norm_first = c.norm_first,
+            .eps = c.layer_norm_eps, .activation = c.activation, .norm_kind = c.norm_kind,
+            .norm_tickets = tickets.view()};
+  }
+};
+
+Encoder::Encoder(std::shared_ptr<const Model> model) {
+  if (!model) throw Error("Encoder: no model");
+  if (model->config().kind != ModelKind::EncoderOnly)
+    throw Error("Encoder: model '" + model->config().architecture + "' is " + model->config().kind_name() +
+                    ": Session runs it",
+                ErrorKind::InvalidInput);
+  impl_ = std::make_unique<Impl>(std::move(model));
+}
+Encoder::~Encoder() = default;
+
+EncoderOutput Encoder::encode(const std::vector<uint32_t>& ids, const std::vector<uint32_t>& token_types) {
+  const Model::Impl& m = impl_->model->impl();
+  const ModelConfig& c = m.config;
+  Context& ctx = m.ctx;
+  if (ids.empty()) fail_invalid_input("encode: no token ids");
+  if (ids.size() > c.max_position)
+    fail_invalid_input("encode: " + std::to_string(ids.size()) + " tokens are more than the model's max_position " +
+                       std::to_string(c.max_position));
+  for (uint32_t id : ids)
+    if (id >= c.src_vocab_size)
+      fail_invalid_input("encode: token id " + std::to_string(id) + " is outside the vocabulary of " +
+                         std::to_string(c.src_vocab_size));
+  if (!token_types.empty() && token_types.size() != ids.size())
+    fail_invalid_input("encode: " + std::to_string(token_types.size()) + " token types for " +
+                       std::to_string(ids.size()) + " ids");
+  for (uint32_t t : token_types)
+    if (t >= std::max(c.token_types, 1u))
+      fail_invalid_input("encode: token type " + std::to_string(t) + " is outside the model's " +
+                         std::to_string(c.token_types) + " types");
+  const uint32_t n = uint32_t(ids.size()), D = c.d_model, W = c.attention_width(), e = dtype_bytes(m.dtype);
+  Impl& s = *impl_;
+  using model::ensure;
+  ensure(ctx, s.ids, n, 4, "ids", BufferUse::HostAccess);
+  ctx.upload(s.ids, ids.data(), uint64_t(n) * 4);
+  const std::vector<uint32_t> types = token_types.empty() ? std::vector<uint32_t>(n, 0) : token_types;
+  ensure(ctx, s.types, n, 4, "token_types", BufferUse::HostAccess);
+  ctx.upload(s.types, types.data(), uint64_t(n) * 4);
+  ensure(ctx, s.x, uint64_t(n) * D, e, "x");                                       // [n, D]
+  ensure(ctx, s.y, uint64_t(n) * D, e, "y");                                       // [n, D]
+  ensure(ctx, s.qkv, uint64_t(n) * 3 * W, e, "qkv");                               // [n, 3W]
+  ensure(ctx, s.attn, uint64_t(n) * W, e, "attn");                                 // [n, W]
+  ensure(ctx, s.hidden, uint64_t(n) * c.dim_feedforward, e, "ffn_hidden");         // [n, FFN]
+  ensure(ctx, s.out, uint64_t(n) * D, e, "last_hidden");                           // [n, D]
+  ensure(ctx, s.pooled, D, e, "pooled");                                           // [D]
+  const uint32_t parts = s.graph.row_stats_parts(n);
+  if (parts)
+    for (Buffer& b : s.stats) ensure(ctx, b, uint64_t(n) * parts * 4, 4, "row_stats");  // [n, parts, 4] fp32
+  const model::EncoderBuffers b{s.x, s.y, s.qkv, s.attn, s.hidden, {parts ? s.stats[0] : Buffer{}, parts ? s.stats[1] : Buffer{}}};
+  const model::EncoderInput input{
+      .batch = 1, .seq_len = n,
+      .tokens = model::TokenInput{.ids = s.ids.view(), .table = m.src_embed.view(), .table_blocks = m.src_embed_blocks,
+                                  .vocab = c.src_vocab_size, .positions = m.positions.view(),
+                                  .max_positions = c.max_position, .types = c.token_types,
+                                  .type_ids = c.token_types ? std::optional(s.types.view()) : std::nullopt,
+                                  .type_table = c.token_types ? std::optional(m.token_types.view()) : std::nullopt}};
+  const bool pooler = m.pooler.out != 0;
+  const BufferView last = s.graph.run(input, b, s.out.view(), [&](CommandList& cl, const BufferView& hidden) {
+    if (pooler)  // pooled [D] = tanh(h[0] W^T + b)
+      s.ops.gemm(cl, {.M = 1, .N = D, .K = D, .trans_b = true, .act = Activation::Tanh, .b_blocks = m.pooler.blocks},
+                 {.a = hidden, .b = m.pooler.weight.view(), .c = s.pooled.view(), .bias = m.pooler.bias.view()});
+  });
+  EncoderOutput o{.tokens = n, .width = D};
+  const Buffer& held = last.alloc == s.out.view().alloc ? s.out : last.alloc == s.x.view().alloc ? s.x : s.y;
+  o.hidden = download_floats(ctx, held, uint64_t(n) * D, m.dtype);
+  if (pooler) o.pooled = download_floats(ctx, s.pooled, D, m.dtype);
+  return o;
+}
+
+}  // namespace vkf

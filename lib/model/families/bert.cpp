@@ -1,0 +1,79 @@
+// The BERT family (transformers' BertModel, model_type "bert"): an encoder alone. Word,
+// learned position and token-type embeddings summed, then their LayerNorm (the encoder's
+// input norm), post-norm layers with erf GELU, no final norm; the pooler (tanh of a dense
+// layer over each sequence's first token) where the checkpoint has one. A BertModel's
+// names, or a BertFor* head's with "bert." before them (the head itself is not run yet).
+#include "family.hpp"
+#include "hugging_face.hpp"
+
+namespace vkf::model {
+
+namespace {
+
+ModelConfig read_config(const ModelFiles& files) {
+  const ConfigReader r(files, "config.json");
+  ModelConfig c;
+  c.architecture = r.string("model_type");
+  if (c.architecture != "bert") r.fail("model_type '" + c.architecture + "' is not bert");
+  c.hugging_face = true;
+  c.kind = ModelKind::EncoderOnly;
+  c.d_model = r.count("hidden_size", 1);
+  c.nhead = r.count("num_attention_heads", 1);
+  if (c.d_model % c.nhead)
+    r.fail("hidden_size " + std::to_string(c.d_model) + " is not divisible by num_attention_heads " + std::to_string(c.nhead));
+  c.dim_feedforward = r.count("intermediate_size", 1);
+  c.num_encoder_layers = r.count("num_hidden_layers", 0);
+  c.num_decoder_layers = 0;
+  c.src_vocab_size = r.count("vocab_size", 1);
+  c.tgt_vocab_size = c.src_vocab_size;
+  c.max_position = r.count("max_position_embeddings", 1);
+  c.token_types = r.has("type_vocab_size") ? r.count("type_vocab_size", 1, 1u << 16) : 2;
+  c.layer_norm_eps = r.has("layer_norm_eps") ? r.number("layer_norm_eps", 0, 1) : 1e-12f;
+  const std::string act = r.has("hidden_act") ? r.string("hidden_act") : "gelu";
+  if (act != "gelu") r.fail("field 'hidden_act' is '" + act + "': vkformer runs BERT with gelu (erf)");
+  c.activation = Activation::Gelu;
+  if (r.has("position_embedding_type") && r.string("position_embedding_type") != "absolute")
+    r.fail("field 'position_embedding_type' is '" + r.string("position_embedding_type") +
+           "': vkformer runs absolute positions only");
+  if (r.has("is_decoder") && r.flag("is_decoder")) r.fail("field 'is_decoder' is true: vkformer runs BERT as an encoder");
+  c.norm_first = false;
+  c.positions = ModelConfig::Positions::Learned;
+  c.embedding_norm = true;
+  c.final_norms = false;
+  c.pad_id = r.has("pad_token_id") ? r.count("pad_token_id", 0, c.src_vocab_size - 1) : 0;
+  return c;
+}
+
+void declare_tensors(Checkpoint& t, Model::Impl& m) {
+  const ModelConfig& c = m.config;
+  const uint32_t D = c.d_model, F = c.dim_feedforward;
+  // BertModel's own names, or under "bert." in a BertFor* checkpoint.
+  const std::string p = t.has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  const std::string e = p + "embeddings.";
+  t.embedding(m.src_embed, m.src_embed_blocks, e + "word_embeddings.weight", c.src_vocab_size, D);
+  t.fp32_rows(m.positions, e + "position_embeddings.weight", {c.max_position, D}, 0, c.max_position);
+  t.fp32_rows(m.token_types, e + "token_type_embeddings.weight", {c.token_types, D}, 0, c.token_types);
+  t.norm(m.encoder_embed_norm, e + "LayerNorm", D);
+  t.unread(e + "position_ids");  // a buffer older saves carry
+  const std::string layers = p + "encoder.layer";
+  t.layers(layers, c.num_encoder_layers, "num_hidden_layers");
+  m.encoder.resize(c.num_encoder_layers);
+  for (uint32_t i = 0; i < c.num_encoder_layers; ++i) {
+    const std::string l = layers + "." + std::to_string(i) + ".";
+    EncoderLayer& to = m.encoder[i];
+    const std::string a = l + "attention.";
+    t.stacked(to.self_qkv, {{a + "self.query", D}, {a + "self.key", D}, {a + "self.value", D}}, D, true);
+    t.linear(to.self_out, a + "output.dense", D, D);
+    t.norm(to.norm1, a + "output.LayerNorm", D);   // x = LN1(x + SelfAttn(x))
+    t.linear(to.ffn.linear1, l + "intermediate.dense", F, D);
+    t.linear(to.ffn.linear2, l + "output.dense", D, F);
+    t.norm(to.norm2, l + "output.LayerNorm", D);   // x = LN2(x + FFN(x))
+  }
+  if (t.has(p + "pooler.dense.weight")) t.linear(m.pooler, p + "pooler.dense", D, D);
+}
+
+}  // namespace
+
+const Family kBert{"bert", true, ModelTask::Encoder, read_config, hf_checkpoint, declare_tensors, nullptr, {}};
+
+}  // namespace vkf::model
