@@ -1,6 +1,7 @@
 #pragma once
 // Running an encoder-only model (ModelKind::EncoderOnly: BERT): token ids in, the last
-// hidden state and, where the checkpoint has a pooler, its output for the first token.
+// hidden state, and where the checkpoint has them the pooler's output for the first token
+// and the head's logits (a masked-LM head's per token, a classifier's per sequence).
 #include <memory>
 #include <vector>
 
@@ -12,6 +13,10 @@ struct EncoderOutput {
   uint32_t tokens = 0, width = 0;
   std::vector<float> hidden;  // [tokens, width]: the last hidden state
   std::vector<float> pooled;  // [width]: tanh(W h[0] + b), BERT's pooler output; empty without one
+  // The head's: [tokens, vocabulary] (masked LM) or [1, labels] (classifier,
+  // ModelConfig::labels names them); empty without a head.
+  uint32_t logits_rows = 0, logits_cols = 0;
+  std::vector<float> logits;
 };
 
 class Encoder {

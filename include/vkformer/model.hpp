@@ -110,6 +110,8 @@ struct ModelConfig {
   uint32_t head_width = 0;
   // Token types an encoder's input adds a row of (BERT's type_vocab_size); 0: none.
   uint32_t token_types = 0;
+  // A classification head's labels by id (config.json's id2label); empty: no classifier.
+  std::vector<std::string> labels;
 
   uint32_t kv_head_count() const { return kv_heads ? kv_heads : nhead; }
 

@@ -149,17 +149,20 @@ const std::vector<CommandSpec>& commands() {
         {"--json", nullptr, K::Switch, "one JSON object describing what was written (schema: docs/cli.md)"}}},
       {"encode", "an encoder-only model's last hidden state (and pooled output) for token ids",
        "usage: vkformer encode --model DIR --ids 101,17,102 [--token-types 0,0,0] [--hidden-out H.npy]\n"
-       "                       [--pooled-out P.npy] [options]",
+       "                       [--pooled-out P.npy] [--logits-out L.npy] [options]",
        "Runs an encoder-only model (BERT) over one sequence of token ids (with their token\n"
        "types; default all 0) and prints its size; --hidden-out writes the last hidden state\n"
        "[len(ids), hidden_size] and --pooled-out the pooler's output [1, hidden_size] (where the\n"
-       "checkpoint has a pooler) as float32 .npy files (written whole or not at all: a\n"
-       "temporary file renamed after a flushed write; README: files vkformer writes).",
+       "checkpoint has a pooler) and --logits-out its head's logits (a masked-LM head's\n"
+       "[len(ids), vocab], a classifier's [1, labels], whose largest names the label printed)\n"
+       "as float32 .npy files (written whole or not at all: a temporary file renamed after a\n"
+       "flushed write; README: files vkformer writes).",
        {kModel,
         {"--ids", "IDS", K::Text, "the token ids, comma-separated (required)"},
         {"--token-types", "IDS", K::Text, "each id's token type, comma-separated (default all 0)"},
         {"--hidden-out", "FILE", K::Text, "write the last hidden state to this .npy file"},
         {"--pooled-out", "FILE", K::Text, "write the pooler's output to this .npy file"},
+        {"--logits-out", "FILE", K::Text, "write the head's logits to this .npy file (masked LM: [len(ids), vocab]; classifier: [1, labels])"},
         kPrecision, kWeights,
         {"--json", nullptr, K::Switch, "one JSON object describing what was computed and written (schema: docs/cli.md)"}}},
       {"translate", "text in, text out with the model's tokenizer",

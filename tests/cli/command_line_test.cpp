@@ -277,13 +277,20 @@ TEST(CommandLine, EncoderOnlyModelsRunUnderEncodeOnly) {
   expect_error({"encode", "--model", bert}, "encode needs --ids");
   expect_error({"encode", "--model", bert, "--ids", "5,300"}, "token id 300 is outside the vocabulary of 300");
   expect_error({"encode", "--model", bert, "--ids", "5,6", "--token-types", "0,2"}, "token type 2 is outside the model's 2 types");
-  expect_error({"encode", "--model", bert, "--ids", "5,6", "--logits-out", "x.npy"}, "unknown option --logits-out");
+  expect_error({"encode", "--model", bert, "--ids", "5,6", "--logits-out", "x.npy"}, "has no head");
+  expect_error({"encode", "--model", kSource + "/tests/hf/bert/mlm", "--ids", "5,6", "--pooled-out", "x.npy"}, "has no pooler");
   Dir dir;
   const std::string hidden = dir.path + "/h.npy";
   const CliRun r = run_cli({"encode", "--model", bert, "--ids", "101,7,102", "--hidden-out", hidden});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("3 tokens x 64: last hidden state and pooled output"), std::string::npos) << r.out;
   EXPECT_EQ(std::filesystem::file_size(hidden), 128u + 4u * 3 * 64);
+  // A classifier names its label; a masked-LM head writes [len(ids), vocab] logits.
+  const CliRun label = run_cli({"encode", "--model", kSource + "/tests/hf/bert/classifier", "--ids", "101,7,102"});
+  EXPECT_NE(label.out.find("label: neutral"), std::string::npos) << label.out << label.err;  // transformers' argmax
+  const std::string logits = dir.path + "/l.npy";
+  EXPECT_EQ(run_cli({"encode", "--model", kSource + "/tests/hf/bert/mlm", "--ids", "101,7,102", "--logits-out", logits}).status, 0);
+  EXPECT_EQ(std::filesystem::file_size(logits), 128u + 4u * 3 * 300);
 }
 
 TEST(CommandLine, BenchModelNeedsAModel) {

@@ -1,6 +1,7 @@
-// BERT (an encoder-only model) against transformers' BertModel on random weights
-// (tools/hf_references/make_bert_references.py, transformers 4.36.2): the last hidden
-// state and the pooler's output of single sequences of 1 to 40 tokens with token types,
+// BERT (an encoder-only model) against transformers' BertModel, BertForMaskedLM and
+// BertForSequenceClassification on random weights (tools/hf_references/
+// make_bert_references.py, transformers 4.36.2): the last hidden state, the pooler's
+// output and the heads' logits of single sequences of 1 to 40 tokens with token types,
 // within 1e-4 relative in fp32 and 1e-2 in fp16 (activations stored in fp16 across two
 // post-norm layers); bad input and a model with a decoder refused by name.
 #include <gtest/gtest.h>
@@ -19,34 +20,54 @@ namespace {
 
 const fs::path kDir = fs::path(VKF_SOURCE_DIR) / "tests" / "hf" / "bert";
 
-class Bert : public GpuTest, public ::testing::WithParamInterface<DType> {};
+struct Case {
+  const char* model;  // tests/hf/bert/<model>
+  DType dtype;
+};
 
-TEST_P(Bert, HiddenStatesAndPoolerAsTransformers) {
-  const DType dtype = GetParam();
+class Bert : public GpuTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(Bert, HiddenStatesPoolerAndHeadsAsTransformers) {
+  const auto [name, dtype] = GetParam();
+  const std::string which(name);
   const nlohmann::json refs = read_references(kDir / "references.json");
-  auto model = Model::load(ctx(), (kDir / "base").string(), dtype);
+  auto model = Model::load(ctx(), (kDir / name).string(), dtype);
   const ModelConfig& c = model->config();
   EXPECT_EQ(c.kind, ModelKind::EncoderOnly);
   EXPECT_EQ(c.token_types, 2u);
-  EXPECT_EQ(model_task(ModelFiles((kDir / "base").string())), ModelTask::Encoder);
+  EXPECT_EQ(model_task(ModelFiles((kDir / name).string())), ModelTask::Encoder);
+  if (which == "classifier") EXPECT_EQ(c.labels, (std::vector<std::string>{"negative", "neutral", "positive"}));
   Encoder encoder(model);
   const double tolerance = dtype == DType::F16 ? 1e-2 : 1e-4;
   size_t checked = 0;
-  for (const auto& ref : refs["models"]["base"]) {
+  for (const auto& ref : refs["models"][name]) {
     const auto ids = ref["ids"].get<std::vector<uint32_t>>();
     SCOPED_TRACE(std::to_string(ids.size()) + " tokens");
     const EncoderOutput o = encoder.encode(ids, ref["token_types"].get<std::vector<uint32_t>>());
     EXPECT_EQ(o.tokens, ids.size());
     EXPECT_EQ(o.width, c.d_model);
     EXPECT_LT(relative_error(o.hidden, ref["last_hidden_state"].get<std::vector<double>>()), tolerance);
-    EXPECT_LT(relative_error(o.pooled, ref["pooler_output"].get<std::vector<double>>()), tolerance);
+    if (ref.contains("pooler_output"))
+      EXPECT_LT(relative_error(o.pooled, ref["pooler_output"].get<std::vector<double>>()), tolerance);
+    if (ref.contains("logits")) {
+      EXPECT_EQ(o.logits_rows, which == "mlm" ? ids.size() : 1u);
+      EXPECT_EQ(o.logits_cols, which == "mlm" ? c.src_vocab_size : 3u);
+      EXPECT_LT(relative_error(o.logits, ref["logits"].get<std::vector<double>>()), tolerance);
+    } else {
+      EXPECT_TRUE(o.logits.empty());
+    }
     ++checked;
   }
   EXPECT_EQ(checked, 4u);
 }
 
-INSTANTIATE_TEST_SUITE_P(, Bert, ::testing::Values(DType::F32, DType::F16),
-                         [](const auto& info) { return info.param == DType::F16 ? "fp16" : "fp32"; });
+INSTANTIATE_TEST_SUITE_P(, Bert,
+                         ::testing::Values(Case{"base", DType::F32}, Case{"base", DType::F16}, Case{"mlm", DType::F32},
+                                           Case{"mlm", DType::F16}, Case{"classifier", DType::F32},
+                                           Case{"classifier", DType::F16}),
+                         [](const auto& info) {
+                           return std::string(info.param.model) + (info.param.dtype == DType::F16 ? "_fp16" : "_fp32");
+                         });
 
 TEST_F(GpuTest, BertBadInputIsRefusedByName) {
   auto model = Model::load(ctx(), (kDir / "base").string(), DType::F32);

@@ -14,7 +14,7 @@ struct Encoder::Impl {
   Ops ops;
   Buffer tickets;  // zero: the post-norm products that normalise their own output (OutputNorm::tickets)
   model::EncoderGraph graph;
-  Buffer ids, types, x, y, qkv, attn, hidden, stats[2], out, pooled;
+  Buffer ids, types, x, y, qkv, attn, hidden, stats[2], out, pooled, transformed, logits;
 
   explicit Impl(std::shared_ptr<const Model> m)
       : model(std::move(m)),
@@ -88,6 +88,10 @@ EncoderOutput Encoder::encode(const std::vector<uint32_t>& ids, const std::vecto
   ensure(ctx, s.hidden, uint64_t(n) * c.dim_feedforward, e, "ffn_hidden");         // [n, FFN]
   ensure(ctx, s.out, uint64_t(n) * D, e, "last_hidden");                           // [n, D]
   ensure(ctx, s.pooled, D, e, "pooled");                                           // [D]
+  const bool mlm = m.mlm_transform.out != 0, classifier = m.classifier.out != 0;
+  const uint32_t logits_rows = mlm ? n : classifier ? 1 : 0, logits_cols = mlm ? c.src_vocab_size : m.classifier.out;
+  if (mlm) ensure(ctx, s.transformed, uint64_t(n) * D * 2, e, "mlm_transformed");  // [n, D] twice
+  if (logits_rows) ensure(ctx, s.logits, uint64_t(logits_rows) * logits_cols, e, "logits");
   const uint32_t parts = s.graph.row_stats_parts(n);
   if (parts)
     for (Buffer& b : s.stats) ensure(ctx, b, uint64_t(n) * parts * 4, 4, "row_stats");  // [n, parts, 4] fp32
@@ -101,14 +105,29 @@ EncoderOutput Encoder::encode(const std::vector<uint32_t>& ids, const std::vecto
                                   .type_table = c.token_types ? std::optional(m.token_types.view()) : std::nullopt}};
   const bool pooler = m.pooler.out != 0;
   const BufferView last = s.graph.run(input, b, s.out.view(), [&](CommandList& cl, const BufferView& hidden) {
-    if (pooler)  // pooled [D] = tanh(h[0] W^T + b)
-      s.ops.gemm(cl, {.M = 1, .N = D, .K = D, .trans_b = true, .act = Activation::Tanh, .b_blocks = m.pooler.blocks},
-                 {.a = hidden, .b = m.pooler.weight.view(), .c = s.pooled.view(), .bias = m.pooler.bias.view()});
+    const model::LayerRecorder r = s.recorder(cl, 1);
+    if (pooler) {  // pooled [D] = tanh(h[0] W^T + b)
+      r.linear(m.pooler, hidden, s.pooled.view(), Activation::Tanh);
+      if (classifier) r.linear(m.classifier, s.pooled.view(), s.logits.view());  // logits [1, labels]
+    }
+    if (mlm) {  // logits [n, V] = LN(act(h W_t^T + b_t)) E^T + bias, E the word embeddings
+      const model::LayerRecorder rows = s.recorder(cl, n);
+      const BufferView t = model::elements(s.transformed, m.dtype, 0, uint64_t(n) * D),
+                       normed = model::elements(s.transformed, m.dtype, uint64_t(n) * D);
+      rows.linear(m.mlm_transform, hidden, t, c.activation);  // [n, D]
+      rows.norm(m.mlm_norm, t, normed);                       // [n, D]
+      s.ops.gemm(cl, {.M = n, .N = c.src_vocab_size, .K = D, .trans_b = true, .b_blocks = m.mlm_decoder.blocks},
+                 {.a = normed, .b = m.mlm_decoder.weight.view(), .c = s.logits.view(), .bias = m.mlm_bias.view()});
+    }
   });
   EncoderOutput o{.tokens = n, .width = D};
   const Buffer& held = last.alloc == s.out.view().alloc ? s.out : last.alloc == s.x.view().alloc ? s.x : s.y;
   o.hidden = download_floats(ctx, held, uint64_t(n) * D, m.dtype);
   if (pooler) o.pooled = download_floats(ctx, s.pooled, D, m.dtype);
+  if (logits_rows) {
+    o.logits_rows = logits_rows, o.logits_cols = logits_cols;
+    o.logits = download_floats(ctx, s.logits, uint64_t(logits_rows) * logits_cols, m.dtype);
+  }
   return o;
 }
 

@@ -2,7 +2,9 @@
 // learned position and token-type embeddings summed, then their LayerNorm (the encoder's
 // input norm), post-norm layers with erf GELU, no final norm; the pooler (tanh of a dense
 // layer over each sequence's first token) where the checkpoint has one. A BertModel's
-// names, or a BertFor* head's with "bert." before them (the head itself is not run yet).
+// names, or under "bert." with a head: BertForMaskedLM's (cls.predictions: dense, GELU,
+// LayerNorm, then the decoder tied to the word embeddings and its bias) or
+// BertForSequenceClassification's (a classifier on the pooled output, id2label its labels).
 #include "family.hpp"
 #include "hugging_face.hpp"
 
@@ -41,6 +43,27 @@ ModelConfig read_config(const ModelFiles& files) {
   c.embedding_norm = true;
   c.final_norms = false;
   c.pad_id = r.has("pad_token_id") ? r.count("pad_token_id", 0, c.src_vocab_size - 1) : 0;
+  // A classifier's labels: id2label's names by id ("0", "1", ... each once).
+  if (r.has("architectures") && r.json()["architectures"].is_array() && !r.json()["architectures"].empty() &&
+      r.json()["architectures"][0] == "BertForSequenceClassification") {
+    const auto& map = r.need("id2label");
+    if (!map.is_object() || map.empty() || map.size() > 65536) r.fail("field 'id2label' must map label ids to names");
+    c.labels.resize(map.size());
+    std::vector<bool> seen(map.size(), false);
+    for (const auto& [id, name] : map.items()) {
+      size_t at = 0;
+      uint64_t i = 0;
+      try {
+        i = std::stoull(id, &at);
+      } catch (const std::exception&) {
+        at = 0;
+      }
+      if (at != id.size() || i >= map.size() || seen[i] || !name.is_string())
+        r.fail("field 'id2label' must map each of the ids 0 to " + std::to_string(map.size() - 1) + " to a name once");
+      seen[i] = true;
+      c.labels[i] = name.get<std::string>();
+    }
+  }
   return c;
 }
 
@@ -70,6 +93,29 @@ void declare_tensors(Checkpoint& t, Model::Impl& m) {
     t.norm(to.norm2, l + "output.LayerNorm", D);   // x = LN2(x + FFN(x))
   }
   if (t.has(p + "pooler.dense.weight")) t.linear(m.pooler, p + "pooler.dense", D, D);
+  const uint32_t V = c.src_vocab_size;
+  if (t.has("cls.predictions.transform.dense.weight")) {  // BertForMaskedLM
+    t.linear(m.mlm_transform, "cls.predictions.transform.dense", D, D);
+    t.norm(m.mlm_norm, "cls.predictions.transform.LayerNorm", D);
+    const ConfigReader r(t.files(), "config.json");
+    const bool tied = !r.has("tie_word_embeddings") || r.flag("tie_word_embeddings");  // BertConfig's default
+    const std::string decoder = "cls.predictions.decoder.weight";
+    if (!tied) {
+      t.linear_weight(m.mlm_decoder, decoder, V, D);
+    } else {
+      if (t.has(decoder)) t.unread(decoder, {V, D});  // the tied copy a file may carry
+      t.tied_head(m.mlm_decoder, m.src_embed, m.src_embed_blocks, V, D);
+    }
+    // The decoder's bias is cls.predictions.bias (its decoder.bias the same tensor, which
+    // a file carries once or twice).
+    t.tensor(m.mlm_bias, "cls.predictions.bias", {V});
+    if (t.has("cls.predictions.decoder.bias")) t.unread("cls.predictions.decoder.bias", {V});
+  }
+  if (!c.labels.empty()) {  // BertForSequenceClassification
+    if (!t.has(p + "pooler.dense.weight"))
+      throw Error(t.files().label() + ": a sequence classifier without " + p + "pooler.dense: its classifier reads the pooled output");
+    t.linear(m.classifier, "classifier", uint32_t(c.labels.size()), D);
+  }
 }
 
 }  // namespace

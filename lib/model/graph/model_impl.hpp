@@ -24,6 +24,12 @@ struct Model::Impl {
   model::Linear generator;              // [tgt_vocab, D]
   Buffer token_types;                   // fp32 [config.token_types, D]: BERT's token_type_embeddings
   model::Linear pooler;                 // [D, D], tanh, on each sequence's first token (BERT's); out 0: none
+  // BERT's heads, where the checkpoint has one (out 0: none): the masked-LM head's
+  // transform [D, D] (then the activation and its LayerNorm) and decoder [V, D] (tied to
+  // the word embeddings) with its bias [V]; a classifier [labels, D] on the pooled output.
+  model::Linear mlm_transform, mlm_decoder, classifier;
+  model::Norm mlm_norm;
+  Buffer mlm_bias;
   Buffer rope_table;                    // Positions::Rotary: fp32 [max_position, head_dim / 2, 2] (rotary_positions)
   // The largest weight in blocks, rows x K values: the scratch a product of more rows than
   // a decode step's dequantizes it into (GemmOperands::scratch). 0: no weight in blocks.
