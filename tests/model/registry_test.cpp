@@ -24,8 +24,8 @@ TEST(Registry, EachDirectoryHasItsKind) {
 
 TEST(Registry, ListsEveryFamilyOnce) {
   EXPECT_EQ(supported_model_families(),
-            "torch-seq2seq and torch-patch-forecaster, and Hugging Face model_type marian, bart, gpt2, llama, mistral "
-            "and qwen2");
+            "torch-seq2seq and torch-patch-forecaster, and Hugging Face model_type marian, bart, gpt2, llama, mistral, "
+            "qwen2 and bert");
   const std::string unknown = scratch_dir("registry-listed");
   std::ofstream(unknown + "/config.json") << R"({"architecture": "torch-gru"})";
   MessageLog log;
