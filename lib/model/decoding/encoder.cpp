@@ -19,21 +19,11 @@ struct Encoder::Impl {
   explicit Impl(std::shared_ptr<const Model> m)
       : model(std::move(m)),
         ops(model->impl().ctx, model->impl().dtype),
-        graph(model->impl().ctx, ops, stack(model->impl()),
+        graph(model->impl().ctx, ops, model::encoder_stack(model->impl()),
               [this](CommandList& cl, uint32_t rows) { return recorder(cl, rows); }) {
     const uint32_t zero = 0;
     tickets = model->impl().ctx.buffer(4, "norm_tickets");
     model->impl().ctx.upload(tickets, &zero, 4);
-  }
-
-  static model::EncoderStack stack(const Model::Impl& m) {
-    const ModelConfig& c = m.config;
-    return {.settings = {.d_model = c.d_model, .heads = c.nhead, .head_dim = c.head_dim(),
-                         .dim_feedforward = c.dim_feedforward, .activation = c.activation, .norm_first = c.norm_first,
-                         .eps = c.layer_norm_eps, .norm_kind = c.norm_kind},
-            .layers = &m.encoder,
-            .input_norm = c.embedding_norm ? &m.encoder_embed_norm : nullptr,
-            .final_norm = c.final_norms ? &m.encoder_norm : nullptr};
   }
 
   model::LayerRecorder recorder(CommandList& cl, uint32_t rows) {

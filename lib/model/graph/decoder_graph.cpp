@@ -30,16 +30,8 @@ constexpr uint16_t kHalfNegativeInfinity = 0xfc00;  // IEEE fp16 -inf: sign 1, e
 }  // namespace
 
 DecoderGraph::DecoderGraph(const Model::Impl& m) : m_(m), ctx_(m.ctx), ops_(m.ctx, m.dtype) {
-  const ModelConfig& c = m.config;
-  if (c.kind == ModelKind::DecoderOnly) return;
-  const EncoderStack stack{
-      .settings = {.d_model = c.d_model, .heads = c.nhead, .head_dim = c.head_dim(), .dim_feedforward = c.dim_feedforward,
-                   .activation = c.activation, .norm_first = c.norm_first, .eps = c.layer_norm_eps,
-                   .norm_kind = c.norm_kind},
-      .layers = &m.encoder,
-      .input_norm = c.embedding_norm ? &m.encoder_embed_norm : nullptr,
-      .final_norm = c.final_norms ? &m.encoder_norm : nullptr};
-  encoder_.emplace(ctx_, ops_, stack, [this](CommandList& cl, uint32_t rows) { return recorder(cl, rows); });
+  if (m.config.kind == ModelKind::DecoderOnly) return;
+  encoder_.emplace(ctx_, ops_, encoder_stack(m), [this](CommandList& cl, uint32_t rows) { return recorder(cl, rows); });
 }
 
 LayerRecorder DecoderGraph::recorder(CommandList& cl, uint32_t rows) {

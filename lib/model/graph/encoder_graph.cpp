@@ -15,6 +15,16 @@ double gpu_span_ms(const std::vector<DispatchTiming>& t, const Capabilities& cap
 }
 }  // namespace
 
+EncoderStack encoder_stack(const Model::Impl& m) {
+  const ModelConfig& c = m.config;
+  return {.settings = {.d_model = c.d_model, .heads = c.nhead, .head_dim = c.head_dim(),
+                       .dim_feedforward = c.dim_feedforward, .activation = c.activation, .norm_first = c.norm_first,
+                       .eps = c.layer_norm_eps, .norm_kind = c.norm_kind},
+          .layers = &m.encoder,
+          .input_norm = c.embedding_norm ? &m.encoder_embed_norm : nullptr,
+          .final_norm = c.final_norms ? &m.encoder_norm : nullptr};
+}
+
 EncoderGraph::EncoderGraph(Context& ctx, Ops& ops, EncoderStack stack, Recorder recorder)
     : ctx_(ctx), ops_(ops), stack_(stack), recorder_(std::move(recorder)) {}
 

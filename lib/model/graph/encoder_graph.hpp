@@ -13,6 +13,7 @@
 #include <string>
 
 #include "encoder_layer.hpp"
+#include "model_impl.hpp"
 
 namespace vkf::model {
 
@@ -33,6 +34,9 @@ struct EncoderStack {
   const Norm* input_norm = nullptr;
   const Norm* final_norm = nullptr;
 };
+
+// A model's encoder stack as its config describes it (encoder-decoders, BERT).
+EncoderStack encoder_stack(const Model::Impl& m);
 
 // The input stages. Token ids [batch, seq_len] (uploaded, padded) looked up in a table
 // (its rows in the storage type or llama.cpp's blocks), times `scale`, plus a positions
