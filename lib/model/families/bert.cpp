@@ -7,6 +7,7 @@
 // BertForSequenceClassification's (a classifier on the pooled output, id2label its labels).
 #include "family.hpp"
 #include "hugging_face.hpp"
+#include "wordpiece_tokenizer.hpp"
 
 namespace vkf::model {
 
@@ -118,8 +119,13 @@ void declare_tensors(Checkpoint& t, Model::Impl& m) {
   }
 }
 
+std::unique_ptr<Tokenizer> make_tokenizer(const ModelFiles& files, const ConfigReader& config) {
+  return WordPieceTokenizer::for_model(files, config.count("vocab_size", 1));
+}
+
 }  // namespace
 
-const Family kBert{"bert", true, ModelTask::Encoder, read_config, hf_checkpoint, declare_tensors, nullptr, {}};
+const Family kBert{"bert", true, ModelTask::Encoder, read_config, hf_checkpoint, declare_tensors, make_tokenizer,
+                   {"tokenizer.json", "vocab.txt"}};
 
 }  // namespace vkf::model
