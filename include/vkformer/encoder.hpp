@@ -30,6 +30,11 @@ class Encoder {
   // One sequence: ids within the vocabulary, 1 to max_position of them; token types (empty:
   // all 0) one per id, below ModelConfig::token_types. Bad input is a named error.
   EncoderOutput encode(const std::vector<uint32_t>& ids, const std::vector<uint32_t>& token_types = {});
+  // Several sequences in one pass, each as encode() would give it: padded to the longest
+  // on the device, the padding's keys masked out of every item's attention, each output
+  // cut back to its own tokens. token_types: empty, or one list per sequence (empty: all 0).
+  std::vector<EncoderOutput> encode_batch(const std::vector<std::vector<uint32_t>>& ids,
+                                          const std::vector<std::vector<uint32_t>>& token_types = {});
 
  private:
   struct Impl;

@@ -3,7 +3,7 @@
 // make_bert_references.py, transformers 4.36.2): the last hidden state, the pooler's
 // output and the heads' logits of single sequences of 1 to 40 tokens with token types,
 // within 1e-4 relative in fp32 and 1e-2 in fp16 (activations stored in fp16 across two
-// post-norm layers); bad input and a model with a decoder refused by name.
+// post-norm layers), one at a time and padded together in a batch; bad input and a model with a decoder refused by name.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -59,6 +59,24 @@ TEST_P(Bert, HiddenStatesPoolerAndHeadsAsTransformers) {
     ++checked;
   }
   EXPECT_EQ(checked, 4u);
+  // The same sequences in one batch, padded to the longest (40) and masked: each item as
+  // transformers gives it alone. Reversed, so the first item is the longest and the
+  // pooler and classifier read rows after padding.
+  std::vector<std::vector<uint32_t>> ids, types;
+  std::vector<const nlohmann::json*> items;
+  for (const auto& ref : refs["models"][name]) items.insert(items.begin(), &ref);
+  for (const auto* ref : items) ids.push_back((*ref)["ids"]), types.push_back((*ref)["token_types"]);
+  const std::vector<EncoderOutput> batch = encoder.encode_batch(ids, types);
+  ASSERT_EQ(batch.size(), items.size());
+  for (size_t b = 0; b < items.size(); ++b) {
+    const nlohmann::json& ref = *items[b];
+    SCOPED_TRACE("batch item " + std::to_string(b) + ", " + std::to_string(ids[b].size()) + " tokens");
+    EXPECT_EQ(batch[b].tokens, ids[b].size());
+    EXPECT_LT(relative_error(batch[b].hidden, ref["last_hidden_state"].get<std::vector<double>>()), tolerance);
+    if (ref.contains("pooler_output"))
+      EXPECT_LT(relative_error(batch[b].pooled, ref["pooler_output"].get<std::vector<double>>()), tolerance);
+    if (ref.contains("logits")) EXPECT_LT(relative_error(batch[b].logits, ref["logits"].get<std::vector<double>>()), tolerance);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(, Bert,

@@ -2,6 +2,8 @@
 // sequence and, where the model has one, its pooler in the same submit.
 #include "vkformer/encoder.hpp"
 
+#include <cmath>
+
 #include "buffers.hpp"
 #include "encoder_graph.hpp"
 #include "model_impl.hpp"
@@ -14,7 +16,7 @@ struct Encoder::Impl {
   Ops ops;
   Buffer tickets;  // zero: the post-norm products that normalise their own output (OutputNorm::tickets)
   model::EncoderGraph graph;
-  Buffer ids, types, x, y, qkv, attn, hidden, stats[2], out, pooled, transformed, logits;
+  Buffer ids, types, mask, x, y, qkv, attn, hidden, stats[2], out, pooled, transformed, logits;
 
   explicit Impl(std::shared_ptr<const Model> m)
       : model(std::move(m)),
@@ -45,41 +47,81 @@ Encoder::Encoder(std::shared_ptr<const Model> model) {
 Encoder::~Encoder() = default;
 
 EncoderOutput Encoder::encode(const std::vector<uint32_t>& ids, const std::vector<uint32_t>& token_types) {
+  return std::move(encode_batch({ids}, token_types.empty() ? std::vector<std::vector<uint32_t>>{}
+                                                           : std::vector<std::vector<uint32_t>>{token_types})[0]);
+}
+
+std::vector<EncoderOutput> Encoder::encode_batch(const std::vector<std::vector<uint32_t>>& batch_ids,
+                                                 const std::vector<std::vector<uint32_t>>& token_types) {
   const Model::Impl& m = impl_->model->impl();
   const ModelConfig& c = m.config;
   Context& ctx = m.ctx;
-  if (ids.empty()) fail_invalid_input("encode: no token ids");
-  if (ids.size() > c.max_position)
-    fail_invalid_input("encode: " + std::to_string(ids.size()) + " tokens are more than the model's max_position " +
-                       std::to_string(c.max_position));
-  for (uint32_t id : ids)
-    if (id >= c.src_vocab_size)
-      fail_invalid_input("encode: token id " + std::to_string(id) + " is outside the vocabulary of " +
-                         std::to_string(c.src_vocab_size));
-  if (!token_types.empty() && token_types.size() != ids.size())
-    fail_invalid_input("encode: " + std::to_string(token_types.size()) + " token types for " +
-                       std::to_string(ids.size()) + " ids");
-  for (uint32_t t : token_types)
-    if (t >= std::max(c.token_types, 1u))
-      fail_invalid_input("encode: token type " + std::to_string(t) + " is outside the model's " +
-                         std::to_string(c.token_types) + " types");
-  const uint32_t n = uint32_t(ids.size()), D = c.d_model, W = c.attention_width(), e = dtype_bytes(m.dtype);
+  if (batch_ids.empty()) fail_invalid_input("encode: no sequences");
+  if (!token_types.empty() && token_types.size() != batch_ids.size())
+    fail_invalid_input("encode: token types for " + std::to_string(token_types.size()) + " sequences, ids for " +
+                       std::to_string(batch_ids.size()));
+  size_t longest = 0;
+  for (size_t b = 0; b < batch_ids.size(); ++b) {
+    const auto& ids = batch_ids[b];
+    const std::string item = batch_ids.size() > 1 ? "sequence " + std::to_string(b) + ": " : "";
+    if (ids.empty()) fail_invalid_input("encode: " + item + "no token ids");
+    if (ids.size() > c.max_position)
+      fail_invalid_input("encode: " + item + std::to_string(ids.size()) + " tokens are more than the model's max_position " +
+                         std::to_string(c.max_position));
+    for (uint32_t id : ids)
+      if (id >= c.src_vocab_size)
+        fail_invalid_input("encode: " + item + "token id " + std::to_string(id) + " is outside the vocabulary of " +
+                           std::to_string(c.src_vocab_size));
+    const std::vector<uint32_t>* types = token_types.empty() || token_types[b].empty() ? nullptr : &token_types[b];
+    if (types && types->size() != ids.size())
+      fail_invalid_input("encode: " + item + std::to_string(types->size()) + " token types for " +
+                         std::to_string(ids.size()) + " ids");
+    if (types)
+      for (uint32_t t : *types)
+        if (t >= std::max(c.token_types, 1u))
+          fail_invalid_input("encode: " + item + "token type " + std::to_string(t) + " is outside the model's " +
+                             std::to_string(c.token_types) + " types");
+    longest = std::max(longest, ids.size());
+  }
+  // Every item padded to the longest, the padding's keys masked ([B, L] additive, -inf);
+  // positions count from each item's first token, so padding at the end moves none.
+  const uint32_t B = uint32_t(batch_ids.size()), L = uint32_t(longest), n = B * L;
+  const uint32_t D = c.d_model, W = c.attention_width(), e = dtype_bytes(m.dtype);
+  std::vector<uint32_t> ids(n, c.pad_id), types(n, 0);
+  bool padded = false;
+  for (uint32_t b = 0; b < B; ++b) {
+    std::copy(batch_ids[b].begin(), batch_ids[b].end(), ids.begin() + size_t(b) * L);
+    if (!token_types.empty() && !token_types[b].empty())
+      std::copy(token_types[b].begin(), token_types[b].end(), types.begin() + size_t(b) * L);
+    padded = padded || batch_ids[b].size() < L;
+  }
   Impl& s = *impl_;
   using model::ensure;
-  ensure(ctx, s.ids, n, 4, "ids", BufferUse::HostAccess);
+  ensure(ctx, s.ids, n, 4, "ids", BufferUse::HostAccess);                          // [B, L]
   ctx.upload(s.ids, ids.data(), uint64_t(n) * 4);
-  const std::vector<uint32_t> types = token_types.empty() ? std::vector<uint32_t>(n, 0) : token_types;
-  ensure(ctx, s.types, n, 4, "token_types", BufferUse::HostAccess);
+  ensure(ctx, s.types, n, 4, "token_types", BufferUse::HostAccess);                // [B, L]
   ctx.upload(s.types, types.data(), uint64_t(n) * 4);
+  if (padded) {
+    ensure(ctx, s.mask, n, e, "key_mask", BufferUse::HostAccess);                  // [B, L]
+    std::vector<uint16_t> half(m.dtype == DType::F16 ? n : 0, 0);  // fp16 -inf: 0xfc00
+    std::vector<float> full(m.dtype == DType::F16 ? 0 : n, 0.0f);
+    for (uint32_t b = 0; b < B; ++b)
+      for (size_t i = size_t(b) * L + batch_ids[b].size(); i < size_t(b + 1) * L; ++i) {
+        if (half.empty()) full[i] = -INFINITY;
+        else half[i] = 0xfc00;
+      }
+    if (half.empty()) ctx.upload(s.mask, full.data(), uint64_t(n) * 4);
+    else ctx.upload(s.mask, half.data(), uint64_t(n) * 2);
+  }
   ensure(ctx, s.x, uint64_t(n) * D, e, "x");                                       // [n, D]
   ensure(ctx, s.y, uint64_t(n) * D, e, "y");                                       // [n, D]
   ensure(ctx, s.qkv, uint64_t(n) * 3 * W, e, "qkv");                               // [n, 3W]
   ensure(ctx, s.attn, uint64_t(n) * W, e, "attn");                                 // [n, W]
   ensure(ctx, s.hidden, uint64_t(n) * c.dim_feedforward, e, "ffn_hidden");         // [n, FFN]
   ensure(ctx, s.out, uint64_t(n) * D, e, "last_hidden");                           // [n, D]
-  ensure(ctx, s.pooled, D, e, "pooled");                                           // [D]
+  ensure(ctx, s.pooled, uint64_t(B) * D, e, "pooled");                             // [B, D]
   const bool mlm = m.mlm_transform.out != 0, classifier = m.classifier.out != 0;
-  const uint32_t logits_rows = mlm ? n : classifier ? 1 : 0, logits_cols = mlm ? c.src_vocab_size : m.classifier.out;
+  const uint32_t logits_rows = mlm ? n : classifier ? B : 0, logits_cols = mlm ? c.src_vocab_size : m.classifier.out;
   if (mlm) ensure(ctx, s.transformed, uint64_t(n) * D * 2, e, "mlm_transformed");  // [n, D] twice
   if (logits_rows) ensure(ctx, s.logits, uint64_t(logits_rows) * logits_cols, e, "logits");
   const uint32_t parts = s.graph.row_stats_parts(n);
@@ -87,18 +129,20 @@ EncoderOutput Encoder::encode(const std::vector<uint32_t>& ids, const std::vecto
     for (Buffer& b : s.stats) ensure(ctx, b, uint64_t(n) * parts * 4, 4, "row_stats");  // [n, parts, 4] fp32
   const model::EncoderBuffers b{s.x, s.y, s.qkv, s.attn, s.hidden, {parts ? s.stats[0] : Buffer{}, parts ? s.stats[1] : Buffer{}}};
   const model::EncoderInput input{
-      .batch = 1, .seq_len = n,
+      .batch = B, .seq_len = L,
       .tokens = model::TokenInput{.ids = s.ids.view(), .table = m.src_embed.view(), .table_blocks = m.src_embed_blocks,
                                   .vocab = c.src_vocab_size, .positions = m.positions.view(),
-                                  .max_positions = c.max_position, .types = c.token_types,
+                                  .max_positions = c.max_position,
+                                  .mask = padded ? std::optional(s.mask.view()) : std::nullopt, .types = c.token_types,
                                   .type_ids = c.token_types ? std::optional(s.types.view()) : std::nullopt,
                                   .type_table = c.token_types ? std::optional(m.token_types.view()) : std::nullopt}};
   const bool pooler = m.pooler.out != 0;
   const BufferView last = s.graph.run(input, b, s.out.view(), [&](CommandList& cl, const BufferView& hidden) {
-    const model::LayerRecorder r = s.recorder(cl, 1);
-    if (pooler) {  // pooled [D] = tanh(h[0] W^T + b)
-      r.linear(m.pooler, hidden, s.pooled.view(), Activation::Tanh);
-      if (classifier) r.linear(m.classifier, s.pooled.view(), s.logits.view());  // logits [1, labels]
+    if (pooler) {  // pooled [B, D] = tanh(h[b, 0] W^T + b): each item's first row, read in place (lda = L D)
+      s.ops.gemm(cl, {.M = B, .N = D, .K = D, .trans_b = true, .act = Activation::Tanh, .lda = L * D,
+                      .b_blocks = m.pooler.blocks},
+                 {.a = hidden, .b = m.pooler.weight.view(), .c = s.pooled.view(), .bias = m.pooler.bias.view()});
+      if (classifier) s.recorder(cl, B).linear(m.classifier, s.pooled.view(), s.logits.view());  // logits [B, labels]
     }
     if (mlm) {  // logits [n, V] = LN(act(h W_t^T + b_t)) E^T + bias, E the word embeddings
       const model::LayerRecorder rows = s.recorder(cl, n);
@@ -110,15 +154,27 @@ EncoderOutput Encoder::encode(const std::vector<uint32_t>& ids, const std::vecto
                  {.a = normed, .b = m.mlm_decoder.weight.view(), .c = s.logits.view(), .bias = m.mlm_bias.view()});
     }
   });
-  EncoderOutput o{.tokens = n, .width = D};
   const Buffer& held = last.alloc == s.out.view().alloc ? s.out : last.alloc == s.x.view().alloc ? s.x : s.y;
-  o.hidden = download_floats(ctx, held, uint64_t(n) * D, m.dtype);
-  if (pooler) o.pooled = download_floats(ctx, s.pooled, D, m.dtype);
-  if (logits_rows) {
-    o.logits_rows = logits_rows, o.logits_cols = logits_cols;
-    o.logits = download_floats(ctx, s.logits, uint64_t(logits_rows) * logits_cols, m.dtype);
+  const std::vector<float> hidden = download_floats(ctx, held, uint64_t(n) * D, m.dtype);
+  const std::vector<float> pooled = pooler ? download_floats(ctx, s.pooled, uint64_t(B) * D, m.dtype) : std::vector<float>{};
+  const std::vector<float> logits =
+      logits_rows ? download_floats(ctx, s.logits, uint64_t(logits_rows) * logits_cols, m.dtype) : std::vector<float>{};
+  std::vector<EncoderOutput> out(B);
+  for (uint32_t b = 0; b < B; ++b) {  // each item's own rows
+    EncoderOutput& o = out[b];
+    const uint32_t len = uint32_t(batch_ids[b].size());
+    o.tokens = len, o.width = D;
+    const auto rows = [&](const std::vector<float>& v, uint64_t first, uint64_t count, uint64_t width) {
+      return std::vector<float>(v.begin() + first * width, v.begin() + (first + count) * width);
+    };
+    o.hidden = rows(hidden, uint64_t(b) * L, len, D);
+    if (pooler) o.pooled = rows(pooled, b, 1, D);
+    if (logits_rows) {
+      o.logits_rows = mlm ? len : 1, o.logits_cols = logits_cols;
+      o.logits = rows(logits, mlm ? uint64_t(b) * L : b, o.logits_rows, logits_cols);
+    }
   }
-  return o;
+  return out;
 }
 
 }  // namespace vkf
