@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "npy.hpp"  // write_npy: every command that writes arrays
 #include "vkformer/context.hpp"
 #include "vkformer/model.hpp"
 #include "vkformer/ops.hpp"
@@ -25,9 +26,9 @@ int help_command(const Args& args);
 int version_command(const Args& args);
 
 int encode(const Args& args);
+int embed(const Args& args);
+int search(const Args& args);
 
-// A float32 .npy [rows, cols], written whole or not at all (a temporary file renamed).
-void write_npy(const std::string& path, const std::vector<float>& data, size_t rows, size_t cols);
 
 // Comma-separated token ids ("5,17,9"): each a whole number; `what` names the option.
 std::vector<uint32_t> parse_ids(const std::string& text, const char* what);

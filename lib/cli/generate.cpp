@@ -16,17 +16,6 @@
 
 namespace vkf::cli {
 
-void write_npy(const std::string& path, const std::vector<float>& data, size_t rows, size_t cols) {
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
-                       std::to_string(cols) + "), }";
-  header.append(64 - (10 + header.size() + 1) % 64, ' ');
-  header += '\n';
-  const uint16_t len = uint16_t(header.size());
-  std::string prefix("\x93NUMPY\x01\x00", 8);
-  prefix.append(reinterpret_cast<const char*>(&len), 2);
-  write_file_atomically(path, {prefix, header, {reinterpret_cast<const char*>(data.data()), data.size() * 4}});
-}
-
 std::vector<uint32_t> parse_ids(const std::string& text, const char* what) {
   std::vector<uint32_t> ids;
   std::stringstream ss(text);

@@ -165,6 +165,37 @@ const std::vector<CommandSpec>& commands() {
         {"--logits-out", "FILE", K::Text, "write the head's logits to this .npy file (masked LM: [len(ids), vocab]; classifier: [1, labels])"},
         kPrecision, kWeights,
         {"--json", nullptr, K::Switch, "one JSON object describing what was computed and written (schema: docs/cli.md)"}}},
+      {"embed", "sentence embeddings of texts (sentence-transformers directories, BERT)",
+       "usage: vkformer embed --model DIR [--out E.npy] [--json] [options] [--] [\"text\" ...]",
+       "Embeds each argument, or each line of standard input when no text is given, as\n"
+       "sentence-transformers does from the directory's modules.json (its pooling and\n"
+       "normalisation; a plain BERT directory: the mean of its tokens). Texts longer than\n"
+       "max_seq_length tokens are cut there, as sentence-transformers cuts them, and said once\n"
+       "on stderr. --out writes float32 [texts, width] as .npy (written whole or not at all);\n"
+       "else each embedding is printed as a line of numbers. Text that begins with '-' goes\n"
+       "after --.",
+       {kModel,
+        {"--out", "FILE", K::Text, "write the embeddings [texts, width] to this .npy file"},
+        {"--batch", "N", K::Integer, "texts per batch on the device (default 32)", 1, 4096},
+        kPrecision, kWeights,
+        {"--json", nullptr, K::Switch, "one JSON object: the settings, the texts cut, the embeddings unless --out (schema: docs/cli.md)"}},
+       "TEXT"},
+      {"search", "rank a corpus's lines by meaning against a query (semantic search)",
+       "usage: vkformer search --model DIR --corpus FILE --query \"text\" [--top K] [--cache FILE] [options]",
+       "Embeds every line of the corpus (one text a line, none empty; longest first in\n"
+       "batches, progress on a terminal) and the query, and prints the K lines most alike by\n"
+       "cosine similarity, best first. --cache keeps the corpus's embeddings in FILE (a .npy\n"
+       "that NumPy reads, with vkformer's key after the data): a later search with the same\n"
+       "model, precision and corpus reads them instead of embedding again; a cache made from\n"
+       "anything else, or damaged, is said on stderr and rebuilt, never used.",
+       {kModel,
+        {"--corpus", "FILE", K::Text, "the texts to search, one a line (required)"},
+        {"--query", "TEXT", K::Text, "what to search for (required)"},
+        {"--top", "K", K::Integer, "how many lines to print (default 5)", 1, 1 << 20},
+        {"--cache", "FILE", K::Text, "read the corpus's embeddings from, or write them to, this file"},
+        {"--batch", "N", K::Integer, "texts per batch on the device (default 32)", 1, 4096},
+        kPrecision, kWeights,
+        {"--json", nullptr, K::Switch, "one JSON object: the ranking and whether the cache was used (schema: docs/cli.md)"}}},
       {"translate", "text in, text out with the model's tokenizer",
        "usage: vkformer translate --model DIR [options] [--] [\"text\" ...]",
        "Translates each argument, or each line of standard input as it arrives when no text\n"

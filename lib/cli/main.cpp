@@ -36,6 +36,8 @@ int run(const vkf::cli::CommandSpec& spec, int argc, char** argv) {
   if (command == "generate") return vkf::cli::generate(args);
   if (command == "score") return vkf::cli::score(args);
   if (command == "encode") return vkf::cli::encode(args);
+  if (command == "embed") return vkf::cli::embed(args);
+  if (command == "search") return vkf::cli::search(args);
   if (command == "translate") return vkf::cli::translate(args);
   if (command == "tune") return vkf::cli::tune(args);
   if (command == "tokenize") return vkf::cli::tokenize(args);

@@ -16,6 +16,7 @@ const char* type_name(model::TensorType t) {
     case model::TensorType::F32: return "F32";
     case model::TensorType::F16: return "F16";
     case model::TensorType::BF16: return "BF16";
+    case model::TensorType::Integers: return "integers";
     case model::TensorType::Blocks: return "blocks";
   }
   return "?";

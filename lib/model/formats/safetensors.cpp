@@ -98,7 +98,11 @@ std::vector<std::string> SafeTensors::add_file(const ModelFiles& files, const st
     if (dtype == "F32") t.type = TensorType::F32, elem = 4;
     else if (dtype == "F16") t.type = TensorType::F16, elem = 2;
     else if (dtype == "BF16") t.type = TensorType::BF16, elem = 2;
-    else bad("dtype '" + dtype + "' is not supported (F32, F16, BF16)");
+    else if (dtype == "I64") t.type = TensorType::Integers, elem = 8;
+    else if (dtype == "I32") t.type = TensorType::Integers, elem = 4;
+    else if (dtype == "I16") t.type = TensorType::Integers, elem = 2;
+    else if (dtype == "I8" || dtype == "U8" || dtype == "BOOL") t.type = TensorType::Integers, elem = 1;
+    else bad("dtype '" + dtype + "' is not supported (F32, F16, BF16; integers for buffers left unread)");
     if (!info["shape"].is_array()) bad("shape is not a list");
     for (auto& d : info["shape"]) {
       if (!d.is_number_unsigned()) bad("shape has a non-integer entry");
@@ -209,6 +213,8 @@ std::optional<SafeTensors::Blocks> SafeTensors::blocks(const std::string& name) 
 std::vector<float> SafeTensors::floats(const std::string& name) const {
   const TensorInfo& t = at(name);
   if (t.blocks) return dequantize_blocks(*t.blocks, std::span<const uint8_t>(t.data, t.bytes));
+  if (t.type == TensorType::Integers)
+    throw Error("model file " + path_ + ": tensor '" + name + "' holds integers, which no weight is");
   std::vector<float> out(t.elements());
   for (uint64_t i = 0; i < out.size(); ++i) {
     if (t.type == TensorType::F32) {

@@ -19,7 +19,9 @@ namespace vkf::model {
 
 class Gguf;
 
-enum class TensorType { F32, F16, BF16, Blocks };
+// Integers: I64, I32, I16, I8, U8 or BOOL, which no weight is; a checkpoint may carry such
+// buffers (BERT's position_ids), which loaders leave unread.
+enum class TensorType { F32, F16, BF16, Blocks, Integers };
 
 struct TensorInfo {
   TensorType type;
