@@ -43,10 +43,12 @@ Embeddings EmbeddingRun::embed(const std::vector<std::string>& texts, const char
     std::string which;
     for (size_t k = 0; k < e.truncated.size() && k < 10; ++k) which += (k ? ", " : "") + std::to_string(e.truncated[k] + 1);
     if (e.truncated.size() > 10) which += ", ...";
-    std::fprintf(stderr,
-                 "vkformer: %zu %s%s (%s) longer than max_seq_length %u tokens, cut there as sentence-transformers cuts them\n",
-                 e.truncated.size(), what, e.truncated.size() == 1 ? " is" : "s are", which.c_str(),
-                 embedder_->config().max_tokens);
+    if (e.truncated.size() == 1)
+      std::fprintf(stderr, "vkformer: %s %s is longer than max_seq_length %u tokens: cut there, as sentence-transformers cuts it\n",
+                   what, which.c_str(), embedder_->config().max_tokens);
+    else
+      std::fprintf(stderr, "vkformer: %zu %ss (%s) are longer than max_seq_length %u tokens: cut there, as sentence-transformers cuts them\n",
+                   e.truncated.size(), what, which.c_str(), embedder_->config().max_tokens);
   }
   return e;
 }
