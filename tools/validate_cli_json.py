@@ -81,6 +81,13 @@ def main():
     hidden = os.path.join(work, "cli_json_hidden.npy")
     commands["encode"] = ["encode", "--model", os.path.join(source, "tests", "hf", "bert", "base"), "--ids", "101,7,102",
                           "--token-types", "0,0,1", "--hidden-out", hidden, "--json"]
+    sentence = os.path.join(source, "tests", "hf", "bert", "sentence")
+    commands["embed"] = ["embed", "--model", sentence, "--json", "A man is eating food.", "Café 😀"]
+    corpus = os.path.join(work, "cli_json_corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write("A man is eating food.\nThe girl is carrying a baby.\nA monkey is playing drums.\n")
+    commands["search"] = ["search", "--model", sentence, "--corpus", corpus, "--query", "The girl is carrying a baby.",
+                          "--top", "2", "--json"]
     os.environ["VKF_CACHE_DIR"] = os.path.join(work, "cli_json_cache")
     check_decoder_only(vkformer, source, schema)
     check_info_on_every_model(vkformer, source, seq2seq, schema)
@@ -99,6 +106,11 @@ def main():
         if name == "encode":
             assert os.path.getsize(hidden) == 128 + 4 * docs[0]["tokens"] * docs[0]["width"], "encode: .npy size"
             assert docs[0]["pooled"] and docs[0]["hidden_out"] == hidden and docs[0]["pooled_out"] is None, docs[0]
+        if name == "embed":
+            assert docs[0]["count"] == 2 and len(docs[0]["embeddings"]) == 2 and docs[0]["pooling"] == ["mean"], docs[0]
+        if name == "search":
+            assert [r["line"] for r in docs[0]["results"]][0] == 2 and docs[0]["cache"] == "none", docs[0]
+            assert abs(docs[0]["results"][0]["score"] - 1) < 1e-5, docs[0]
         if name == "score":
             assert os.path.getsize(logits) == 128 + 4 * docs[0]["shape"][0] * docs[0]["shape"][1], "score: .npy size"
             assert docs[0]["scored_tokens"] == 2 and docs[0]["perplexity"] >= 1, docs[0]

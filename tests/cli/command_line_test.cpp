@@ -293,6 +293,94 @@ TEST(CommandLine, EncoderOnlyModelsRunUnderEncodeOnly) {
   EXPECT_EQ(std::filesystem::file_size(logits), 128u + 4u * 3 * 300);
 }
 
+// `vkformer embed` and `vkformer search` on the random sentence-transformers directory
+// (tests/hf/bert/sentence, max_seq_length 24): texts from arguments or stdin, the cut
+// said once, a search's cache written, used, and rebuilt when stale, foreign or damaged;
+// bad corpora and models named.
+TEST(CommandLine, EmbedAndSearchWithItsCache) {
+  const std::string model = kSource + "/tests/hf/bert/sentence";
+  Dir dir;
+  const CliRun args = run_cli({"embed", "--model", model, "--out", dir / "e.npy", "A man is eating food.", "", "x"});
+  EXPECT_EQ(args.status, 0) << args.err;
+  EXPECT_NE(args.out.find("3 texts x 32: mean pooling, normalised, at most 24 tokens"), std::string::npos) << args.out;
+  EXPECT_EQ(fs::file_size(dir / "e.npy"), 128u + 4u * 3 * 32);
+  std::string words;
+  for (int i = 0; i < 40; ++i) words += "word ";
+  spit(dir / "in.txt", "first line\n" + words + "\r\nlast line without newline");
+  const CliRun in = run_cli({"embed", "--model", model}, {.stdin_path = dir / "in.txt"});
+  EXPECT_EQ(in.status, 0) << in.err;
+  size_t rows = 0;
+  for (char c : in.out) rows += c == '\n';
+  EXPECT_EQ(rows, 3u) << in.out;
+  EXPECT_NE(in.err.find("text 2 is longer than max_seq_length 24 tokens: cut there"), std::string::npos) << in.err;
+  expect_error({"embed", "--model", model}, "no text to embed");
+  expect_error({"embed", "--model", model, std::string("bad \xC3 utf8")}, "text 1: the text is not valid UTF-8");
+  expect_error({"embed", "--model", kSource + "/tests/hf/bert/base", "hello"}, "has no tokenizer");
+  expect_error({"embed", "--model", kDates, "hello"}, "is a sequence-to-sequence model");
+
+  const std::string corpus = dir / "corpus.txt", cache = dir / "cache.npy";
+  spit(corpus, "A man is eating food.\nThe girl is carrying a baby.\r\nA monkey is playing drums.\n");
+  auto search = [&](const std::string& query, const std::string& corpus_file = "") {
+    return run_cli({"search", "--model", model, "--corpus", corpus_file.empty() ? corpus : corpus_file, "--query", query,
+                    "--cache", cache, "--json"});
+  };
+  auto state = [](const CliRun& r) {
+    EXPECT_EQ(r.status, 0) << r.err;
+    return json::parse(r.out)["cache"].get<std::string>();
+  };
+  const CliRun first = search("A monkey is playing drums.");
+  EXPECT_EQ(state(first), "written");
+  EXPECT_EQ(json::parse(first.out)["results"][0]["line"], 3);
+  EXPECT_EQ(json::parse(first.out)["results"].size(), 3u);
+  EXPECT_EQ(state(search("The girl is carrying a baby.")), "used");
+  // Another corpus with the same cache: foreign, rebuilt; then damaged (cut short): rebuilt.
+  spit(dir / "other.txt", "one text\nanother text\n");
+  const CliRun foreign = search("text", dir / "other.txt");
+  EXPECT_EQ(state(foreign), "rebuilt");
+  EXPECT_NE(foreign.err.find("was made from another model, corpus or setting"), std::string::npos) << foreign.err;
+  EXPECT_EQ(state(search("text")), "rebuilt");
+  fs::resize_file(cache, 200);  // its data cut short
+  const CliRun damaged = search("text");
+  EXPECT_EQ(state(damaged), "rebuilt");
+  EXPECT_NE(damaged.err.find("cannot be used"), std::string::npos) << damaged.err;
+  // Hostile caches: each refused by the .npy reader with its reason, in bounded time and
+  // memory, and rebuilt.
+  auto npy = [](const std::string& header, const std::string& data = std::string(64, '\0'), char major = 1) {
+    std::string h = header;
+    h.append(64 - (10 + h.size() + 1) % 64, ' ');
+    h += '\n';
+    std::string f("\x93NUMPY", 6);
+    f += major, f += '\0';
+    f += char(h.size() & 0xFF), f += char(h.size() >> 8);
+    return f + h + data;
+  };
+  const std::pair<std::string, std::string> hostile[] = {
+      {"not a numpy file at all", "no \\x93NUMPY magic"},
+      {npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }"), "dtype '<f8' is not '<f4'"},
+      {npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }"), "Fortran order"},
+      {npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 2), }"), "has 3 dimensions"},
+      {npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }"), "needs more data than the file's"},
+      {npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 1), }"), "not a number below 10^19"},
+      {npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), 'extra': 1, }"), "key 'extra'"},
+      {npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", "", 9), "format version 9"},
+      {std::string("\x93NUMPY\x01\x00\xff\xff{", 11), "runs past the file"},
+  };
+  for (const auto& [bytes, reason] : hostile) {
+    spit(cache, bytes);
+    const CliRun r = search("text");
+    EXPECT_EQ(state(r), "rebuilt") << reason;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(state(search("text")), "used");
+  // Bad corpora: an empty line is named, as is a missing file.
+  spit(dir / "blank.txt", "fine\n\nfine again\n");
+  expect_error({"search", "--model", model, "--corpus", dir / "blank.txt", "--query", "x"}, "line 2 is empty");
+  expect_error({"search", "--model", model, "--corpus", dir / "missing.txt", "--query", "x"}, "missing.txt");
+  expect_error({"search", "--model", model, "--corpus", corpus}, "search needs --query");
+  spit(dir / "bad.txt", std::string("fine\nbad \xC3 utf8\n"));
+  expect_error({"search", "--model", model, "--corpus", dir / "bad.txt", "--query", "x"}, "corpus line 2: the text is not valid UTF-8");
+}
+
 TEST(CommandLine, BenchModelNeedsAModel) {
   expect_error({"bench", "model", "--model", "/nonexistent/model"}, "no model at /nonexistent/model");
 }

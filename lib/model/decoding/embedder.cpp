@@ -16,6 +16,20 @@
 
 namespace vkf {
 
+namespace {
+
+std::unique_ptr<Tokenizer> tokenizer_of(const ModelFiles& files) {
+  bool any = false;
+  for (const std::string& name : Tokenizer::files_for_model(files)) any = any || files.has(name);
+  if (!any)
+    throw Error("model " + files.label() + " has no tokenizer (tokenizer.json or vocab.txt), so it embeds no text: "
+                "`vkformer encode --ids` runs it on token ids",
+                ErrorKind::InvalidInput);
+  return Tokenizer::for_model(files);
+}
+
+}  // namespace
+
 struct Embedder::Impl {
   std::shared_ptr<const Model> model;
   EmbedderConfig config;
@@ -26,7 +40,7 @@ struct Embedder::Impl {
   Impl(std::shared_ptr<const Model> m, const ModelFiles& files)
       : model(m),
         config(model::read_sentence_transformers(files, m->config().d_model, m->config().max_position)),
-        tokenizer(Tokenizer::for_model(files)),
+        tokenizer(tokenizer_of(files)),
         encoder(m) {
     wordpiece = dynamic_cast<const model::WordPieceTokenizer*>(tokenizer.get());
     if (!wordpiece)
