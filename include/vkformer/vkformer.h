@@ -52,8 +52,10 @@ extern "C" {
  *  prompt_tokens, prompt_ms and decode_tokens; vkf_session_last_tokens and
  *  vkf_session_last_text fetch a result whose buffer was too small. 5: vkf_model_load_with
  *  and vkf_model_load_from_memory_with take vkf_load_options, whose weights may be
- *  llama.cpp's blocks (nothing that existed changed). */
-#define VKF_ABI_VERSION 6
+ *  llama.cpp's blocks (nothing that existed changed). 6: vkf_weights grew the K-quants
+ *  and llama.cpp's mixes. 7: vkf_embed, vkf_embedding_width and vkf_embed_options
+ *  (sentence embeddings; nothing that existed changed). */
+#define VKF_ABI_VERSION 7
 
 /** The token of on_token's last call for each output: no new token, only the rest of
  *  the output's text (see vkf_generate_options::on_token). */
@@ -514,6 +516,30 @@ VKF_API vkf_status vkf_job_tokens(vkf_job* job, uint32_t* tokens, size_t capacit
  *  job's own on_token, it frees nothing (a thread cannot wait for itself): vkf_last_error
  *  and the context's log say so; free the job once it has ended (vkf_job_poll). */
 VKF_API void vkf_job_free(vkf_job* job);
+
+/** Sentence embeddings (ABI 7): an encoder-only model loaded from a sentence-transformers
+ *  directory (or a plain BERT one: the mean of its tokens) embeds texts as
+ *  sentence-transformers does (docs/models.md, "Sentence embeddings"). */
+typedef struct vkf_embed_options {
+  uint32_t struct_size; /**< sizeof(vkf_embed_options), or any published size */
+  uint32_t batch_size;  /**< texts per batch on the device (default 32); 1 to 4096 */
+} vkf_embed_options;
+/** The defaults: batches of 32, struct_size filled in. */
+VKF_API vkf_embed_options vkf_embed_options_default(void);
+/** The width of one embedding: the model's hidden size times its pooling modes.
+ *  ::VKF_ERROR_UNSUPPORTED: the model embeds nothing (not encoder-only, no tokenizer, a
+ *  pooling or module vkformer does not run: vkf_last_error says which). */
+VKF_API vkf_status vkf_embedding_width(const vkf_model* model, uint32_t* width);
+/** Embeds @p count NUL-terminated UTF-8 texts into @p embeddings [count, width] (row i:
+ *  text i), each cut to the model's max_seq_length tokens as sentence-transformers cuts
+ *  it. @p capacity: floats the buffer holds; @p needed (may be NULL): floats the result
+ *  takes, set before anything else, so a call with capacity 0 sizes the buffer
+ *  (::VKF_ERROR_BUFFER_TOO_SMALL). @p options NULL: the defaults. One call at a time per
+ *  model (another thread's: ::VKF_ERROR_BUSY). ::VKF_ERROR_INVALID_INPUT: a text that is
+ *  not UTF-8 or longer than vkf_model_set_text_limit where one is set (the message names
+ *  its index). */
+VKF_API vkf_status vkf_embed(vkf_model* model, const char* const* texts, size_t count, const vkf_embed_options* options,
+                             float* embeddings, size_t capacity, size_t* needed);
 
 /** How many times the calling thread has waited for the GPU inside vkformer: a frame
  *  loop can check that its own calls never do. */

@@ -10,5 +10,7 @@
 #include "vkformer/model.hpp"
 #include "vkformer/tokenizer.hpp"
 #include "vkformer/forecaster.hpp"
+#include "vkformer/encoder.hpp"
+#include "vkformer/embedder.hpp"
 #include "vkformer/half.hpp"
 #include "vkformer/tensor_io.hpp"

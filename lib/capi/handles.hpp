@@ -31,6 +31,11 @@ struct vkf_model {
   std::string no_tokenizer;  // why there is none: "has no tokenizer (vocab.json or ...)"
   std::string where;  // "model directory 'DIR'" or "model in memory", for messages
   std::shared_ptr<std::atomic<size_t>> text_limit = std::make_shared<std::atomic<size_t>>(0);  // 0: the default
+  // An encoder-only model's sentence embeddings, made at load while its files are there
+  // (in memory they are the caller's only during the load); else why there are none.
+  std::unique_ptr<vkf::Embedder> embedder;
+  std::string no_embedder;
+  std::mutex embed_mutex;  // one vkf_embed at a time (try_lock: VKF_ERROR_BUSY)
 };
 
 struct vkf_session {

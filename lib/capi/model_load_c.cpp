@@ -41,6 +41,19 @@ vkf_status load_model(const char* fn, vkf_context* context, const vkf::ModelFile
     } else {
       handle->no_tokenizer = "has no tokenizer (" + (names.empty() ? std::string("its family has none") : names) + ")";
     }
+    if (handle->model->config().kind != vkf::ModelKind::EncoderOnly) {
+      handle->no_embedder = std::string("is ") + handle->model->config().kind_name() +
+                            ": sentence embeddings come from encoder-only models (BERT)";
+    } else if (!handle->tokenizer) {
+      handle->no_embedder = handle->no_tokenizer + ", so it embeds no text";
+    } else {
+      try {
+        handle->embedder = std::make_unique<vkf::Embedder>(handle->model, files);
+      } catch (const vkf::Error& e) {
+        if (e.kind() != vkf::ErrorKind::Unsupported) throw;  // a malformed file fails the load
+        handle->no_embedder = e.what();
+      }
+    }
     *model = handle.release();
     return VKF_OK;
   });

@@ -109,7 +109,7 @@ TEST(CommandLine, HelpVersionTokenizeAndScoreTotals) {
   expect_error({"help", "genrate"}, "unknown command 'genrate'");
   r = run_cli({"version"});
   EXPECT_EQ(r.status, 0);
-  EXPECT_NE(r.out.find("(C ABI 6)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(C ABI 7)"), std::string::npos) << r.out;
   EXPECT_EQ(run_cli({"--version"}).out, r.out);
   for (const char* command : {"generate", "score", "translate"}) {
     const std::string help = run_cli({command, "--help"}).out;
