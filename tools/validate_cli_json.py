@@ -54,7 +54,7 @@ def check_info_on_every_model(vkformer, source, seq2seq, schema):
         text = run(vkformer, ["info", "--model", d]).stdout
         for key in ("kv_heads", "head_dim", "positions", "parameters", "checkpoint"):
             assert f"  {key} " in text, f"info --model {d}: no {key} in\n{text}"
-    want = {"torch-seq2seq", "marian", "bart", "gpt2", "llama", "mistral", "qwen2", "bert"}
+    want = {"torch-seq2seq", "marian", "bart", "gpt2", "llama", "mistral", "qwen2", "bert", "roberta", "distilbert"}
     assert families >= want, f"info --model ran on {sorted(families)}, not every family {sorted(want)}"
     print(f"info --model: {len(dirs)} models of {len(families)} families valid")
 

@@ -285,8 +285,15 @@ TEST(BadInput, SafetensorsFiles) {
   }
   {
     Scratch s(kDates);
-    s.edit_header([](json& h) { h["generator.bias"]["dtype"] = "I64"; });
-    check(translate(s), {1, "dtype 'I64' is not supported"});
+    s.edit_header([](json& h) { h["generator.bias"]["dtype"] = "F64"; });
+    check(translate(s), {1, "dtype 'F64' is not supported"});
+  }
+  {
+    // Integers (a buffer such as BERT's position_ids) where a weight is: named. I16 is
+    // the sample's fp16 size, so the shape checks pass and the loader reads it as a weight.
+    Scratch s(kDates);
+    s.edit_header([](json& h) { h["generator.bias"]["dtype"] = "I16"; });
+    check(translate(s), {1, "tensor 'generator.bias' holds integers, which no weight is"});
   }
   {
     Scratch s(kDates);

@@ -198,7 +198,7 @@ TEST(CommandLine, AnUnsupportedModelGetsOneMessageFromEveryCommand) {
   json c = json::parse(std::ifstream(d / "config.json"));
   c["model_type"] = "t5";
   spit(d / "config.json", c.dump());
-  const std::string message = "model_type 't5' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama, mistral, qwen2 and bert)";
+  const std::string message = "model_type 't5' is not supported (vkformer runs Hugging Face model_type marian, bart, gpt2, llama, mistral, qwen2, bert, roberta and distilbert)";
   expect_error({"translate", "--model", d.path, "hello"}, message);
   expect_error({"generate", "--model", d.path, "--src-ids", "5"}, message);
   expect_error({"info", "--model", d.path}, message);

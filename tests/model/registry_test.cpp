@@ -16,6 +16,17 @@ TEST(Registry, EachDirectoryHasItsKind) {
                           "/tests/hf/llama/gqa", "/tests/hf/llama/mistral", "/tests/hf/llama/qwen2"})
     EXPECT_EQ(model_task(kSource + dir), ModelTask::Generator) << dir;
   EXPECT_EQ(model_task(kSource + "/samples/forecast"), ModelTask::Forecaster);
+  for (const char* dir : {"/tests/hf/bert/base", "/tests/hf/roberta/base", "/tests/hf/distilbert/mlm"})
+    EXPECT_EQ(model_task(kSource + dir), ModelTask::Encoder) << dir;
+  // XLM-R (whose Unigram tokenizer comes with T5) is refused by name, not read as RoBERTa.
+  const std::string xlmr = scratch_dir("registry-xlmr");
+  std::ofstream(xlmr + "/config.json") << R"({"model_type": "xlm-roberta"})";
+  try {
+    Tokenizer::for_model(xlmr);
+    ADD_FAILURE() << "xlm-roberta accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model_type 'xlm-roberta' is not supported"), std::string::npos) << e.what();
+  }
   const std::string unknown = scratch_dir("registry-unknown");
   std::ofstream(unknown + "/config.json") << R"({"model_type": "t5"})";
   EXPECT_EQ(model_task(unknown), ModelTask::Unknown);
@@ -25,7 +36,7 @@ TEST(Registry, EachDirectoryHasItsKind) {
 TEST(Registry, ListsEveryFamilyOnce) {
   EXPECT_EQ(supported_model_families(),
             "torch-seq2seq and torch-patch-forecaster, and Hugging Face model_type marian, bart, gpt2, llama, mistral, "
-            "qwen2 and bert");
+            "qwen2, bert, roberta and distilbert");
   const std::string unknown = scratch_dir("registry-listed");
   std::ofstream(unknown + "/config.json") << R"({"architecture": "torch-gru"})";
   MessageLog log;
@@ -46,6 +57,9 @@ TEST(Registry, TokenizerFilesByFamily) {
   EXPECT_EQ(Tokenizer::files_for_model(kSource + "/tests/hf/llama/gqa"),
             (std::vector<std::string>{"tokenizer.model", "tokenizer.json"}));
   EXPECT_TRUE(Tokenizer::files_for_model(kSource + "/samples/forecast").empty());
+  EXPECT_EQ(Tokenizer::files_for_model(kSource + "/tests/hf/bert/base"), (std::vector<std::string>{"tokenizer.json", "vocab.txt"}));
+  EXPECT_EQ(Tokenizer::files_for_model(kSource + "/tests/hf/roberta/base"),
+            (std::vector<std::string>{"tokenizer.json", "vocab.json"}));
   try {
     Tokenizer::for_model(kSource + "/samples/forecast");
     ADD_FAILURE() << "a forecaster made a tokenizer";

@@ -37,16 +37,38 @@ struct Embedder::Impl {
   const model::WordPieceTokenizer* wordpiece = nullptr;
   Encoder encoder;
 
+  uint32_t suffix = 0;  // another tokenizer's (RoBERTa's </s>): kept last where a text is cut
+
   Impl(std::shared_ptr<const Model> m, const ModelFiles& files)
       : model(m),
         config(model::read_sentence_transformers(files, m->config().d_model, m->config().max_position)),
         tokenizer(tokenizer_of(files)),
         encoder(m) {
     wordpiece = dynamic_cast<const model::WordPieceTokenizer*>(tokenizer.get());
-    if (!wordpiece)
-      throw Error("Embedder: model " + files.label() + "'s tokenizer (" + tokenizer->describe() +
-                      ") is not WordPiece; vkformer embeds with BERT's",
-                  ErrorKind::Unsupported);
+    if (!wordpiece) {
+      // One token either side of the text (RoBERTa's <s> ... </s>): a text is cut before
+      // the last, as transformers' truncation cuts it.
+      const std::vector<uint32_t> around = tokenizer->encode("");
+      if (around.size() != 2)
+        throw Error("Embedder: model " + files.label() + "'s tokenizer (" + tokenizer->describe() + ") puts " +
+                        std::to_string(around.size()) +
+                        " tokens around a text; vkformer embeds with tokenizers that put one either side",
+                    ErrorKind::Unsupported);
+      suffix = around[1];
+    }
+  }
+
+  // A text's ids, cut to max_tokens (the cut said in `truncated`).
+  std::vector<uint32_t> ids_of(std::string_view text, bool& truncated) const {
+    if (wordpiece) {
+      model::WordPieceIds w = wordpiece->encode_one(text, config.max_tokens);
+      truncated = w.truncated;
+      return std::move(w.ids);
+    }
+    std::vector<uint32_t> ids = tokenizer->encode(text);
+    truncated = ids.size() > config.max_tokens;
+    if (truncated) ids.resize(config.max_tokens - 1), ids.push_back(suffix);
+    return ids;
   }
 
   // One text's embedding from its rows h [n, D]: the pooling modes side by side.
@@ -107,9 +129,9 @@ Embeddings Embedder::embed(const std::vector<std::string>& texts, const std::fun
     try {
       if (const size_t bad = model::invalid_utf8_at(texts[i]); bad != std::string::npos)
         fail_invalid_input("the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
-      const model::WordPieceIds w = s.wordpiece->encode_one(model::strip_python(texts[i]), s.config.max_tokens);
-      ids[i] = w.ids;
-      if (w.truncated) r.truncated.push_back(i);
+      bool truncated = false;
+      ids[i] = s.ids_of(model::strip_python(texts[i]), truncated);
+      if (truncated) r.truncated.push_back(i);
     } catch (const Error& e) {
       throw Error("embed: text " + std::to_string(i) + ": " + e.what(), e.kind());
     }

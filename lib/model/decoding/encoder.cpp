@@ -136,12 +136,16 @@ std::vector<EncoderOutput> Encoder::encode_batch(const std::vector<std::vector<u
                                   .mask = padded ? std::optional(s.mask.view()) : std::nullopt, .types = c.token_types,
                                   .type_ids = c.token_types ? std::optional(s.types.view()) : std::nullopt,
                                   .type_table = c.token_types ? std::optional(m.token_types.view()) : std::nullopt}};
+  // What reads each item's first row (read in place, lda = L D): BERT's pooler
+  // (pooled = tanh(h[b, 0] W^T + b)), or RoBERTa's and DistilBERT's classifier dense
+  // layer, whose output is no pooled output; the classifier reads what it wrote.
   const bool pooler = m.pooler.out != 0;
+  const model::Linear* first_row = pooler ? &m.pooler : m.classifier_dense.out ? &m.classifier_dense : nullptr;
+  const Activation first_act = pooler ? Activation::Tanh : m.classifier_activation;
   const BufferView last = s.graph.run(input, b, s.out.view(), [&](CommandList& cl, const BufferView& hidden) {
-    if (pooler) {  // pooled [B, D] = tanh(h[b, 0] W^T + b): each item's first row, read in place (lda = L D)
-      s.ops.gemm(cl, {.M = B, .N = D, .K = D, .trans_b = true, .act = Activation::Tanh, .lda = L * D,
-                      .b_blocks = m.pooler.blocks},
-                 {.a = hidden, .b = m.pooler.weight.view(), .c = s.pooled.view(), .bias = m.pooler.bias.view()});
+    if (first_row) {  // [B, D]
+      s.ops.gemm(cl, {.M = B, .N = D, .K = D, .trans_b = true, .act = first_act, .lda = L * D, .b_blocks = first_row->blocks},
+                 {.a = hidden, .b = first_row->weight.view(), .c = s.pooled.view(), .bias = first_row->bias.view()});
       if (classifier) s.recorder(cl, B).linear(m.classifier, s.pooled.view(), s.logits.view());  // logits [B, labels]
     }
     if (mlm) {  // logits [n, V] = LN(act(h W_t^T + b_t)) E^T + bias, E the word embeddings

@@ -43,7 +43,8 @@ const Family& family_of(const ModelFiles& files);
 void check_runs_here(Context& ctx, const ModelFiles& files, uint32_t head_dim, DType precision);
 
 // One per file: torch_seq2seq.cpp, marian.cpp, bart.cpp, gpt2.cpp, llama.cpp (Llama,
-// Mistral, Qwen2), forecaster.cpp, bert.cpp.
-extern const Family kTorchSeq2Seq, kMarian, kBart, kGpt2, kLlama, kMistral, kQwen2, kForecaster, kBert;
+// Mistral, Qwen2), forecaster.cpp, bert.cpp (BERT, RoBERTa, DistilBERT).
+extern const Family kTorchSeq2Seq, kMarian, kBart, kGpt2, kLlama, kMistral, kQwen2, kForecaster, kBert, kRoberta,
+    kDistilBert;
 
 }  // namespace vkf::model

@@ -13,8 +13,8 @@ namespace model {
 
 namespace {
 
-const Family* const kFamilies[] = {&kTorchSeq2Seq, &kForecaster, &kMarian,  &kBart, &kGpt2,
-                                   &kLlama,        &kMistral,    &kQwen2,   &kBert};
+const Family* const kFamilies[] = {&kTorchSeq2Seq, &kForecaster, &kMarian, &kBart,    &kGpt2,      &kLlama,
+                                   &kMistral,      &kQwen2,      &kBert,   &kRoberta, &kDistilBert};
 
 const Family* find(const ModelFiles& files) {
   const std::string name = model_architecture(files);  // first: a clear error for a missing directory or file

@@ -26,8 +26,11 @@ struct Model::Impl {
   model::Linear pooler;                 // [D, D], tanh, on each sequence's first token (BERT's); out 0: none
   // BERT's heads, where the checkpoint has one (out 0: none): the masked-LM head's
   // transform [D, D] (then the activation and its LayerNorm) and decoder [V, D] (tied to
-  // the word embeddings) with its bias [V]; a classifier [labels, D] on the pooled output.
-  model::Linear mlm_transform, mlm_decoder, classifier;
+  // the word embeddings) with its bias [V]; a classifier [labels, D] on the pooled output,
+  // or (RoBERTa's, DistilBERT's: no pooler) on classifier_dense's of the first token,
+  // with its own activation (tanh; DistilBERT's pre_classifier: ReLU).
+  model::Linear mlm_transform, mlm_decoder, classifier, classifier_dense;
+  Activation classifier_activation = Activation::Tanh;
   model::Norm mlm_norm;
   Buffer mlm_bias;
   Buffer rope_table;                    // Positions::Rotary: fp32 [max_position, head_dim / 2, 2] (rotary_positions)

@@ -175,8 +175,17 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
       if (it == t->ids_.end()) fail("post_processor TemplateProcessing names '" + name + "', which is not a token");
       (seen_text ? t->suffix_ : t->prefix_).push_back(it->second);
     }
+  } else if (type_of(post) == "RobertaProcessing") {
+    // <s> text </s> (RoBERTa's; its offsets options change no id).
+    for (const char* key : {"cls", "sep"}) {
+      if (!post.contains(key) || !post[key].is_array() || post[key].size() != 2 || !post[key][0].is_string())
+        fail(std::string("post_processor RobertaProcessing's ") + key + " must be [token, id]");
+      const auto it = t->ids_.find(post[key][0].get<std::string>());
+      if (it == t->ids_.end()) fail("post_processor RobertaProcessing names '" + post[key][0].get<std::string>() + "', which is not a token");
+      (key == std::string("cls") ? t->prefix_ : t->suffix_).push_back(it->second);
+    }
   } else if (!post.is_null() && type_of(post) != "ByteLevel") {
-    fail("post_processor '" + type_of(post) + "' is not supported (vkformer reads TemplateProcessing and ByteLevel)");
+    fail("post_processor '" + type_of(post) + "' is not supported (vkformer reads TemplateProcessing, RobertaProcessing and ByteLevel)");
   }
   // tokenizer_config.json (optional): whether decoding cleans up spaces.
   if (files.has("tokenizer_config.json")) {
