@@ -53,6 +53,9 @@ class Embedder {
   Embeddings embed(const std::vector<std::string>& texts,
                    const std::function<void(size_t done, size_t total)>& progress = {});
   uint32_t batch_size = 32;
+  // Per-dispatch GPU times of the last batch (Encoder::set_profile).
+  void set_profile(bool on);
+  const std::string& profile_report() const;
 
  private:
   struct Impl;

@@ -3,6 +3,7 @@
 // hidden state, and where the checkpoint has them the pooler's output for the first token
 // and the head's logits (a masked-LM head's per token, a classifier's per sequence).
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "vkformer/model.hpp"
@@ -35,6 +36,10 @@ class Encoder {
   // cut back to its own tokens. token_types: empty, or one list per sequence (empty: all 0).
   std::vector<EncoderOutput> encode_batch(const std::vector<std::vector<uint32_t>>& ids,
                                           const std::vector<std::vector<uint32_t>>& token_types = {});
+
+  // Per-dispatch GPU times (timestamps) of each later pass, in profile_report().
+  void set_profile(bool on);
+  const std::string& profile_report() const;
 
  private:
   struct Impl;

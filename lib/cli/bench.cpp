@@ -11,6 +11,7 @@
 
 #include "bench.hpp"
 #include "bounded_json.hpp"
+#include "vkformer/encoder.hpp"
 #include "commands.hpp"
 #include "sample_models.hpp"
 #include "options.hpp"
@@ -159,9 +160,37 @@ nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, 
   return out;
 }
 
+// An encoder-only model: batches of sequences through the encoder (its heads included),
+// as embedding or classifying a corpus runs it: sequences/s at batch 1 and 32 of 128
+// tokens (or its positions, if fewer).
+void bench_encoder(const std::shared_ptr<const Model>& model, bool quick, int rounds, bool print, nlohmann::json& out) {
+  const auto& c = model->config();
+  Encoder encoder(model);
+  const uint32_t len = std::min<uint32_t>(quick ? 16 : 128, c.max_position);
+  for (uint32_t batch : {1u, quick ? 4u : 32u}) {
+    std::vector<std::vector<uint32_t>> ids(batch);
+    for (uint32_t b = 0; b < batch; ++b)
+      for (uint32_t i = 0; i < len; ++i) ids[b].push_back((5 + b * 31 + i * 7) % c.src_vocab_size);
+    double s = 0;
+    try {
+      encoder.encode_batch(ids);  // warm-up: pipelines compiled, buffers made
+      s = median_seconds(rounds, [&] { encoder.encode_batch(ids); });
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::InvalidInput && e.kind() != ErrorKind::OutOfMemory) throw;
+      out["encode"].push_back({{"batch", batch}, {"skipped", e.what()}});
+      if (print) std::printf("%-24s %12s (batch %u: %s)\n", "encode", "skipped", batch, e.what());
+      continue;
+    }
+    out["encode"].push_back({{"batch", batch}, {"tokens", len}, {"seconds", s}, {"sequences_per_second", batch / s},
+                             {"tokens_per_second", batch * len / s}});
+    if (print)
+      std::printf("%-24s %12.1f sequences/s (batch %u x %u tokens; %.0f tokens/s)\n", "encode", batch / s, batch, len,
+                  batch * len / s);
+  }
+}
+
 nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bool quick, bool print) {
   auto model = Model::load(ctx, dir, dtype);
-  Session session(model);
   const auto& c = model->config();
   const int rounds = quick ? 1 : 3;
   const auto& caps = ctx.capabilities();
@@ -177,6 +206,11 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
                 caps.driver_info.c_str(), dtype == DType::F16 ? "fp16" : "fp32", rounds);
   // A batch this device cannot hold (a buffer past what one binding takes, its memory):
   // that row is skipped, with the reason, and the others still run.
+  if (c.kind == ModelKind::EncoderOnly) {
+    bench_encoder(model, quick, rounds, print, out);
+    return out;
+  }
+  Session session(model);
   auto skipped = [&](const Error& e, const char* what, uint32_t batch) {
     if (e.kind() != ErrorKind::InvalidInput && e.kind() != ErrorKind::OutOfMemory) throw;  // as it was thrown
     out[what].push_back({{"batch", batch}, {"skipped", e.what()}});

@@ -114,7 +114,7 @@ std::string bench_chart(const std::vector<nlohmann::json>& reports) {
           p.values[std::to_string(r["tokens"].get<int>())] = r["tokens_per_second"];
           add(prompt_lengths, r["tokens"].get<int>());
         }
-        for (auto& r : run["model"]["greedy"]) {
+        for (auto& r : run["model"].value("greedy", nlohmann::json::array())) {
           if (r.contains("skipped")) continue;  // a batch the device could not hold
           d.values[std::to_string(r["batch"].get<int>())] = r["tokens_per_second"];
           add(batches, r["batch"].get<int>());

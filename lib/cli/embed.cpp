@@ -1,6 +1,7 @@
 // `vkformer embed`: sentence embeddings of texts given as arguments or lines of stdin.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -30,7 +31,13 @@ int embed(const Args& args) {
   }
   Context ctx(context_options(args));
   EmbeddingRun run(ctx, dir, args);
+  run.embedder().set_profile(args.flag("--profile"));
+  const auto start = std::chrono::steady_clock::now();
   const Embeddings e = run.embed(texts, "text");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (args.flag("--profile"))
+    std::fprintf(stderr, "embedded %u texts in %.3f s (%.1f texts/s); the last batch's dispatches:\n%s", e.count, seconds,
+                 e.count / seconds, run.embedder().profile_report().c_str());
   const auto out = args.value("--out");
   if (out) write_npy(*out, e.values, e.count, e.width);
   if (args.flag("--json")) {

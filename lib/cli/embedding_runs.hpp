@@ -23,6 +23,7 @@ class EmbeddingRun {
   // What a cache of these texts' embeddings must carry to be used: the model's files',
   // the settings' and the texts' hashes (FNV-1a 64), the texts' count and the width.
   std::string cache_key(const std::string& corpus_bytes, size_t lines) const;
+  Embedder& embedder() { return *embedder_; }
 
  private:
   std::string dir_;

@@ -178,6 +178,7 @@ const std::vector<CommandSpec>& commands() {
         {"--out", "FILE", K::Text, "write the embeddings [texts, width] to this .npy file"},
         {"--batch", "N", K::Integer, "texts per batch on the device (default 32)", 1, 4096},
         kPrecision, kWeights,
+        {"--profile", nullptr, K::Switch, "per-dispatch GPU times of the last batch on stderr"},
         {"--json", nullptr, K::Switch, "one JSON object: the settings, the texts cut, the embeddings unless --out (schema: docs/cli.md)"}},
        "TEXT"},
       {"search", "rank a corpus's lines by meaning against a query (semantic search)",

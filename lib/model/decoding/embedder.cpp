@@ -115,6 +115,8 @@ Embedder::Embedder(std::shared_ptr<const Model> model, const ModelFiles& files) 
 Embedder::~Embedder() = default;
 
 const EmbedderConfig& Embedder::config() const { return impl_->config; }
+void Embedder::set_profile(bool on) { impl_->encoder.set_profile(on); }
+const std::string& Embedder::profile_report() const { return impl_->encoder.profile_report(); }
 
 Embeddings Embedder::embed(const std::vector<std::string>& texts, const std::function<void(size_t, size_t)>& progress) {
   Impl& s = *impl_;

@@ -46,6 +46,9 @@ Encoder::Encoder(std::shared_ptr<const Model> model) {
 }
 Encoder::~Encoder() = default;
 
+void Encoder::set_profile(bool on) { impl_->graph.profile = on; }
+const std::string& Encoder::profile_report() const { return impl_->graph.report; }
+
 EncoderOutput Encoder::encode(const std::vector<uint32_t>& ids, const std::vector<uint32_t>& token_types) {
   return std::move(encode_batch({ids}, token_types.empty() ? std::vector<std::vector<uint32_t>>{}
                                                            : std::vector<std::vector<uint32_t>>{token_types})[0]);
