@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vkformer/model.hpp"
@@ -52,6 +53,12 @@ class Embedder {
   // each batch.
   Embeddings embed(const std::vector<std::string>& texts,
                    const std::function<void(size_t done, size_t total)>& progress = {});
+  // A cross-encoder's scores of text pairs ([CLS] a [SEP] b [SEP], b's tokens type 1; a
+  // pair cut to max_tokens as transformers' longest_first cuts it): its one-label
+  // classifier's logit through a sigmoid, as sentence-transformers' CrossEncoder.predict
+  // gives it. A model without a one-label classifier, or without WordPiece, is refused by name.
+  std::vector<float> score_pairs(const std::vector<std::pair<std::string, std::string>>& pairs,
+                                 const std::function<void(size_t done, size_t total)>& progress = {});
   uint32_t batch_size = 32;
   // Per-dispatch GPU times of the last batch (Encoder::set_profile).
   void set_profile(bool on);

@@ -53,6 +53,29 @@ Embeddings EmbeddingRun::embed(const std::vector<std::string>& texts, const char
   return e;
 }
 
+std::vector<double> EmbeddingRun::score_pairs(const std::string& query, const std::vector<std::string>& lines) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  pairs.reserve(lines.size());
+  for (const std::string& line : lines) pairs.push_back({query, line});
+  const bool terminal = ::isatty(STDERR_FILENO) && lines.size() > embedder_->batch_size;
+  std::vector<float> s;
+  try {
+    s = embedder_->score_pairs(pairs, [&](size_t done, size_t total) {
+      if (terminal) std::fprintf(stderr, "\rscoring: %zu/%zu pairs", done, total);
+    });
+  } catch (const Error& e) {
+    if (terminal) std::fprintf(stderr, "\n");
+    std::string m = e.what();
+    if (m.rfind("score_pairs: pair ", 0) == 0) {  // lines from 1
+      const size_t end = m.find(':', 18);
+      m = "corpus line " + std::to_string(std::stoul(m.substr(18, end - 18)) + 1) + m.substr(end);
+    }
+    throw Error(m, e.kind());
+  }
+  if (terminal) std::fprintf(stderr, "\n");
+  return std::vector<double>(s.begin(), s.end());
+}
+
 nlohmann::ordered_json EmbeddingRun::settings() const {
   const EmbedderConfig& c = embedder_->config();
   nlohmann::ordered_json pooling = nlohmann::ordered_json::array();

@@ -18,6 +18,8 @@ class EmbeddingRun {
   EmbeddingRun(Context& ctx, const std::string& dir, const Args& args);
   // `what` names the texts in messages ("text", "corpus line").
   Embeddings embed(const std::vector<std::string>& texts, const char* what, bool progress = true);
+  // A cross-encoder's score of (query, line) for each line (Embedder::score_pairs).
+  std::vector<double> score_pairs(const std::string& query, const std::vector<std::string>& lines);
   nlohmann::ordered_json settings() const;  // pooling, normalize, max_tokens, precision
   std::string describe() const;             // "mean pooling, normalised, at most 256 tokens"
   // What a cache of these texts' embeddings must carry to be used: the model's files',

@@ -188,12 +188,16 @@ const std::vector<CommandSpec>& commands() {
        "cosine similarity, best first. --cache keeps the corpus's embeddings in FILE (a .npy\n"
        "that NumPy reads, with vkformer's key after the data): a later search with the same\n"
        "model, precision and corpus reads them instead of embedding again; a cache made from\n"
-       "anything else, or damaged, is said on stderr and rebuilt, never used.",
+       "anything else, or damaged, is said on stderr and rebuilt, never used. --pair ranks by a\n"
+       "cross-encoder instead: each line scored with the query as a pair, sigmoid of its logit.",
        {kModel,
         {"--corpus", "FILE", K::Text, "the texts to search, one a line (required)"},
         {"--query", "TEXT", K::Text, "what to search for (required)"},
         {"--top", "K", K::Integer, "how many lines to print (default 5)", 1, 1 << 20},
         {"--cache", "FILE", K::Text, "read the corpus's embeddings from, or write them to, this file"},
+        {"--pair", nullptr, K::Switch,
+         "rank by a cross-encoder's score of (query, line) instead (a one-label\n"
+         "classifier: BertForSequenceClassification with num_labels 1)"},
         {"--batch", "N", K::Integer, "texts per batch on the device (default 32)", 1, 4096},
         kPrecision, kWeights,
         {"--json", nullptr, K::Switch, "one JSON object: the ranking and whether the cache was used (schema: docs/cli.md)"}}},

@@ -42,6 +42,32 @@ double norm_of(const float* v, uint32_t n) {
   return std::sqrt(s);
 }
 
+// The lines best first (ties: the earlier line), the top `top` printed.
+int rank(const Args& args, const EmbeddingRun& run, const std::vector<std::string>& lines, const std::vector<double>& score,
+         const std::string& cache_state, const std::string& corpus_file, const std::string& query, size_t top) {
+  std::vector<std::pair<double, size_t>> scores(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) scores[i] = {score[i], i};
+  const size_t k = std::min(top, scores.size());
+  std::partial_sort(scores.begin(), scores.begin() + ptrdiff_t(k), scores.end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  if (args.flag("--json")) {
+    nlohmann::ordered_json j = run.settings();
+    j["corpus"] = corpus_file;
+    j["lines"] = lines.size();
+    j["query"] = query;
+    j["score"] = args.flag("--pair") ? "cross_encoder" : "cosine";
+    j["cache"] = cache_state;
+    j["results"] = nlohmann::ordered_json::array();
+    for (size_t r = 0; r < k; ++r)
+      j["results"].push_back({{"line", scores[r].second + 1}, {"score", scores[r].first}, {"text", lines[scores[r].second]}});
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    for (size_t r = 0; r < k; ++r)
+      std::printf("%.4f  line %zu: %s\n", scores[r].first, scores[r].second + 1, lines[scores[r].second].c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int search(const Args& args) {
@@ -57,8 +83,12 @@ int search(const Args& args) {
                                 .read(cp.filename().string(), "corpus", kMaxCorpusBytes);
   const std::vector<std::string> lines = corpus_lines(bytes, *corpus_file);
 
+  const bool pair = args.flag("--pair");
+  if (pair && cache)
+    throw Error("--cache keeps a corpus's embeddings; a cross-encoder (--pair) scores each pair with the query anew");
   Context ctx(context_options(args));
   EmbeddingRun run(ctx, dir, args);
+  if (pair) return rank(args, run, lines, run.score_pairs(*query, lines), "none", *corpus_file, *query, top);
   const Embeddings q = run.embed({*query}, "query", false);
   // The corpus's embeddings: from the cache where its key is this run's, else embedded.
   Embeddings corpus;
@@ -84,35 +114,18 @@ int search(const Args& args) {
       if (cache_state == "none") cache_state = "written";
     }
   }
-  // Cosine similarity to each line, best first (ties: the earlier line).
+  // Cosine similarity to each line.
   const uint32_t W = q.width;
   const double qn = norm_of(q.values.data(), W);
-  std::vector<std::pair<double, size_t>> scores(lines.size());
+  std::vector<double> scores(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) {
     const float* row = corpus.values.data() + i * W;
     double dot = 0;
     for (uint32_t c = 0; c < W; ++c) dot += double(row[c]) * q.values[c];
     const double n = norm_of(row, W) * qn;
-    scores[i] = {n > 0 ? dot / n : 0.0, i};
+    scores[i] = n > 0 ? dot / n : 0.0;
   }
-  const size_t k = std::min(top, scores.size());
-  std::partial_sort(scores.begin(), scores.begin() + ptrdiff_t(k), scores.end(),
-                    [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
-  if (args.flag("--json")) {
-    nlohmann::ordered_json j = run.settings();
-    j["corpus"] = *corpus_file;
-    j["lines"] = lines.size();
-    j["query"] = *query;
-    j["cache"] = cache_state;
-    j["results"] = nlohmann::ordered_json::array();
-    for (size_t r = 0; r < k; ++r)
-      j["results"].push_back({{"line", scores[r].second + 1}, {"score", scores[r].first}, {"text", lines[scores[r].second]}});
-    std::printf("%s\n", j.dump().c_str());
-  } else {
-    for (size_t r = 0; r < k; ++r)
-      std::printf("%.4f  line %zu: %s\n", scores[r].first, scores[r].second + 1, lines[scores[r].second].c_str());
-  }
-  return 0;
+  return rank(args, run, lines, scores, cache_state, *corpus_file, *query, top);
 }
 
 }  // namespace vkf::cli

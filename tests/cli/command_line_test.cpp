@@ -377,8 +377,21 @@ TEST(CommandLine, EmbedAndSearchWithItsCache) {
   expect_error({"search", "--model", model, "--corpus", dir / "blank.txt", "--query", "x"}, "line 2 is empty");
   expect_error({"search", "--model", model, "--corpus", dir / "missing.txt", "--query", "x"}, "missing.txt");
   expect_error({"search", "--model", model, "--corpus", corpus}, "search needs --query");
+  // --pair: a cross-encoder's scores of (query, line), no cache; an embedding model has no classifier.
+  const std::string cross = kSource + "/tests/hf/bert/cross_encoder";
+  const CliRun pair = run_cli({"search", "--model", cross, "--corpus", corpus, "--query", "a baby", "--pair", "--json"});
+  EXPECT_EQ(pair.status, 0) << pair.err;
+  const json pj = json::parse(pair.out);
+  EXPECT_EQ(pj["score"], "cross_encoder");
+  EXPECT_EQ(pj["results"].size(), 3u);
+  for (const auto& r : pj["results"]) EXPECT_TRUE(r["score"] > 0.0 && r["score"] < 1.0) << r;
+  expect_error({"search", "--model", cross, "--corpus", corpus, "--query", "x", "--pair", "--cache", cache},
+               "a cross-encoder (--pair) scores each pair with the query anew");
+  expect_error({"search", "--model", model, "--corpus", corpus, "--query", "x", "--pair"}, "has no classifier");
   spit(dir / "bad.txt", std::string("fine\nbad \xC3 utf8\n"));
   expect_error({"search", "--model", model, "--corpus", dir / "bad.txt", "--query", "x"}, "corpus line 2: the text is not valid UTF-8");
+  expect_error({"search", "--model", cross, "--corpus", dir / "bad.txt", "--query", "x", "--pair"},
+               "corpus line 2: the text is not valid UTF-8");
 }
 
 TEST(CommandLine, BenchModelNeedsAModel) {

@@ -110,6 +110,32 @@ TEST_P(Embed, EmbeddingsAsSentenceTransformers) {
 INSTANTIATE_TEST_SUITE_P(, Embed, ::testing::Values(DType::F32, DType::F16),
                          [](const auto& info) { return info.param == DType::F16 ? "fp16" : "fp32"; });
 
+// A cross-encoder (a one-label BertForSequenceClassification, tests/hf/bert/cross_encoder)
+// scoring text pairs as sentence-transformers' CrossEncoder.predict (max_length 64: the
+// model's positions) does: pairs cut by longest_first, the second text's tokens type 1,
+// sigmoid of the logit.
+TEST_P(Embed, CrossEncoderScoresPairsAsSentenceTransformers) {
+  const fs::path dir = kDir.parent_path() / "cross_encoder";
+  const nlohmann::json refs = read_references(dir / "references.json");
+  Embedder e(Model::load(ctx(), dir.string(), GetParam()), ModelFiles(dir.string()));
+  EXPECT_EQ(e.config().max_tokens, 64u);
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& p : refs["pairs"]) pairs.push_back({p[0], p[1]});
+  e.batch_size = 3;
+  const std::vector<float> got = e.score_pairs(pairs);
+  ASSERT_EQ(got.size(), pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i)
+    EXPECT_NEAR(got[i], refs["scores"][i].get<double>(), GetParam() == DType::F16 ? 1e-2 : 1e-5) << "pair " << i;
+  // An embedding model has no classifier to score with.
+  Embedder plain(Model::load(ctx(), kDir.string(), DType::F32), ModelFiles(kDir.string()));
+  try {
+    (void)plain.score_pairs(pairs);
+    ADD_FAILURE() << "scored without a classifier";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("has no classifier; a cross-encoder's is one label"), std::string::npos) << err.what();
+  }
+}
+
 TEST_F(GpuTest, EmbedderRefusesWhatItDoesNotRunByName) {
   auto model = Model::load(ctx(), kDir.string(), DType::F32);
   auto refused = [&](MemoryModel m, const std::string& words) {

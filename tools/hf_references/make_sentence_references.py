@@ -7,6 +7,9 @@
         BertModel (hidden 32, 2 layers, 4 heads, FFN 64, 64 positions) with a WordPiece
         vocabulary of 4,000 tokens cut from BERT's uncased one (tests/hf/bert/tokenizer/),
         max_seq_length 24 so that long texts are cut
+  tests/hf/bert/cross_encoder/   a random BertForSequenceClassification with one label (a
+        cross-encoder's shape) over the same vocabulary, and its references.json: the scores
+        sentence-transformers' CrossEncoder(max_length=64).predict gives PAIRS
   tests/hf/bert/sentence/references.json
         for each pooling variant (the directory's own; cls; max; mean_sqrt_len_tokens;
         all four concatenated, not normalised) the embeddings of TEXTS, and the texts
@@ -58,6 +61,43 @@ VARIANTS = {  # name: (pooling modes, normalize)
     "mean_sqrt_len_tokens": (["mean_sqrt_len_tokens"], True),
     "all": (["cls", "max", "mean", "mean_sqrt_len_tokens"], False),
 }
+
+
+PAIRS = [
+    ("How old are you?", "I am six years old."),
+    ("A man is eating food.", "A man is eating a piece of bread."),
+    ("The girl is carrying a baby.", "A monkey is playing drums."),
+    ("Café naïve", "北京 😀"),
+    ("short", "word " * 80),
+    ("word " * 80, "short"),
+    ("", "an empty first text"),
+]
+
+
+def cross_encoder(tokenizer, vocab_size):
+    from sentence_transformers import CrossEncoder
+    from transformers import BertForSequenceClassification
+    out = OUT.parent / "cross_encoder"
+    shutil.rmtree(out, ignore_errors=True)
+    torch.manual_seed(53)
+    config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=64, pad_token_id=0, num_labels=1)
+    model = BertForSequenceClassification(config)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "LayerNorm" in name:
+                p.copy_((1 if name.endswith("weight") else 0) + 0.3 * torch.randn_like(p))
+            elif name.endswith("bias"):
+                p.copy_(0.3 * torch.randn_like(p))
+            else:
+                p.mul_(8.0)
+    model.eval().save_pretrained(str(out), safe_serialization=True)
+    tokenizer.save_pretrained(str(out))
+    (out / "special_tokens_map.json").unlink()
+    ce = CrossEncoder(str(out), max_length=64, device="cpu")
+    scores = ce.predict([list(p) for p in PAIRS], convert_to_tensor=True).tolist()
+    (out / "references.json").write_text(json.dumps({"pairs": PAIRS, "scores": scores, "max_length": 64}) + "\n")
+    print("wrote", out, scores)
 
 
 def pooling_config(modes, width):
@@ -121,6 +161,7 @@ def main():
                          if len(tokenizer(t.strip())["input_ids"]) > 24]
     (OUT / "references.json").write_text(json.dumps(refs, ensure_ascii=False) + "\n")
     print("wrote", OUT, "truncated:", refs["truncated"])
+    cross_encoder(tokenizer, len(vocab))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,13 @@ std::unique_ptr<Tokenizer> tokenizer_of(const ModelFiles& files) {
 
 }  // namespace
 
+// Text as the tokenizers take it: UTF-8 (strip_python reads code points) without NUL.
+static std::string_view checked(const std::string& text) {
+  if (const size_t bad = model::invalid_utf8_at(text); bad != std::string::npos)
+    fail_invalid_input("the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+  return text;
+}
+
 struct Embedder::Impl {
   std::shared_ptr<const Model> model;
   EmbedderConfig config;
@@ -129,10 +136,8 @@ Embeddings Embedder::embed(const std::vector<std::string>& texts, const std::fun
   std::vector<std::vector<uint32_t>> ids(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
     try {
-      if (const size_t bad = model::invalid_utf8_at(texts[i]); bad != std::string::npos)
-        fail_invalid_input("the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
       bool truncated = false;
-      ids[i] = s.ids_of(model::strip_python(texts[i]), truncated);
+      ids[i] = s.ids_of(model::strip_python(checked(texts[i])), truncated);
       if (truncated) r.truncated.push_back(i);
     } catch (const Error& e) {
       throw Error("embed: text " + std::to_string(i) + ": " + e.what(), e.kind());
@@ -151,6 +156,43 @@ Embeddings Embedder::embed(const std::vector<std::string>& texts, const std::fun
     if (progress) progress(first + count, order.size());
   }
   return r;
+}
+
+std::vector<float> Embedder::score_pairs(const std::vector<std::pair<std::string, std::string>>& pairs,
+                                        const std::function<void(size_t, size_t)>& progress) {
+  Impl& s = *impl_;
+  const ModelConfig& c = s.model->config();
+  if (c.labels.size() != 1)
+    throw Error("score_pairs: model '" + c.architecture + "' has " +
+                    (c.labels.empty() ? std::string("no classifier") : std::to_string(c.labels.size()) + " labels") +
+                    "; a cross-encoder's is one label (num_labels 1), its score",
+                ErrorKind::Unsupported);
+  if (!s.wordpiece)
+    throw Error("score_pairs: text pairs are tokenized with WordPiece; this model's tokenizer is " + s.tokenizer->describe(),
+                ErrorKind::Unsupported);
+  if (batch_size == 0) fail_invalid_input("score_pairs: batch_size is 0");
+  std::vector<model::WordPieceIds> ids(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    try {
+      ids[i] = s.wordpiece->encode_pair(model::strip_python(checked(pairs[i].first)), model::strip_python(checked(pairs[i].second)),
+                                        s.config.max_tokens);
+    } catch (const Error& e) {
+      throw Error("score_pairs: pair " + std::to_string(i) + ": " + e.what(), e.kind());
+    }
+  }
+  std::vector<size_t> order(pairs.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a].ids.size() > ids[b].ids.size(); });
+  std::vector<float> scores(pairs.size());
+  for (size_t first = 0; first < order.size(); first += batch_size) {
+    const size_t count = std::min<size_t>(batch_size, order.size() - first);
+    std::vector<std::vector<uint32_t>> batch, types;
+    for (size_t k = 0; k < count; ++k) batch.push_back(ids[order[first + k]].ids), types.push_back(ids[order[first + k]].types);
+    const std::vector<EncoderOutput> outs = s.encoder.encode_batch(batch, types);
+    for (size_t k = 0; k < count; ++k) scores[order[first + k]] = float(1.0 / (1.0 + std::exp(-double(outs[k].logits.at(0)))));
+    if (progress) progress(first + count, order.size());
+  }
+  return scores;
 }
 
 }  // namespace vkf
