@@ -50,6 +50,11 @@ struct GenerationDefaults {
   float length_penalty = 1.0f;
   int early_stopping = 0;  // 0: false (stop when the best unfinished beam cannot win), 1: true, -1: "never"
   uint32_t max_length = 20, min_length = 0, no_repeat_ngram_size = 0;  // lengths count the start token
+  uint32_t min_new_tokens = 0, num_return_sequences = 1;
+  // do_sample: sampling by default, at these settings (transformers' defaults: 1, 50, 1).
+  bool do_sample = false;
+  float temperature = 1.0f, top_p = 1.0f;
+  uint32_t top_k = 50;
   bool max_length_given = false;  // a decoder-only model's max_length (prompt included) is then its default
   float repetition_penalty = 1.0f;
   std::vector<std::vector<uint32_t>> bad_words_ids;
@@ -209,11 +214,13 @@ struct GenerateOptions {
 
   // Hugging Face generate() (a model with config().hugging_face; defaults() fills these
   // from its generation config). Lengths count the decoder's start token, as there.
-  uint32_t min_length = 0;            // EOS is banned before this length
+  uint32_t min_length = 0;            // EOS is banned before this length (a decoder-only model's: prompt included)
+  uint32_t min_new_tokens = 0;        // EOS is banned before this many new tokens
   uint32_t no_repeat_ngram_size = 0;  // no n-gram of this size appears twice
   std::vector<std::vector<uint32_t>> bad_words_ids;  // token sequences never generated
   std::optional<uint32_t> forced_bos_id, forced_eos_id;  // first token; last token at the length limit
   int early_stopping = 0;  // beam search: see GenerationDefaults
+  uint32_t num_return_sequences = 1;  // beam search: this many outputs per source or prompt, best first
 
   // The options a model's own generation settings ask for: a Hugging Face model's
   // generation_config.json (num_beams, max_length - 1 new tokens, the processors);

@@ -32,6 +32,8 @@ std::optional<Generation> generate_options(const vkf_generate_options* caller, c
   g = vkf::GenerateOptions::defaults(c, longest_source);
   g.beam = 1;
   g.length_penalty = 1.0f;
+  g.num_return_sequences = 1;  // one output per source: the C results hold one each
+  g.temperature = 0;           // sampling is the caller's to ask (temperature), as beams are
   if (!caller) return out;
   if (!generate_options_size_ok(function, caller->struct_size)) return std::nullopt;
   const vkf_generate_options options = widened(*caller, caller->struct_size, vkf_generate_options_default());

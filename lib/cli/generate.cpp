@@ -58,8 +58,9 @@ void check_decoding_options(const Args& args, const GenerateOptions& o) {
   if (o.temperature > 0 && o.beam > 1)
     throw Error("--temperature samples and --beam " + std::to_string(o.beam) +
                 " searches: vkformer does not sample within a beam; give one or the other");
-  if (args.given("--length-penalty") && o.beam == 1)
-    throw Error("--length-penalty scores beams: give --beam K (K > 1) with it");
+  for (const char* beam : {"--length-penalty", "--early-stopping", "--num-return-sequences"})
+    if (args.given(beam) && o.beam == 1)
+      throw Error(std::string(beam) + " is a beam search option: give --beam K (K > 1) with it");
 }
 
 // The family decides the input options: an encoder-decoder's --src-ids (and score's
@@ -134,10 +135,30 @@ int generate(const Args& args) {
   o.max_new_tokens = args.count("--max-new-tokens", o.max_new_tokens);
   o.beam = args.count("--beam", o.beam);
   o.length_penalty = args.number("--length-penalty", o.length_penalty);
-  o.temperature = args.number("--temperature", 0.0f);
-  o.top_k = args.count("--top-k", 0);
-  o.top_p = args.number("--top-p", 1.0f);
+  // Sampling: the model's own (generation_config.json's do_sample) unless --beam or
+  // --temperature say otherwise.
+  if (args.given("--beam") && o.beam > 1 && !args.given("--temperature")) o.temperature = 0;
+  if (args.given("--temperature")) {
+    o.temperature = args.number("--temperature", 0.0f);
+    if (!config.generation.do_sample) o.top_k = 0;  // not the model's sampling: keep every token unless asked
+  }
+  o.top_k = args.count("--top-k", o.temperature > 0 ? o.top_k : 0);
+  o.top_p = args.number("--top-p", o.temperature > 0 ? o.top_p : 1.0f);
   o.repetition_penalty = args.number("--repetition-penalty", o.repetition_penalty);
+  // transformers' processors and beam settings, over the model's own.
+  o.num_return_sequences = args.count("--num-return-sequences", o.beam > 1 ? o.num_return_sequences : 1);
+  o.no_repeat_ngram_size = args.count("--no-repeat-ngram-size", o.no_repeat_ngram_size);
+  o.min_length = args.count("--min-length", o.min_length);
+  o.min_new_tokens = args.count("--min-new-tokens", o.min_new_tokens);
+  if (const auto bad = args.value("--bad-words-ids")) {
+    o.bad_words_ids = parse_id_lists(*bad, "--bad-words-ids");
+  }
+  if (const auto early = args.value("--early-stopping")) {
+    if (*early == "true") o.early_stopping = 1;
+    else if (*early == "false") o.early_stopping = 0;
+    else if (*early == "never") o.early_stopping = -1;
+    else throw Error("--early-stopping must be true, false or never, not '" + *early + "'");
+  }
   if (const auto ids = args.value("--eos-ids")) o.eos_ids = parse_ids(*ids, "--eos-ids");
   if (const auto stop = args.value("--stop")) {
     if (stop->empty()) throw Error("--stop is empty: it would end every output at once");
@@ -197,9 +218,14 @@ int generate(const Args& args) {
                                          std::find(o.eos_ids.begin(), o.eos_ids.end(), out[i].back()) != o.eos_ids.end() ||
                                          std::find(more.begin(), more.end(), out[i].back()) != more.end());
     finished.push_back(eos || (!out[i].empty() && o.stop && o.stop(i, out[i])));
-    if (!finished.back() && o.max_new_tokens > 0)
-      std::fprintf(stderr, "vkformer generate: warning: %s %zu stopped at --max-new-tokens %u before the end token\n",
-                   config.kind == ModelKind::DecoderOnly ? "prompt" : "source", i, o.max_new_tokens);
+    if (!finished.back() && o.max_new_tokens > 0) {
+      const char* input = config.kind == ModelKind::DecoderOnly ? "prompt" : "source";
+      const std::string which = o.num_return_sequences > 1 ? "output " + std::to_string(i) + " (" + input + " " +
+                                                                 std::to_string(i / o.num_return_sequences) + ")"
+                                                           : std::string(input) + " " + std::to_string(i);
+      std::fprintf(stderr, "vkformer generate: warning: %s stopped at --max-new-tokens %u before the end token\n",
+                   which.c_str(), o.max_new_tokens);
+    }
   }
   const double secs = std::chrono::duration<double>(t2 - t1).count();
   if (json) {

@@ -101,8 +101,9 @@ const std::vector<CommandSpec>& commands() {
        "produced); a decoder-only model's new ids after each prompt, the prompt's ids used\n"
        "exactly as given (no BOS added). A warning on stderr names any output cut at\n"
        "--max-new-tokens. A Hugging Face model's generation_config.json gives the defaults, as\n"
-       "`translate` takes them; options override them. Sampling options need --temperature,\n"
-       "which does not combine with --beam above 1.",
+       "`translate` takes them; options override them. Sampling options need --temperature\n"
+       "(or the model's do_sample), which does not combine with --beam above 1. Beam search and\n"
+       "transformers' processors run as its generate() runs them (docs/models.md, \"Generation\").",
        {kModel,
         {"--src-ids", "IDS", K::Text, "an encoder-decoder's comma-separated source ids; several separated by ';'"},
         {"--ids", "IDS", K::Text, "a decoder-only model's comma-separated prompt ids; several separated by ';'"},
@@ -125,6 +126,15 @@ const std::vector<CommandSpec>& commands() {
          "sampling seed (default: a fresh one each run, printed on stderr and in\n"
          "--json as \"seed\"); one seed always draws the same tokens",
          0, 18446744073709551615.0},
+        {"--num-return-sequences", "N", K::Integer, "beam: the N best outputs of each input, best first, one line each", 1,
+         GenerateOptions::kMaxBeam},
+        {"--early-stopping", "WHEN", K::Text, "beam: true, false or never, as transformers' early_stopping"},
+        {"--no-repeat-ngram-size", "N", K::Integer, "a Hugging Face model: no N-gram appears twice (0: none)", 0, 1024},
+        {"--min-length", "N", K::Integer, "a Hugging Face model: no EOS before this length (a decoder-only prompt counts)", 0,
+         1 << 24},
+        {"--min-new-tokens", "N", K::Integer, "a Hugging Face model: no EOS before N new tokens", 0, 1 << 24},
+        {"--bad-words-ids", "IDS", K::Text, "a Hugging Face model: token sequences never generated, comma-separated ids,\n"
+                                            "sequences separated by ';'"},
         kPrecision, kWeights,
         {"--submit-budget-ms", "MS", K::Number, "GPU time per submit (default 2; 0: no budget)", 0, 1e6},
         {"--max-steps-per-submit", "N", K::Integer, "decoding steps recorded into one submit (default 64)", 1, 4096},

@@ -62,8 +62,12 @@ nlohmann::ordered_json describe(const ModelConfig& c, const CheckpointSummary& f
         {"max_new_tokens", g.max_new_tokens},
         {"length_penalty", g.length_penalty},
         {"early_stopping", g.early_stopping == -1 ? nlohmann::json("never") : nlohmann::json(g.early_stopping == 1)},
+        {"num_return_sequences", g.num_return_sequences},
         {"min_length", g.min_length},
+        {"min_new_tokens", g.min_new_tokens},
         {"no_repeat_ngram_size", g.no_repeat_ngram_size},
+        {"sampling", g.temperature > 0 ? nlohmann::json({{"temperature", g.temperature}, {"top_k", g.top_k}, {"top_p", g.top_p}})
+                                       : nlohmann::json("none")},
         {"repetition_penalty", g.repetition_penalty},
         {"bad_words_ids", g.bad_words_ids},
         {"forced_bos_id", g.forced_bos_id ? nlohmann::json(*g.forced_bos_id) : nlohmann::json()},

@@ -41,6 +41,8 @@ int translate(const Args& args) {
   if (!c.hugging_face) o.max_new_tokens = 32;
   if (max_new_tokens) o.max_new_tokens = max_new_tokens;
   if (beam) o.beam = beam;
+  if (beam > 1) o.temperature = 0;  // a beam asked for: no sampling within it
+  o.num_return_sequences = 1;       // one output per input line
   if (o.max_new_tokens > c.max_position)
     throw Error("--max-new-tokens " + std::to_string(o.max_new_tokens) + " is more than the model's max_position " +
                 std::to_string(c.max_position));

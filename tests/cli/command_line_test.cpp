@@ -394,6 +394,42 @@ TEST(CommandLine, EmbedAndSearchWithItsCache) {
                "corpus line 2: the text is not valid UTF-8");
 }
 
+// Beam search and transformers' processors for a decoder-only model from the command
+// line: each output a line (the N best of each prompt, best first), the beam-only and
+// processor options checked where they enter.
+TEST(CommandLine, DecoderOnlyBeamsAndProcessors) {
+  const std::string llama = kSource + "/tests/hf/llama/gqa";
+  const CliRun beams = run_cli({"generate", "--model", llama, "--ids", "5,17,9;4,8", "--beam", "4",
+                                "--num-return-sequences", "2", "--max-new-tokens", "6"});
+  EXPECT_EQ(beams.status, 0) << beams.err;
+  size_t lines = 0;
+  for (char c : beams.out) lines += c == '\n';
+  EXPECT_EQ(lines, 4u) << beams.out;
+  EXPECT_NE(beams.err.find("output 3 (prompt 1) stopped at --max-new-tokens 6"), std::string::npos) << beams.err;
+  const CliRun json_run = run_cli({"generate", "--model", llama, "--ids", "5,17,9", "--no-repeat-ngram-size", "1",
+                                   "--bad-words-ids", "104;5,17", "--min-new-tokens", "3", "--max-new-tokens", "8", "--json"});
+  ASSERT_EQ(json_run.status, 0) << json_run.err;
+  const auto ids = json::parse(json_run.out)["ids"][0].get<std::vector<uint32_t>>();
+  std::vector<uint32_t> seen = {5, 17, 9};
+  for (uint32_t t : ids) {  // no token twice (n-grams of 1), the prompt's included; never 104
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), t), 0) << json_run.out;
+    EXPECT_NE(t, 104u);
+    seen.push_back(t);
+  }
+  expect_error({"generate", "--model", llama, "--ids", "5", "--num-return-sequences", "2"},
+               "--num-return-sequences is a beam search option: give --beam K");
+  expect_error({"generate", "--model", llama, "--ids", "5", "--beam", "2", "--num-return-sequences", "3"},
+               "num_return_sequences must be from 1 to the beam width (2)");
+  expect_error({"generate", "--model", llama, "--ids", "5", "--beam", "2", "--early-stopping", "maybe"},
+               "--early-stopping must be true, false or never, not 'maybe'");
+  expect_error({"generate", "--model", llama, "--ids", "5", "--bad-words-ids", "5,x"}, "--bad-words-ids");
+  expect_error({"generate", "--model", llama, "--ids", "5", "--bad-words-ids", "400"}, "bad_words_ids holds an empty list or an id outside the vocabulary");
+  expect_error({"generate", "--model", llama, "--ids", "5", "--temperature", "0.8", "--min-new-tokens", "2"},
+               "not applied to sampling yet");
+  expect_error({"generate", "--model", kDates, "--src-ids", "5,6", "--no-repeat-ngram-size", "2"},
+               "are Hugging Face generate() settings");
+}
+
 TEST(CommandLine, BenchModelNeedsAModel) {
   expect_error({"bench", "model", "--model", "/nonexistent/model"}, "no model at /nonexistent/model");
 }

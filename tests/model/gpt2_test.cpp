@@ -106,7 +106,8 @@ TEST_F(GpuTest, Gpt2SeveralPromptsGiveEachItsOwnContinuation) {
 }
 
 // Named errors: a prompt past n_positions (64), an id outside the vocabulary (357), an
-// empty prompt, beam search, the encoder-decoder scoring call.
+// empty prompt, more outputs than beams, processors with sampling, the encoder-decoder
+// scoring call.
 TEST_F(GpuTest, Gpt2BadInputsAreNamedErrors) {
   auto model = Model::load(ctx(), (kDir / "lm").string(), DType::F32);
   Session session(model);
@@ -122,7 +123,10 @@ TEST_F(GpuTest, Gpt2BadInputsAreNamedErrors) {
   fails([&] { session.score(std::vector<uint32_t>(65, 1)); }, "more than the model's 64 (n_positions)");
   fails([&] { session.generate({{1, 357}}, {.max_new_tokens = 2}); }, "token id 357, outside the vocabulary of 357");
   fails([&] { session.generate({{}}, {.max_new_tokens = 2}); }, "prompt 0 is empty");
-  fails([&] { session.generate({{1, 2}}, {.max_new_tokens = 2, .beam = 2}); }, "beam search is not supported");
+  fails([&] { session.generate({{1, 2}}, {.max_new_tokens = 2, .beam = 2, .num_return_sequences = 3}); },
+        "num_return_sequences must be from 1 to the beam width (2)");
+  fails([&] { session.generate({{1, 2}}, {.max_new_tokens = 2, .temperature = 0.7f, .no_repeat_ngram_size = 2}); },
+        "not applied to sampling yet");
   fails([&] { session.score({1, 2}, {1, 2}); }, "is decoder-only");
   // The longest prompt that fits: 60 tokens and 5 new ones use 64 positions.
   EXPECT_EQ(session.generate({std::vector<uint32_t>(60, 1)}, {.max_new_tokens = 5}).at(0).size(), 5u);
@@ -247,8 +251,8 @@ TEST_F(GpuTest, Gpt2SampledIdsAreReproduciblePerSeed) {
 }
 
 // generation_config.json as save_pretrained writes it (EOS 50256 outside a small random
-// model's vocabulary: never produced) loads; its repetition_penalty becomes the default;
-// a setting vkformer would drop (do_sample) is refused by name.
+// model's vocabulary: never produced) loads; its repetition_penalty and sampling
+// settings become the defaults; a setting vkformer would drop (typical_p) is refused by name.
 TEST_F(GpuTest, Gpt2GenerationConfigIsHonouredOrRefusedByName) {
   const fs::path dir = fs::path(scratch_dir("gpt2_generation")) / "lm";
   fs::create_directories(dir);
@@ -264,12 +268,18 @@ TEST_F(GpuTest, Gpt2GenerationConfigIsHonouredOrRefusedByName) {
   n.max_new_tokens = references()["new_tokens"];
   EXPECT_EQ(session.generate({ref["ids"].get<std::vector<uint32_t>>()}, n).at(0),
             ref["greedy_repetition_penalty"].get<std::vector<uint32_t>>());
+  // do_sample: sampling by default, transformers' top_k 50 where the file names none.
   write({{"eos_token_id", 50256}, {"do_sample", true}, {"temperature", 0.7}});
+  const GenerateOptions sampled = GenerateOptions::defaults(Model::load(ctx(), dir.string(), DType::F32)->config());
+  EXPECT_FLOAT_EQ(sampled.temperature, 0.7f);
+  EXPECT_EQ(sampled.top_k, 50u);
+  EXPECT_FLOAT_EQ(sampled.top_p, 1.0f);
+  write({{"eos_token_id", 50256}, {"do_sample", true}, {"typical_p", 0.5}});
   try {
     Model::load(ctx(), dir.string(), DType::F32);
-    ADD_FAILURE() << "do_sample was not refused";
+    ADD_FAILURE() << "typical_p was not refused";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("do_sample"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("typical_p"), std::string::npos) << e.what();
   }
   fs::remove_all(dir.parent_path());
 }

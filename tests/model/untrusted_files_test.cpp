@@ -161,18 +161,35 @@ TEST(UntrustedFiles, TokenizerTablesThatWouldGiveWrongIdsAreRefusedAtLoad) {
   expect_refused([&] { Tokenizer::for_model(c.dir.string()); }, {"tokenizer.json", "field 'byte_fallback'"});
 }
 
-// generation_config.json of a decoder-only model: what its generation would not apply is
-// refused by name (it once loaded and was ignored); max_length is the prompt's and the new
-// tokens' together, as in transformers.
+// generation_config.json of a decoder-only model: what its generation applies (beams and
+// transformers' processors) becomes its defaults; what it would not apply is refused by
+// name (it once loaded and was ignored); max_length is the prompt's and the new tokens'
+// together, as in transformers.
 TEST(UntrustedFiles, DecoderOnlyGenerationSettingsAreHonouredOrRefused) {
   Copy c(kHf / "llama" / "gqa");
   Context ctx;
   const nlohmann::json base = c.json("generation_config.json");
+  {
+    nlohmann::json g = base;
+    g.update({{"num_beams", 3}, {"num_return_sequences", 2}, {"early_stopping", "never"}, {"no_repeat_ngram_size", 3},
+              {"bad_words_ids", {{5}}}, {"min_length", 4}, {"min_new_tokens", 2}, {"forced_eos_token_id", 2}});
+    c.write("generation_config.json", g.dump());
+    const GenerateOptions o = GenerateOptions::defaults(Model::load(ctx, c.dir.string())->config(), 3);
+    EXPECT_EQ(o.beam, 3u);
+    EXPECT_EQ(o.num_return_sequences, 2u);
+    EXPECT_EQ(o.early_stopping, -1);
+    EXPECT_EQ(o.no_repeat_ngram_size, 3u);
+    EXPECT_EQ(o.bad_words_ids, (std::vector<std::vector<uint32_t>>{{5}}));
+    EXPECT_EQ(o.min_length, 4u);
+    EXPECT_EQ(o.min_new_tokens, 2u);
+    EXPECT_EQ(o.forced_eos_id, std::optional<uint32_t>(2));
+  }
+  // What generate() has that vkformer does not run: refused by name.
   for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
-           {"num_beams", 2}, {"no_repeat_ngram_size", 3}, {"bad_words_ids", {{5}}}, {"min_length", 4},
-           {"forced_bos_token_id", 1}, {"forced_eos_token_id", 2}}) {
+           {"penalty_alpha", 0.6}, {"num_beam_groups", 2}, {"typical_p", 0.9}, {"guidance_scale", 1.5}}) {
     nlohmann::json g = base;
     g[key] = value;
+    if (key == "typical_p") g["do_sample"] = true;
     c.write("generation_config.json", g.dump());
     try {
       Model::load(ctx, c.dir.string());

@@ -197,7 +197,12 @@ std::vector<std::vector<uint32_t>> continue_prompts(DecoderGraph& s, const std::
   auto first_step = [&] {
     if (prompt_ms) *prompt_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   };
-  return continue_greedy_or_sampled(s, P - 1, feed, o, 0, prompts, first_step);  // the prompts count as seen
+  // The prompts count as seen by the repetition penalty, as generate() holds them: left-
+  // padded with the pad id (transformers' input_ids), which a padded prompt so penalises too.
+  std::vector<std::vector<uint32_t>> seen(prompts);
+  if (c.pad_id < c.tgt_vocab_size)
+    for (uint32_t b = 0; b < B; ++b) seen[b].insert(seen[b].begin(), pads[b], c.pad_id);
+  return continue_greedy_or_sampled(s, P - 1, feed, o, 0, seen, first_step);
 }
 
 void check_prompt(const ModelConfig& c, const std::vector<uint32_t>& prompt, size_t index, uint32_t new_tokens) {

@@ -18,21 +18,22 @@ struct Session::Impl {
 
 GenerateOptions GenerateOptions::defaults(const ModelConfig& c) {
   GenerateOptions o;
-  if (c.kind == ModelKind::DecoderOnly) {  // GPT-2: greedy, 64 new tokens at most, generation_config.json's penalty
-    o.max_new_tokens = std::min<uint32_t>(64, c.max_position);
-    o.repetition_penalty = c.generation.repetition_penalty;
-    return o;
-  }
   if (!c.hugging_face) {
     o.max_new_tokens = std::min<uint32_t>(o.max_new_tokens, c.max_position);
     return o;
   }
   const GenerationDefaults& g = c.generation;
   o.beam = g.num_beams;
+  o.num_return_sequences = g.num_return_sequences;
   o.length_penalty = g.length_penalty;
   o.early_stopping = g.early_stopping;
-  o.max_new_tokens = std::min(g.max_length, c.max_position + 1) - 1;  // HF's max_length counts the start token
+  // HF's max_length counts the start token (a decoder-only model's: its prompt, which
+  // defaults(config, longest_prompt) takes off); at most 64 new tokens otherwise.
+  o.max_new_tokens = c.kind == ModelKind::DecoderOnly ? std::min<uint32_t>(64, c.max_position)
+                                                      : std::min(g.max_length, c.max_position + 1) - 1;
   o.min_length = g.min_length;
+  o.min_new_tokens = g.min_new_tokens;
+  if (g.do_sample) o.temperature = g.temperature, o.top_k = g.top_k, o.top_p = g.top_p;
   o.no_repeat_ngram_size = g.no_repeat_ngram_size;
   o.bad_words_ids = g.bad_words_ids;
   o.forced_bos_id = g.forced_bos_id;
@@ -191,21 +192,27 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   if (sources.size() > GenerateOptions::kMaxSources)
     fail_invalid_input("generate: " + std::to_string(sources.size()) + " sources in one call, more than " +
                 std::to_string(GenerateOptions::kMaxSources) + ": split them into several calls");
-  if (c.kind == ModelKind::DecoderOnly) {
-    if (o.beam > 1) fail_unsupported("generate: beam search is not supported for decoder-only models yet (use greedy or sampling)");
+  if (c.kind == ModelKind::DecoderOnly)
     for (size_t i = 0; i < sources.size(); ++i) model::check_prompt(c, sources[i], i, o.max_new_tokens);
-  }
+  if (o.num_return_sequences == 0 || o.num_return_sequences > o.beam)
+    fail_invalid_input("generate: num_return_sequences must be from 1 to the beam width (" + std::to_string(o.beam) +
+                       "), got " + std::to_string(o.num_return_sequences) +
+                       (o.beam == 1 ? ": greedy search returns one output per input" : ""));
   // Positions 0 (BOS) .. max_new_tokens - 1 are fed to the decoder.
   if (c.kind != ModelKind::DecoderOnly && o.max_new_tokens > c.max_position)
     fail_invalid_input("generate: max_new_tokens " + std::to_string(o.max_new_tokens) +
                 " needs more positions than the model's max_position " + std::to_string(c.max_position));
-  const bool processors = o.min_length || o.no_repeat_ngram_size || !o.bad_words_ids.empty() || o.forced_bos_id ||
-                          o.forced_eos_id || o.early_stopping;
+  const bool processors = o.min_length || o.min_new_tokens || o.no_repeat_ngram_size || !o.bad_words_ids.empty() ||
+                          o.forced_bos_id || o.forced_eos_id || o.early_stopping || o.num_return_sequences > 1;
   if (processors && !c.hugging_face)
-    fail_unsupported("generate: min_length, no_repeat_ngram_size, bad_words_ids, forced_bos_id, forced_eos_id and "
-                "early_stopping are Hugging Face generate() settings; model '" + c.architecture + "' does not take them");
+    fail_unsupported("generate: min_length, min_new_tokens, no_repeat_ngram_size, bad_words_ids, forced_bos_id, "
+                "forced_eos_id, early_stopping and num_return_sequences are Hugging Face generate() settings; model '" +
+                c.architecture + "' does not take them");
   if (c.hugging_face && c.kind != ModelKind::DecoderOnly && o.temperature > 0)
-    fail_unsupported("generate: sampling is not supported for Hugging Face models yet (use greedy or beam search)");
+    fail_unsupported("generate: sampling is not supported for Hugging Face encoder-decoders yet (use greedy or beam search)");
+  if (o.temperature > 0 && model::needs_hf_host_decoding(o))
+    fail_unsupported("generate: sampling runs on the GPU with the repetition penalty only; min_length, min_new_tokens, "
+                     "no_repeat_ngram_size, bad_words_ids and forced tokens are not applied to sampling yet");
   for (const auto& bad : o.bad_words_ids)
     if (bad.empty() || std::any_of(bad.begin(), bad.end(), [&](uint32_t id) { return id >= c.tgt_vocab_size; }))
       fail_invalid_input("generate: bad_words_ids holds an empty list or an id outside the vocabulary");
@@ -229,13 +236,17 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
   std::vector<std::vector<uint32_t>> results;
   double encode_ms = 0, encode_gpu_ms = 0, prompt_ms = 0;
   uint64_t encode_submits = 0;  // the encodes', counted where they are recorded (DecoderGraph::encode)
-  if (c.kind == ModelKind::DecoderOnly) {
+  if (c.kind == ModelKind::DecoderOnly && o.beam > 1) {
+    results = model::hf_continue_beam(impl_->graph, sources, o, &prompt_ms);  // transformers' beam search, on the host
+  } else if (c.kind == ModelKind::DecoderOnly && model::needs_hf_host_decoding(o)) {
+    results = model::hf_continue(impl_->graph, sources, o, &prompt_ms);  // its processors, on the host
+  } else if (c.kind == ModelKind::DecoderOnly) {
     GenerateOptions ends = o;  // the model's other end tokens end an output as EOS does
     if (o.stop_at_eos) ends.eos_ids.insert(ends.eos_ids.end(), c.more_eos_ids.begin(), c.more_eos_ids.end());
     results = model::continue_prompts(impl_->graph, sources, ends, &prompt_ms);  // no encoder: nothing to count there
   } else if (c.hugging_face && o.beam > 1) {
     for (const auto& src : sources) {
-      results.push_back(model::hf_beam(impl_->graph, src, o));
+      for (auto& r : model::hf_beam(impl_->graph, src, o)) results.push_back(std::move(r));
       encode_ms += impl_->graph.encode_ms;
       encode_submits += impl_->graph.encode_submits;
       encode_gpu_ms += impl_->graph.encode_gpu_ms;

@@ -53,6 +53,19 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
     g.max_length_given = true;
   }
   if (r.has("min_length")) g.min_length = r.count("min_length", 0, c.max_position + 1);
+  // Sampling, as generate() takes it from the config: do_sample with its temperature,
+  // top_k and top_p (transformers' defaults 1.0, 50 and 1.0 where the file gives none).
+  if (r.has("do_sample") && r.flag("do_sample")) {
+    if (c.kind != ModelKind::DecoderOnly)
+      r.fail("field 'do_sample' is true: sampling is not supported for Hugging Face encoder-decoders yet (greedy and "
+             "beam search are)", ErrorKind::Unsupported);
+    g.do_sample = true;
+    if (r.has("temperature")) g.temperature = r.number("temperature", 1e-6, GenerateOptions::kMaxTemperature);
+    if (r.has("top_k")) g.top_k = r.count("top_k", 0, V);
+    if (r.has("top_p")) g.top_p = r.number("top_p", 1e-6, 1);
+  }
+  if (r.has("min_new_tokens")) g.min_new_tokens = r.count("min_new_tokens", 0, c.max_position);
+  if (r.has("num_return_sequences")) g.num_return_sequences = r.count("num_return_sequences", 1, GenerateOptions::kMaxBeam);
   if (r.has("no_repeat_ngram_size")) g.no_repeat_ngram_size = r.count("no_repeat_ngram_size", 0, 1024);
   if (r.has("repetition_penalty"))
     g.repetition_penalty = r.number("repetition_penalty", 1e-6, GenerateOptions::kMaxRepetitionPenalty);
@@ -92,26 +105,12 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
   }
   if (r.has("decoder_start_token_id") && hf_token_id(r, "decoder_start_token_id", V) != c.bos_id)
     r.fail("field 'decoder_start_token_id' differs from config.json's");
-  if (c.kind == ModelKind::DecoderOnly) {
-    // A decoder-only model's generation runs greedy or sampled steps with the repetition
-    // penalty, and takes max_length as transformers does (prompt included): a processor
-    // or beam setting it would not apply is refused by name, never dropped.
-    auto unrun = [&](const char* key, bool set, const char* what) {
-      if (set)
-        r.fail("field '" + std::string(key) + "' asks for " + what + ", which vkformer does not run for decoder-only "
-               "models yet (greedy decoding and sampling, with the repetition penalty, it does)", ErrorKind::Unsupported);
-    };
-    unrun("num_beams", g.num_beams > 1, "beam search");
-    unrun("no_repeat_ngram_size", g.no_repeat_ngram_size > 0, "a no-repeat n-gram processor");
-    unrun("bad_words_ids", !g.bad_words_ids.empty(), "banned token sequences");
-    unrun("min_length", g.min_length > 0, "a minimum length");
-    unrun("forced_bos_token_id", bool(g.forced_bos_id), "a forced first token");
-    unrun("forced_eos_token_id", bool(g.forced_eos_id), "a forced last token");
-  }
   if (!whole_file) return;
   // Everything else in generation_config.json must be bookkeeping or leave generate() as
   // it is: a sampling or penalty setting vkformer would silently drop is an error.
   static const char* const kHonoured[] = {"num_beams", "length_penalty", "early_stopping", "max_length", "min_length",
+                                          "min_new_tokens", "num_return_sequences", "do_sample", "temperature", "top_k",
+                                          "top_p",
                                           "no_repeat_ngram_size", "bad_words_ids", "forced_bos_token_id",
                                           "forced_eos_token_id", "eos_token_id", "decoder_start_token_id",
                                           "bos_token_id", "pad_token_id", "_from_model_config", "transformers_version",
@@ -119,15 +118,14 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
                                           "output_attentions", "output_hidden_states"};
   for (const auto& [key, value] : r.json().items()) {
     if (std::find(std::begin(kHonoured), std::end(kHonoured), key) != std::end(kHonoured)) continue;
-    const bool neutral = value.is_null() || value == false || (key == "num_return_sequences" && value == 1) ||
-                         (key == "num_beam_groups" && value == 1) ||
-                         (key == "diversity_penalty" && value == 0.0) ||
-                         // sampling settings are inert while do_sample is false
-                         ((key == "temperature" || key == "top_k" || key == "top_p") && !(r.json().contains("do_sample") && r.json()["do_sample"] == true));
+    const bool neutral = value.is_null() || value == false || (key == "num_beam_groups" && value == 1) ||
+                         (key == "diversity_penalty" && value == 0.0) || (key == "typical_p" && value == 1.0);
     if (!neutral)
       r.fail("generation setting '" + key + "' is not supported by vkformer (it honours num_beams, length_penalty, "
-             "early_stopping, max_length, min_length, no_repeat_ngram_size, bad_words_ids, forced_bos_token_id, "
-             "forced_eos_token_id)");
+             "early_stopping, max_length, min_length, min_new_tokens, num_return_sequences, no_repeat_ngram_size, "
+             "bad_words_ids, forced_bos_token_id, forced_eos_token_id, repetition_penalty, do_sample, temperature, "
+             "top_k, top_p)",
+             ErrorKind::Unsupported);
   }
 }
 
