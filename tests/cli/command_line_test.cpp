@@ -64,7 +64,7 @@ TEST(CommandLine, InertOrConflictingFlagsAreErrors) {
   expect_error(with({"--top-p", "0.5"}), "--top-p is a sampling option");
   expect_error(with({"--seed", "3"}), "--seed is a sampling option");
   expect_error(with({"--beam", "4", "--temperature", "0.8"}), "--temperature samples and --beam 4 searches");
-  expect_error(with({"--length-penalty", "0.5"}), "--length-penalty scores beams: give --beam K");
+  expect_error(with({"--length-penalty", "0.5"}), "--length-penalty is a beam search option: give --beam K");
   EXPECT_EQ(run_cli(with({"--temperature", "0.8", "--top-k", "5", "--top-p", "0.9", "--seed", "1"})).status, 0);
 }
 
@@ -424,8 +424,6 @@ TEST(CommandLine, DecoderOnlyBeamsAndProcessors) {
                "--early-stopping must be true, false or never, not 'maybe'");
   expect_error({"generate", "--model", llama, "--ids", "5", "--bad-words-ids", "5,x"}, "--bad-words-ids");
   expect_error({"generate", "--model", llama, "--ids", "5", "--bad-words-ids", "400"}, "bad_words_ids holds an empty list or an id outside the vocabulary");
-  expect_error({"generate", "--model", llama, "--ids", "5", "--temperature", "0.8", "--min-new-tokens", "2"},
-               "not applied to sampling yet");
   expect_error({"generate", "--model", kDates, "--src-ids", "5,6", "--no-repeat-ngram-size", "2"},
                "are Hugging Face generate() settings");
 }

@@ -106,7 +106,7 @@ TEST_F(GpuTest, Gpt2SeveralPromptsGiveEachItsOwnContinuation) {
 }
 
 // Named errors: a prompt past n_positions (64), an id outside the vocabulary (357), an
-// empty prompt, more outputs than beams, processors with sampling, the encoder-decoder
+// empty prompt, more outputs than beams, sampling within a beam, the encoder-decoder
 // scoring call.
 TEST_F(GpuTest, Gpt2BadInputsAreNamedErrors) {
   auto model = Model::load(ctx(), (kDir / "lm").string(), DType::F32);
@@ -125,8 +125,8 @@ TEST_F(GpuTest, Gpt2BadInputsAreNamedErrors) {
   fails([&] { session.generate({{}}, {.max_new_tokens = 2}); }, "prompt 0 is empty");
   fails([&] { session.generate({{1, 2}}, {.max_new_tokens = 2, .beam = 2, .num_return_sequences = 3}); },
         "num_return_sequences must be from 1 to the beam width (2)");
-  fails([&] { session.generate({{1, 2}}, {.max_new_tokens = 2, .temperature = 0.7f, .no_repeat_ngram_size = 2}); },
-        "not applied to sampling yet");
+  fails([&] { session.generate({{1, 2}}, {.max_new_tokens = 2, .beam = 2, .temperature = 0.7f}); },
+        "does not sample within a beam");
   fails([&] { session.score({1, 2}, {1, 2}); }, "is decoder-only");
   // The longest prompt that fits: 60 tokens and 5 new ones use 64 positions.
   EXPECT_EQ(session.generate({std::vector<uint32_t>(60, 1)}, {.max_new_tokens = 5}).at(0).size(), 5u);

@@ -194,8 +194,11 @@ TEST_F(HuggingFaceBadInput, UnsupportedOrMalformedDirectoriesAreNamed) {
   expect_error(d, {"config.json", "normalize_before"});
 
   d = copy("sampling");
-  edit_json(d / "generation_config.json", [](auto& j) { j["do_sample"] = true; });
-  expect_error(d, {"generation_config.json", "do_sample", "not supported"});
+  edit_json(d / "generation_config.json", [](auto& j) {
+    j["do_sample"] = true;
+    j["typical_p"] = 0.5;
+  });
+  expect_error(d, {"generation_config.json", "typical_p", "not supported"});
 
   d = copy("diversity");
   edit_json(d / "generation_config.json", [](auto& j) { j["diversity_penalty"] = 0.5; });

@@ -1,5 +1,7 @@
 #include "hf_decoding.hpp"
 
+#include "host_sampling.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -62,6 +64,12 @@ void process(std::vector<double>& scores, const std::vector<uint32_t>& seq, cons
 
 // torch.argmax: the first of equal maxima.
 uint32_t argmax(const std::vector<double>& v) { return uint32_t(std::max_element(v.begin(), v.end()) - v.begin()); }
+
+// The next token from processed scores: the argmax, or (temperature > 0) a draw keyed by
+// the output's row and the step.
+uint32_t choose(const std::vector<double>& scores, const GenerateOptions& o, uint32_t row, uint32_t step) {
+  return o.temperature > 0 ? sample_scores(scores, o, row, step) : argmax(scores);
+}
 
 // BeamHypotheses: the num_beams best finished hypotheses.
 struct Hypotheses {
@@ -207,7 +215,7 @@ std::vector<std::vector<uint32_t>> hf_greedy(DecoderGraph& g, const std::vector<
       check_finite(g, std::vector<float>(logits.begin() + uint64_t(b) * V, logits.begin() + uint64_t(b + 1) * V), t);
       std::vector<double> scores(logits.begin() + uint64_t(b) * V, logits.begin() + uint64_t(b + 1) * V);
       process(scores, seqs[b], o, run);
-      seqs[b].push_back(argmax(scores));
+      seqs[b].push_back(choose(scores, o, b, t));
       if (o.on_token) o.on_token(b, seqs[b].back());
       // EOS first; the tokens after the start token are copied only for a stop test.
       const uint32_t last = seqs[b].back();
@@ -262,7 +270,7 @@ std::vector<std::vector<uint32_t>> hf_continue(DecoderGraph& g, const std::vecto
       check_finite(g, std::vector<float>(logits.begin() + uint64_t(b) * V, logits.begin() + uint64_t(b + 1) * V), t);
       std::vector<double> scores(logits.begin() + uint64_t(b) * V, logits.begin() + uint64_t(b + 1) * V);
       process(scores, seqs[b], o, run);
-      const uint32_t next = argmax(scores);
+      const uint32_t next = choose(scores, o, b, t);
       seqs[b].push_back(next);
       feed[b] = next;
       if (o.on_token) o.on_token(b, next);

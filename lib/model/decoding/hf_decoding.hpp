@@ -22,14 +22,14 @@ namespace vkf::model {
 // apply (all but the repetition penalty), or beams.
 bool needs_hf_host_decoding(const GenerateOptions& o);
 
-// Encoder-decoders: every source together; each sequence its tokens after the start
-// token, EOS included.
+// Encoder-decoders: every source together, greedy or (temperature > 0) sampled as
+// host_sampling.hpp draws; each sequence its tokens after the start token, EOS included.
 std::vector<std::vector<uint32_t>> hf_greedy(DecoderGraph& g, const std::vector<std::vector<uint32_t>>& sources,
                                              const GenerateOptions& o);
 // One source, o.beam beams: o.num_return_sequences outputs, best first.
 std::vector<std::vector<uint32_t>> hf_beam(DecoderGraph& g, const std::vector<uint32_t>& source, const GenerateOptions& o);
 
-// Decoder-only models: greedy with the processors, every prompt together (left-padded);
+// Decoder-only models: greedy or sampled with the processors, every prompt together (left-padded);
 // each output its new tokens, EOS included. *prompt_ms as continue_prompts gives it.
 std::vector<std::vector<uint32_t>> hf_continue(DecoderGraph& g, const std::vector<std::vector<uint32_t>>& prompts,
                                                const GenerateOptions& o, double* prompt_ms = nullptr);

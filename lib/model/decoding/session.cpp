@@ -208,11 +208,8 @@ std::vector<std::vector<uint32_t>> Session::generate(const std::vector<std::vect
     fail_unsupported("generate: min_length, min_new_tokens, no_repeat_ngram_size, bad_words_ids, forced_bos_id, "
                 "forced_eos_id, early_stopping and num_return_sequences are Hugging Face generate() settings; model '" +
                 c.architecture + "' does not take them");
-  if (c.hugging_face && c.kind != ModelKind::DecoderOnly && o.temperature > 0)
-    fail_unsupported("generate: sampling is not supported for Hugging Face encoder-decoders yet (use greedy or beam search)");
-  if (o.temperature > 0 && model::needs_hf_host_decoding(o))
-    fail_unsupported("generate: sampling runs on the GPU with the repetition penalty only; min_length, min_new_tokens, "
-                     "no_repeat_ngram_size, bad_words_ids and forced tokens are not applied to sampling yet");
+  if (o.temperature > 0 && o.beam > 1)
+    fail_invalid_input("generate: temperature samples and beam searches: vkformer does not sample within a beam");
   for (const auto& bad : o.bad_words_ids)
     if (bad.empty() || std::any_of(bad.begin(), bad.end(), [&](uint32_t id) { return id >= c.tgt_vocab_size; }))
       fail_invalid_input("generate: bad_words_ids holds an empty list or an id outside the vocabulary");

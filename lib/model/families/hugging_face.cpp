@@ -56,9 +56,6 @@ void read_generation(const ConfigReader& r, bool whole_file, ModelConfig& c) {
   // Sampling, as generate() takes it from the config: do_sample with its temperature,
   // top_k and top_p (transformers' defaults 1.0, 50 and 1.0 where the file gives none).
   if (r.has("do_sample") && r.flag("do_sample")) {
-    if (c.kind != ModelKind::DecoderOnly)
-      r.fail("field 'do_sample' is true: sampling is not supported for Hugging Face encoder-decoders yet (greedy and "
-             "beam search are)", ErrorKind::Unsupported);
     g.do_sample = true;
     if (r.has("temperature")) g.temperature = r.number("temperature", 1e-6, GenerateOptions::kMaxTemperature);
     if (r.has("top_k")) g.top_k = r.count("top_k", 0, V);
