@@ -3,7 +3,8 @@
 // processors) and a decoder-only model with a processor (no_repeat_ngram_size 1 over its
 // prompt): the first free token of 3,000 outputs (one batch, each output its own draws)
 // against the distribution transformers 4.36.2's generate() draws from
-// (tools/hf_references/make_sampling_references.py): no token it excludes, and Pearson's
+// (tools/hf_references/make_sampling_references.py), and a decoder-only model without
+// processors, which samples on the GPU (ops/sample.comp): no token it excludes, and Pearson's
 // chi-square within its 0.999 quantile (bins of fewer than 5 expected draws pooled). The
 // seed is fixed, so the test is deterministic; the quantile says how unlucky a correct
 // sampler would have to be to fail it. A seed gives the same tokens twice; another seed
@@ -36,7 +37,7 @@ TEST_P(HfSampling, FirstFreeTokenFollowsTransformersDistribution) {
   const nlohmann::json refs = read_references(kHf / "sampling_references.json");
   const std::string name = GetParam();
   const nlohmann::json& m = refs["models"][name];
-  auto model = Model::load(ctx(), (kHf / name).string(), DType::F32);
+  auto model = Model::load(ctx(), (kHf / name.substr(0, name.find(':'))).string(), DType::F32);
   Session session(model);
   GenerateOptions o = GenerateOptions::defaults(model->config());
   o.beam = 1;
@@ -83,9 +84,10 @@ TEST_P(HfSampling, FirstFreeTokenFollowsTransformersDistribution) {
   EXPECT_NE(session.generate(few, o), first);
 }
 
-INSTANTIATE_TEST_SUITE_P(, HfSampling, ::testing::Values("marian", "bart", "llama/gqa"), [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(, HfSampling, ::testing::Values("marian", "bart", "llama/gqa", "llama/gqa:gpu"), [](const auto& info) {
   std::string n = info.param;
   std::replace(n.begin(), n.end(), '/', '_');
+  std::replace(n.begin(), n.end(), ':', '_');
   return n;
 });
 

@@ -1,7 +1,8 @@
 """Makes vkformer's sampling references (tests/hf/sampling_references.json) with real
 `transformers` (4.36.2): for Marian and BART (encoder-decoders, their generation_config.json
 processors: bad words, forced BOS and EOS, min_length, no-repeat n-grams) and a Llama
-(decoder-only, with no_repeat_ngram_size 1 over its prompt), the distribution generate()
+(decoder-only, with no_repeat_ngram_size 1 over its prompt, which vkformer samples on the
+host, and without, "llama/gqa:gpu", which it samples on the GPU), the distribution generate()
 draws its first free token from when sampling at temperature 0.8, top_k 20, top_p 0.9:
 softmax of the scores after its processors and warpers (output_scores), at the first step
 that is not forced (BART forces its first token), after the forced tokens.
@@ -36,8 +37,9 @@ def main():
     for name, cls, ids, extra in (
             ("marian", AutoModelForSeq2SeqLM, [5, 17, 9, 33, 0], {}),
             ("bart", AutoModelForSeq2SeqLM, [0, 5, 17, 9, 33, 2], {}),
-            ("llama/gqa", AutoModelForCausalLM, [5, 17, 9, 33, 41], {"no_repeat_ngram_size": 1})):
-        model = cls.from_pretrained(str(ROOT / name)).eval()
+            ("llama/gqa", AutoModelForCausalLM, [5, 17, 9, 33, 41], {"no_repeat_ngram_size": 1}),
+            ("llama/gqa:gpu", AutoModelForCausalLM, [5, 17, 9, 33, 41], {})):
+        model = cls.from_pretrained(str(ROOT / name.split(":")[0])).eval()
         torch.manual_seed(0)
         step, forced, probs = first_free_step(model, torch.tensor([ids]), extra)
         refs["models"][name] = {"ids": ids, "extra": extra, "step": step, "forced": forced, "probs": probs}
