@@ -54,7 +54,10 @@ extern "C" {
  *  and vkf_model_load_from_memory_with take vkf_load_options, whose weights may be
  *  llama.cpp's blocks (nothing that existed changed). 6: vkf_weights grew the K-quants
  *  and llama.cpp's mixes. 7: vkf_embed, vkf_embedding_width and vkf_embed_options
- *  (sentence embeddings; nothing that existed changed). */
+ *  (sentence embeddings); vkf_generate_options grew transformers' processors
+ *  (no_repeat_ngram_size, min_length, min_new_tokens, bad_words, early_stopping); beam
+ *  search runs for decoder-only models and sampling for Hugging Face encoder-decoders,
+ *  which were VKF_ERROR_UNSUPPORTED. */
 #define VKF_ABI_VERSION 7
 
 /** The token of on_token's last call for each output: no new token, only the rest of
@@ -397,7 +400,24 @@ typedef struct vkf_generate_options {
                                       stop are copied before the call returns (vkf_*_start's too) */
   uint32_t max_steps_per_submit; /**< greedy and sampling: the most decode steps one submit runs (0: 64), within
                                       submit_budget_ms */
+  /* ABI 7: transformers' processors and beam settings, over the model's own (a Hugging Face
+     model's generation_config.json gives those; docs/models.md, "Generation"). For the
+     counts, 0 keeps the model's own and VKF_PROCESSOR_OFF turns the processor off. */
+  uint32_t reserved;             /**< unused (where ABI 3 to 6 ended in padding, which older callers leave
+                                      unset): keep it 0 */
+  uint32_t no_repeat_ngram_size; /**< no n-gram of this size appears twice */
+  uint32_t min_length;           /**< no EOS before this length (a decoder-only prompt counts; an encoder-
+                                      decoder's start token does) */
+  uint32_t min_new_tokens;       /**< no EOS before this many new tokens */
+  const uint32_t* bad_words;     /**< token sequences never generated, each as its length then its ids
+                                      (2, 5, 17, 1, 9: the pair 5 17 and the token 9), bad_words_length values
+                                      in all; NULL and 0: the model's own. Copied before the call returns */
+  size_t bad_words_length;
+  int early_stopping;            /**< beam: 0 the model's own, 1 true, 2 false, 3 "never" */
 } vkf_generate_options;
+
+/** A processor count of vkf_generate_options turned off, whatever the model's own. */
+#define VKF_PROCESSOR_OFF 0xFFFFFFFFu
 
 /** The defaults for vkf_generate_options: greedy, struct_size filled in. */
 VKF_API vkf_generate_options vkf_generate_options_default(void);

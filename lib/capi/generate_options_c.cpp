@@ -15,7 +15,9 @@ bool generate_options_size_ok(const char* function, uint32_t size) {
                          VKF_FIELD(O, length_penalty), VKF_FIELD(O, temperature), VKF_FIELD(O, top_k),
                          VKF_FIELD(O, top_p), VKF_FIELD(O, seed), VKF_FIELD(O, submit_budget_ms), VKF_FIELD(O, on_token),
                          VKF_FIELD(O, on_token_user), VKF_FIELD(O, repetition_penalty), VKF_FIELD(O, eos_ids),
-                         VKF_FIELD(O, eos_id_count), VKF_FIELD(O, stop), VKF_FIELD(O, max_steps_per_submit)});
+                         VKF_FIELD(O, eos_id_count), VKF_FIELD(O, stop), VKF_FIELD(O, max_steps_per_submit),
+                         VKF_FIELD(O, reserved), VKF_FIELD(O, no_repeat_ngram_size), VKF_FIELD(O, min_length), VKF_FIELD(O, min_new_tokens),
+                         VKF_FIELD(O, bad_words), VKF_FIELD(O, bad_words_length), VKF_FIELD(O, early_stopping)});
 }
 
 std::optional<Generation> generate_options(const vkf_generate_options* caller, const vkf::ModelConfig& c,
@@ -85,6 +87,37 @@ std::optional<Generation> generate_options(const vkf_generate_options* caller, c
   if (o->eos_id_count && !o->eos_ids) return bad("eos_ids is NULL but eos_id_count is " + std::to_string(o->eos_id_count));
   if (o->eos_id_count) g.eos_ids.assign(o->eos_ids, o->eos_ids + o->eos_id_count);  // checked against the vocabulary by generate
   g.max_steps_per_submit = o->max_steps_per_submit ? o->max_steps_per_submit : 64;
+  // transformers' processors over the model's own: 0 keeps its, VKF_PROCESSOR_OFF none.
+  auto count = [](uint32_t field, uint32_t& to) {
+    if (field == VKF_PROCESSOR_OFF) to = 0;
+    else if (field) to = field;
+  };
+  count(o->no_repeat_ngram_size, g.no_repeat_ngram_size);
+  count(o->min_length, g.min_length);
+  count(o->min_new_tokens, g.min_new_tokens);
+  constexpr size_t kMostBadWords = 1u << 20;
+  if (o->bad_words_length > kMostBadWords)
+    return bad("bad_words_length " + std::to_string(o->bad_words_length) + " is more than " + std::to_string(kMostBadWords));
+  if (o->bad_words_length && !o->bad_words) return bad("bad_words is NULL but bad_words_length is " + std::to_string(o->bad_words_length));
+  if (o->bad_words_length) {
+    g.bad_words_ids.clear();
+    for (size_t at = 0; at < o->bad_words_length;) {
+      const size_t n = o->bad_words[at];
+      if (n == 0 || n > o->bad_words_length - at - 1)
+        return bad("bad_words: the sequence at value " + std::to_string(at) + " gives length " + std::to_string(n) +
+                   ", which is 0 or runs past bad_words_length");
+      g.bad_words_ids.emplace_back(o->bad_words + at + 1, o->bad_words + at + 1 + n);  // ids checked by generate
+      at += 1 + n;
+    }
+  }
+  switch (o->early_stopping) {
+    case 0: break;
+    case 1: g.early_stopping = 1; break;
+    case 2: g.early_stopping = 0; break;
+    case 3: g.early_stopping = -1; break;
+    default: return bad("early_stopping must be 0 (the model's own), 1 (true), 2 (false) or 3 (never), got " +
+                        std::to_string(o->early_stopping));
+  }
   std::function<bool(size_t, const std::vector<uint32_t>&)> stop_string;
   if (o->stop) {
     const std::string text = o->stop;

@@ -71,7 +71,8 @@ static_assert(offsetof(GenerateOptionsAbi3, max_steps_per_submit) ==
               offsetof(vkf_generate_options, max_steps_per_submit));
 static_assert(offsetof(GenerateOptionsAbi3, repetition_penalty) == offsetof(vkf_generate_options, repetition_penalty));
 static_assert(offsetof(GenerateOptionsAbi2, on_token) == offsetof(vkf_generate_options, on_token));
-static_assert(sizeof(GenerateOptionsAbi3) == sizeof(vkf_generate_options), "ABI 4 added no generation option");
+static_assert(sizeof(GenerateOptionsAbi3) == offsetof(vkf_generate_options, no_repeat_ngram_size),
+              "ABI 4 to 6 added no generation option; ABI 7 transformers' processors");
 static_assert(sizeof(GenerateStatsAbi3) == offsetof(vkf_generate_stats, prompt_tokens));
 
 std::vector<uint32_t> generate(vkf_session* s, const std::vector<uint32_t>& prompt, const void* options,

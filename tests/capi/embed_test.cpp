@@ -135,3 +135,62 @@ TEST(CApiEmbed, ErrorsAreStatusesThatNameWhatIsWrong) {
 }
 
 }  // namespace
+
+namespace {
+
+// transformers' processors and beams through vkf_generate_options' ABI 7 fields, on a
+// decoder-only model: the tokens transformers' generate() gives
+// (tests/hf/generate_references.json), and malformed fields named.
+TEST(CApiGenerate, ProcessorsAndBeamsAsTransformers) {
+  const nlohmann::json refs = nlohmann::json::parse(slurp(std::string(VKF_SOURCE_DIR) + "/tests/hf/generate_references.json"));
+  const nlohmann::json& m = refs["models"]["llama/gqa"];
+  vkf::capi_test::Handles h;
+  h.open(std::string(VKF_SOURCE_DIR) + "/tests/hf/llama/gqa");
+  const std::vector<uint32_t> prompt = m["prompts"]["single"][0];
+  auto run = [&](const vkf_generate_options& o) {
+    std::vector<uint32_t> tokens(64);
+    size_t count = 0;
+    EXPECT_EQ(vkf_generate(h.session, prompt.data(), prompt.size(), &o, tokens.data(), tokens.size(), &count), VKF_OK)
+        << vkf_last_error();
+    tokens.resize(count);
+    return tokens;
+  };
+  const auto& all = m["cases"]["all_processors"]["single"];
+  vkf_generate_options o = vkf_generate_options_default();
+  o.max_new_tokens = refs["max_new_tokens"];
+  o.repetition_penalty = all["kwargs"]["repetition_penalty"];
+  o.no_repeat_ngram_size = all["kwargs"]["no_repeat_ngram_size"];
+  o.min_new_tokens = all["kwargs"]["min_new_tokens"];
+  std::vector<uint32_t> bad;
+  for (const auto& seq : all["kwargs"]["bad_words_ids"]) {
+    bad.push_back(uint32_t(seq.size()));
+    for (const auto& id : seq) bad.push_back(id);
+  }
+  o.bad_words = bad.data();
+  o.bad_words_length = bad.size();
+  EXPECT_EQ(run(o), all["outputs"][0].get<std::vector<uint32_t>>());
+  vkf_generate_options b = vkf_generate_options_default();
+  b.max_new_tokens = refs["max_new_tokens"];
+  b.beam = 4;
+  b.early_stopping = 3;  // "never"
+  EXPECT_EQ(run(b), m["cases"]["beam4_never"]["single"]["outputs"][0].get<std::vector<uint32_t>>());
+  // A model's own processor turned off: none here to turn off, so the plain greedy tokens.
+  vkf_generate_options off = vkf_generate_options_default();
+  off.max_new_tokens = refs["max_new_tokens"];
+  off.no_repeat_ngram_size = VKF_PROCESSOR_OFF;
+  EXPECT_EQ(run(off), m["cases"]["greedy"]["single"]["outputs"][0].get<std::vector<uint32_t>>());
+  std::vector<uint32_t> tokens(64);
+  size_t count = 0;
+  const uint32_t broken[] = {3, 5, 17};  // a length of 3 with two ids after it
+  vkf_generate_options e = vkf_generate_options_default();
+  e.bad_words = broken;
+  e.bad_words_length = 3;
+  EXPECT_EQ(vkf_generate(h.session, prompt.data(), prompt.size(), &e, tokens.data(), 64, &count), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("runs past bad_words_length")) << vkf_last_error();
+  e = vkf_generate_options_default();
+  e.early_stopping = 7;
+  EXPECT_EQ(vkf_generate(h.session, prompt.data(), prompt.size(), &e, tokens.data(), 64, &count), VKF_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("early_stopping must be 0")) << vkf_last_error();
+}
+
+}  // namespace
