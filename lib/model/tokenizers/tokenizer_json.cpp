@@ -6,6 +6,7 @@
 #include "bart_tokenizer.hpp"
 #include "gpt_pattern.hpp"
 #include "json_file.hpp"
+#include "json_vocab.hpp"
 #include "vkformer/error.hpp"
 
 namespace vkf::model {
@@ -36,20 +37,7 @@ std::unique_ptr<BartTokenizer> BartTokenizer::from_tokenizer_json(const ModelFil
     if (model.contains(key) && !model[key].is_null() && model[key] != "")
       fail(std::string("model.") + key + " is set, which byte-level BPE does not use");
   t->ignore_merges_ = json_limits::field(model, "ignore_merges", false);
-  if (!model.contains("vocab") || !model["vocab"].is_object()) fail("model.vocab must be an object of token ids");
-  const nlohmann::json& vocab = model["vocab"];
-  if (vocab.size() > vocab_size)
-    fail(std::to_string(vocab.size()) + " tokens, more than the model's vocabulary of " + std::to_string(vocab_size) +
-         " (config.json)");
-  t->tokens_.resize(vocab.size());
-  for (const auto& [token, id] : vocab.items()) {
-    if (!id.is_number_unsigned() || id.get<uint64_t>() >= vocab.size())
-      fail("the id of '" + token + "' must be an integer from 0 to " + std::to_string(vocab.size() - 1));
-    const uint32_t i = id.get<uint32_t>();
-    if (!t->tokens_[i].empty()) fail("id " + std::to_string(i) + " is given twice");
-    t->tokens_[i] = token;
-    t->ids_[token] = i;
-  }
+  read_json_vocab(model, vocab_size, fail, t->tokens_, t->ids_);
   if (!model.contains("merges") || !model["merges"].is_array()) fail("model.merges must be a list");
   uint32_t rank = 0;
   for (const auto& m : model["merges"]) {

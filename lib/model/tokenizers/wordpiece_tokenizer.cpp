@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_file.hpp"
+#include "json_vocab.hpp"
 #include "vkformer/error.hpp"
 
 namespace vkf::model {
@@ -160,20 +161,7 @@ std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::from_tokenizer_json(cons
   if (type_of(model) != "WordPiece") fail("model type '" + type_of(model) + "' is not WordPiece");
   t->prefix_ = json_limits::field(model, "continuing_subword_prefix", std::string("##"));
   t->max_word_chars_ = json_limits::field(model, "max_input_chars_per_word", uint64_t(100));
-  if (!model.contains("vocab") || !model["vocab"].is_object()) fail("model.vocab must be an object of token ids");
-  const nlohmann::json& vocab = model["vocab"];
-  if (vocab.size() > vocab_size)
-    fail(std::to_string(vocab.size()) + " tokens, more than the model's vocabulary of " + std::to_string(vocab_size) +
-         " (config.json)");
-  t->tokens_.resize(vocab.size());
-  for (const auto& [token, id] : vocab.items()) {
-    if (!id.is_number_unsigned() || id.get<uint64_t>() >= vocab.size())
-      fail("the id of '" + json_limits::shown(token, 40) + "' must be an integer from 0 to " + std::to_string(vocab.size() - 1));
-    const uint32_t i = id.get<uint32_t>();
-    if (!t->ids_.emplace(token, i).second || !t->tokens_[i].empty() || token.empty())
-      fail("id " + std::to_string(i) + " is given twice, or to an empty token");
-    t->tokens_[i] = token;
-  }
+  read_json_vocab(model, vocab_size, fail, t->tokens_, t->ids_);
   for (size_t i = 0; i < t->tokens_.size(); ++i)
     if (t->tokens_[i].empty()) fail("id " + std::to_string(i) + " has no token (the ids must number the tokens)");
   const std::string unk = json_limits::field(model, "unk_token", std::string("[UNK]"));
