@@ -412,7 +412,7 @@ typedef struct vkf_generate_options {
   const uint32_t* bad_words;     /**< token sequences never generated, each as its length then its ids
                                       (2, 5, 17, 1, 9: the pair 5 17 and the token 9), bad_words_length values
                                       in all; NULL and 0: the model's own. Copied before the call returns */
-  size_t bad_words_length;
+  size_t bad_words_length;       /**< how many values bad_words holds (at most 2^20) */
   int early_stopping;            /**< beam: 0 the model's own, 1 true, 2 false, 3 "never" */
 } vkf_generate_options;
 
