@@ -7,12 +7,17 @@
 //      merges (each in the vocabulary), added tokens and pipeline
 //   5  a SentencePiece model file for our precompiled-charsmap validator (libsentencepiece,
 //      uninstrumented, only sees maps it passed)
+//   6  text for WordPiece (all-MiniLM-L6-v2's vocabulary, tests/hf/bert/tokenizer), as the
+//      fast and the slow tokenizer read it: any bytes (invalid UTF-8 and NUL refused), single
+//      and as a pair, cut and not; every id in the vocabulary, a cut one within its bound
+//   7  a vocab.txt for WordPiece (its lines, any bytes)
 //   else  text (any bytes) to encode with the date sample's vocabulary, and ids to decode.
 #include <cstring>
 #include <filesystem>
 #include <memory>
 
 #include "bart_tokenizer.hpp"
+#include "wordpiece_tokenizer.hpp"
 #include "fuzz_input.hpp"
 #include "hf_text.hpp"
 #include "precompiled_charsmap.hpp"
@@ -102,6 +107,44 @@ int fuzz_tokenizer_json(const uint8_t* data, size_t size) {
   return 0;
 }
 
+int fuzz_wordpiece(uint8_t what, const uint8_t* data, size_t size) {
+  using vkf::model::WordPieceTokenizer;
+  static const std::string dir = VKF_SOURCE_DIR "/tests/hf/bert/tokenizer";
+  if (what == 7) {
+    const fs::path d = fs::path(vkf::fuzz::scratch_dir()) / "wordpiece_vocab";
+    fs::create_directories(d);
+    vkf::fuzz::write_file((d / "vocab.txt").string(), data, size);
+    try {
+      const auto t = WordPieceTokenizer::from_vocab_txt(vkf::ModelFiles(d.string()), 4096);
+      for (uint32_t id : t->encode("Hello, world! Caf\xc3\xa9 \xe6\x97\xa5"))
+        if (id >= t->size()) std::abort();
+    } catch (const vkf::Error&) {
+    }
+    return 0;
+  }
+  static const auto fast = WordPieceTokenizer::from_tokenizer_json(vkf::ModelFiles(dir), 30522);
+  static const auto slow = WordPieceTokenizer::from_vocab_txt(vkf::ModelFiles(dir), 30522);
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  size_t split = size / 2;  // the pair's two texts part at a character's start
+  while (split > 0 && (uint8_t(text[split < size ? split : 0]) & 0xC0) == 0x80) --split;
+  const std::string_view half = text.substr(0, split), rest = text.substr(split);
+  for (const WordPieceTokenizer* t : {fast.get(), slow.get()}) {
+    try {
+      const auto all = t->encode_one(text);
+      const auto cut = t->encode_one(text, 8);
+      const auto pair = t->encode_pair(half, rest, 12);
+      if (cut.ids.size() > 8 || pair.ids.size() > 12 || pair.types.size() != pair.ids.size()) std::abort();
+      for (const auto* ids : {&all.ids, &cut.ids, &pair.ids})
+        for (uint32_t id : *ids)
+          if (id >= t->size()) std::abort();
+      (void)t->decode(all.ids);
+    } catch (const vkf::Error&) {
+      if (!refusable(text)) std::abort();  // only bad UTF-8 and NUL bytes are refused
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -118,6 +161,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (data[0] == 2 || data[0] == 3) return fuzz_bart(data[0], data + 1, size - 1);
   if (data[0] == 4) return fuzz_tokenizer_json(data + 1, size - 1);
+  if (data[0] == 6 || data[0] == 7) return fuzz_wordpiece(data[0], data + 1, size - 1);
   if (data[0] == 5) {
     try {
       vkf::model::check_precompiled_charsmaps(std::string(reinterpret_cast<const char*>(data + 1), size - 1), "fuzz");
