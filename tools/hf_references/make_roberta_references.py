@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 import transformers
+from random_weights import built
 from transformers import (DistilBertConfig, DistilBertForMaskedLM, DistilBertForSequenceClassification, RobertaConfig,
                           RobertaForMaskedLM, RobertaForSequenceClassification, RobertaModel, RobertaTokenizer,
                           RobertaTokenizerFast)
@@ -40,19 +41,6 @@ VOCAB = 300
 LABELS = dict(num_labels=3, id2label={0: "negative", 1: "neutral", 2: "positive"},
               label2id={"negative": 0, "neutral": 1, "positive": 2})
 TEXTS = ["Hello world", " leading space", "The date is 3/3/98.", "Café naïve 😀", "<mask> in the middle", ""]
-
-
-def randomised(model, seed):
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "LayerNorm" in name or "layer_norm" in name:
-                p.copy_((1 if name.endswith("weight") else 0) + 0.3 * torch.randn_like(p))
-            elif name.endswith("bias"):
-                p.copy_(0.3 * torch.randn_like(p))
-            else:
-                p.mul_(8.0)  # std 0.16: activations of order one
-    return model.eval()
 
 
 def inputs(bos, eos, first):
@@ -88,9 +76,9 @@ def main():
     rcfg = dict(vocab_size=561, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
                 max_position_embeddings=66, type_vocab_size=1, layer_norm_eps=1e-5, hidden_act="gelu", pad_token_id=1,
                 bos_token_id=0, eos_token_id=2)
-    roberta = {"base": randomised(RobertaModel(RobertaConfig(**rcfg)), 31),
-               "mlm": randomised(RobertaForMaskedLM(RobertaConfig(**rcfg)), 32),
-               "classifier": randomised(RobertaForSequenceClassification(RobertaConfig(**rcfg, **LABELS)), 33)}
+    roberta = {"base": built(lambda: RobertaModel(RobertaConfig(**rcfg)), 31),
+               "mlm": built(lambda: RobertaForMaskedLM(RobertaConfig(**rcfg)), 32),
+               "classifier": built(lambda: RobertaForSequenceClassification(RobertaConfig(**rcfg, **LABELS)), 33)}
     out = ROOT / "roberta"
     refs = run(roberta, out, inputs(0, 2, 4), pooler_models=("base",))
     # The tokenizer: BART's test vocabulary (byte-level BPE, <s> </s> <unk> <pad> <mask>).
@@ -114,8 +102,8 @@ def main():
 
     dcfg = dict(vocab_size=VOCAB, dim=64, n_layers=2, n_heads=4, hidden_dim=96, max_position_embeddings=64,
                 activation="gelu", pad_token_id=0)
-    distil = {"mlm": randomised(DistilBertForMaskedLM(DistilBertConfig(**dcfg)), 41),
-              "classifier": randomised(DistilBertForSequenceClassification(DistilBertConfig(**dcfg, **LABELS)), 42)}
+    distil = {"mlm": built(lambda: DistilBertForMaskedLM(DistilBertConfig(**dcfg)), 41),
+              "classifier": built(lambda: DistilBertForSequenceClassification(DistilBertConfig(**dcfg, **LABELS)), 42)}
     out = ROOT / "distilbert"
     refs = run(distil, out, inputs(101, 102, 3))
     (out / "references.json").write_text(json.dumps({"transformers_version": transformers.__version__,

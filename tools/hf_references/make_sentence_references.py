@@ -29,6 +29,7 @@ import sentence_transformers
 import torch
 import transformers
 from sentence_transformers import SentenceTransformer, models
+from random_weights import randomised
 from transformers import BertConfig, BertModel, BertTokenizerFast
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,15 +84,7 @@ def cross_encoder(tokenizer, vocab_size):
     config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, max_position_embeddings=64, pad_token_id=0, num_labels=1)
     model = BertForSequenceClassification(config)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "LayerNorm" in name:
-                p.copy_((1 if name.endswith("weight") else 0) + 0.3 * torch.randn_like(p))
-            elif name.endswith("bias"):
-                p.copy_(0.3 * torch.randn_like(p))
-            else:
-                p.mul_(8.0)
-    model.eval().save_pretrained(str(out), safe_serialization=True)
+    randomised(model, None).save_pretrained(str(out), safe_serialization=True)
     tokenizer.save_pretrained(str(out))
     (out / "special_tokens_map.json").unlink()
     ce = CrossEncoder(str(out), max_length=64, device="cpu")
@@ -123,15 +116,7 @@ def main():
     config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, max_position_embeddings=64, pad_token_id=0)
     bert = BertModel(config, add_pooling_layer=False)
-    with torch.no_grad():
-        for name, p in bert.named_parameters():
-            if "LayerNorm" in name:
-                p.copy_((1 if name.endswith("weight") else 0) + 0.3 * torch.randn_like(p))
-            elif name.endswith("bias"):
-                p.copy_(0.3 * torch.randn_like(p))
-            else:
-                p.mul_(8.0)
-    bert.eval().save_pretrained(str(OUT), safe_serialization=True)
+    randomised(bert, None).save_pretrained(str(OUT), safe_serialization=True)
     (OUT / "modules.json").write_text(json.dumps([
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
