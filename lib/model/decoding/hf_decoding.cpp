@@ -62,6 +62,15 @@ void process(std::vector<double>& scores, const std::vector<uint32_t>& seq, cons
   if (o.forced_eos_id && cur_len == run.max_length - 1) force(*o.forced_eos_id);
 }
 
+// Output b's row of a step's logits [outputs, V] as scores; a NaN or infinite logit (an
+// fp16 overflow) is an error naming the output and token.
+std::vector<double> row_scores(const DecoderGraph& g, const std::vector<float>& logits, uint32_t b, uint32_t V, uint32_t t) {
+  std::vector<double> scores(logits.begin() + uint64_t(b) * V, logits.begin() + uint64_t(b + 1) * V);
+  for (double s : scores)
+    if (!std::isfinite(s)) throw_not_finite(g, b, t);
+  return scores;
+}
+
 // torch.argmax: the first of equal maxima.
 uint32_t argmax(const std::vector<double>& v) { return uint32_t(std::max_element(v.begin(), v.end()) - v.begin()); }
 
@@ -212,8 +221,7 @@ std::vector<std::vector<uint32_t>> hf_greedy(DecoderGraph& g, const std::vector<
     bool all_done = true;
     for (uint32_t b = 0; b < B; ++b) {
       if (done[b]) continue;
-      check_finite(g, std::vector<float>(logits.begin() + uint64_t(b) * V, logits.begin() + uint64_t(b + 1) * V), t);
-      std::vector<double> scores(logits.begin() + uint64_t(b) * V, logits.begin() + uint64_t(b + 1) * V);
+      std::vector<double> scores = row_scores(g, logits, b, V, t);
       process(scores, seqs[b], o, run);
       seqs[b].push_back(choose(scores, o, b, t));
       if (o.on_token) o.on_token(b, seqs[b].back());
@@ -267,8 +275,7 @@ std::vector<std::vector<uint32_t>> hf_continue(DecoderGraph& g, const std::vecto
     bool all_done = true;
     for (uint32_t b = 0; b < B; ++b) {
       if (done[b]) continue;
-      check_finite(g, std::vector<float>(logits.begin() + uint64_t(b) * V, logits.begin() + uint64_t(b + 1) * V), t);
-      std::vector<double> scores(logits.begin() + uint64_t(b) * V, logits.begin() + uint64_t(b + 1) * V);
+      std::vector<double> scores = row_scores(g, logits, b, V, t);
       process(scores, seqs[b], o, run);
       const uint32_t next = choose(scores, o, b, t);
       seqs[b].push_back(next);
