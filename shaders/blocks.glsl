@@ -71,18 +71,29 @@ struct BlockRef {
 };
 BlockRef block_ref(uint row, uint b, uint rows, uint nb) { return BlockRef(block_at(row, b, rows, nb), row, b, rows, nb); }
 
-// (d, m) of the block's values 0-15, then of 16-31 (different only for Q6_K, whose
-// sub-blocks are 16 values): value = d (code - Q_OFFSET) + m.
-vec4 block_scales(BlockRef r) {
-  const uint blocks = r.rows * r.nb;
 #ifdef Q_SUPER
-  // The super-block's 16 bytes of scales, in block_at's order of super-blocks.
-  const uint sat = block_at(r.row, r.b >> 3u, r.rows, r.nb >> 3u), j = r.b & 7u;
-  const uvec4 u = bq_unit(q_scales_at(blocks) / 4u + sat);
+// A K-quant super-block's scales (8 blocks): its 16 bytes, and Q6_K's d.
+struct SuperScales {
+  uvec4 u;
+  float d;  // Q6_K's (Q4_K and Q5_K keep d and dmin in u[0])
+};
+SuperScales super_scales(uint row, uint sb, uint rows, uint nb) {
+  const uint blocks = rows * nb, sat = block_at(row, sb, rows, nb >> 3u);  // (block_at's order of super-blocks)
+  SuperScales s;
+  s.u = bq_unit(q_scales_at(blocks) / 4u + sat);
 #if defined(Q_HIGH_PAIRS)  // Q6_K: 16 int8 scales; d after the scales, two to a word
-  const float d = unpackHalf2x16(bq_word(q_scales_at(blocks) + blocks / 2u + sat / 2u))[sat & 1u];
+  s.d = unpackHalf2x16(bq_word(q_scales_at(blocks) + blocks / 2u + sat / 2u))[sat & 1u];
+#else
+  s.d = 0.0;
+#endif
+  return s;
+}
+// (d, m) of values 0-15, then 16-31 of the super-block's block j (0-7).
+vec4 sub_scales(SuperScales s, uint j) {
+  const uvec4 u = s.u;
+#if defined(Q_HIGH_PAIRS)
   const uint w = u[j >> 1u] >> (16u * (j & 1u));
-  return vec4(d * float(bitfieldExtract(int(w), 0, 8)), 0.0, d * float(bitfieldExtract(int(w), 8, 8)), 0.0);
+  return vec4(s.d * float(bitfieldExtract(int(w), 0, 8)), 0.0, s.d * float(bitfieldExtract(int(w), 8, 8)), 0.0);
 #else  // Q4_K, Q5_K: d, dmin, then 12 bytes of 6-bit (scale, min) pairs
   const vec2 dm = unpackHalf2x16(u[0]);
 #define Q_SCALE_BYTE(k) ((u[1u + (k) / 4u] >> (8u * ((k) % 4u))) & 0xFFu)
@@ -94,13 +105,21 @@ vec4 block_scales(BlockRef r) {
     m = (Q_SCALE_BYTE(j + 4u) >> 4u) | ((Q_SCALE_BYTE(j) >> 6u) << 4u);
   }
 #undef Q_SCALE_BYTE
-  const vec2 s = vec2(dm.x * float(sc), -(dm.y * float(m)));  // exact: an fp16 times 6 bits
-  return s.xyxy;
+  const vec2 d = vec2(dm.x * float(sc), -(dm.y * float(m)));  // exact: an fp16 times 6 bits
+  return d.xyxy;
 #endif
+}
+#endif
+
+// (d, m) of the block's values 0-15, then of 16-31 (different only for Q6_K, whose
+// sub-blocks are 16 values): value = d (code - Q_OFFSET) + m.
+vec4 block_scales(BlockRef r) {
+#ifdef Q_SUPER
+  return sub_scales(super_scales(r.row, r.b >> 3u, r.rows, r.nb), r.b & 7u);
 #elif defined(Q_MIN)
-  return unpackHalf2x16(bq_word(q_scales_at(blocks) + r.at)).xyxy;
+  return unpackHalf2x16(bq_word(q_scales_at(r.rows * r.nb) + r.at)).xyxy;
 #else
-  return vec4(unpackHalf2x16(bq_word(q_scales_at(blocks) + r.at / 2u))[r.at & 1u], 0.0, 0.0, 0.0).xyxy;
+  return vec4(unpackHalf2x16(bq_word(q_scales_at(r.rows * r.nb) + r.at / 2u))[r.at & 1u], 0.0, 0.0, 0.0).xyxy;
 #endif
 }
 

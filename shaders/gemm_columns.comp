@@ -106,10 +106,21 @@ void main() {
   float acc[ROWS * 2 * COLS];  // [row][column, then the ups']
   UNROLL for (uint i = 0; i < ROWS * 2 * COLS; ++i) acc[i] = 0.0;
 
+  const uint nb = pc.K / 32u, rows = glu ? 2u * pc.N : pc.N;
+#if defined(Q_SUPER) && ROWS <= 2
+  // A K-quant's super-block scales are fetched once per column for its 8 blocks (a
+  // fetch a block was a fifth of the step). K is a multiple of 256 for these types.
+#define SUPER_UNITS (256u / UNIT_VALUES)
+  for (uint r0 = 0u; r0 < ku; r0 += SUPER_UNITS) {
+    SuperScales ss[2 * COLS];
+    UNROLL for (uint c = 0; c < 2u * COLS; ++c)
+      if (c < sums) ss[c] = super_scales(rows_of_b[c], r0 / SUPER_UNITS, rows, nb);
+    for (uint r = r0; r < r0 + SUPER_UNITS; r += SG) {
+#else
   for (uint r = 0u; r < ku; r += SG) {  // runs of SG units of A's rows
+#endif
     uvec4 mine[ROWS];
     UNROLL for (uint m = 0; m < ROWS; ++m) mine[m] = ROW_USED(m) ? a_units[a0 + m * lda_u + min(r + lane, ku - 1u)] : uvec4(0u);
-    const uint nb = pc.K / 32u, rows = glu ? 2u * pc.N : pc.N, blocks = rows * nb;
     [[unroll]] for (uint j = 0u; j < SG * UNIT_VALUES / 32u; ++j) {  // the run's blocks
       const uint b = r * UNIT_VALUES / 32u + j;
       if (b >= nb) break;
@@ -150,11 +161,19 @@ void main() {
       }
       UNROLL for (uint c = 0; c < 2u * COLS; ++c)
         if (c < sums) {  // each column's block loaded once, for every row
-          const BlockCodes q = block_codes_in_place(block_ref(rows_of_b[c], b, rows, nb));
+          const BlockRef ref = block_ref(rows_of_b[c], b, rows, nb);
+#ifdef SUPER_UNITS
+          const BlockCodes q = block_codes_in_place(ref, sub_scales(ss[c], b & 7u));
+#else
+          const BlockCodes q = block_codes_in_place(ref, block_scales(ref));
+#endif
           UNROLL for (uint m = 0; m < ROWS; ++m) acc[m * 2u * COLS + c] += block_dot(ba[m], q);
         }
 #endif
     }
+#ifdef SUPER_UNITS
+    }
+#endif
   }
   UNROLL for (uint c = 0; c < COLS; ++c) {
     if (n0 + c >= pc.N) break;

@@ -59,14 +59,14 @@ BlockA block_a(vec4 a[8]) {
   return ba;
 }
 
-// Block `blk` of the weight (of `blocks`): its codes where they lie (converted as
-// described above) and its scales, loaded once for every row of A.
+// A block of the weight: its codes where they lie (converted as described above) with
+// its scales dm (block_scales), loaded once for every row of A.
 struct BlockCodes {
   vec4 v[8];  // in the order of BlockA::v
   vec4 dm;    // (d, m) of values 0-15, of 16-31
 };
 
-BlockCodes block_codes_in_place(BlockRef r) {
+BlockCodes block_codes_in_place(BlockRef r, vec4 dm) {
   BlockCodes q;
   const uint blk = r.at, blocks = r.rows * r.nb;
 #if Q_CODE_WORDS == 8
@@ -79,7 +79,9 @@ BlockCodes block_codes_in_place(BlockRef r) {
   const uvec4 w = bq_unit(blk);
 #ifdef Q_HIGH_PAIRS
   // Q6_K: code 4i + b + 16h's pair at bit 8b + 2i of word h: shifted by 4 - 2i to 8b + 4.
-  const uint h[2] = uint[2](bq_word(q_qh_at(blocks) + 2u * blk), bq_word(q_qh_at(blocks) + 2u * blk + 1u));
+  // (The block's two words lie in one 16-byte unit: q_qh_at is a multiple of 4 words.)
+  const uvec4 hu = bq_unit(q_qh_at(blocks) / 4u + blk / 2u);
+  const uint h[2] = uint[2]((blk & 1u) == 0u ? hu.x : hu.z, (blk & 1u) == 0u ? hu.y : hu.w);
 #define Q_TOP(i, half_) (((i) < 2u ? h[half_] << (4u - 2u * (i)) : h[half_] >> (2u * (i) - 4u)) & 0x30303030u)
 #define Q_CODE_MASK 0x3Fu
 #else
@@ -102,7 +104,7 @@ BlockCodes block_codes_in_place(BlockRef r) {
     q.v[2u * i + 1u] = vec4(ivec4(w[i] & uvec4(0xF0000u, 0xF00000u, 0xF000000u, 0u)) | ivec4(0, 0, 0, int(w[i] >> 28u)));
   }
 #endif
-  q.dm = block_scales(r);
+  q.dm = dm;
   return q;
 }
 
