@@ -159,13 +159,21 @@ void main() {
         }
         ba[m] = block_a(a);
       }
+      uvec4 hu = uvec4(0u);  // the top bits' unit of column c's block
       UNROLL for (uint c = 0; c < 2u * COLS; ++c)
         if (c < sums) {  // each column's block loaded once, for every row
           const BlockRef ref = block_ref(rows_of_b[c], b, rows, nb);
-#ifdef SUPER_UNITS
-          const BlockCodes q = block_codes_in_place(ref, sub_scales(ss[c], b & 7u));
+#ifdef PAIRED_ROWS
+          // Columns 2i and 2i + 1 are neighbouring rows (host: N even, rows interleaved),
+          // so their blocks are neighbours, and their top bits share a unit.
+          if (c % 2u == 0u) hu = block_high_unit(ref.at, rows * nb);
 #else
-          const BlockCodes q = block_codes_in_place(ref, block_scales(ref));
+          hu = block_high_unit(ref.at, rows * nb);
+#endif
+#ifdef SUPER_UNITS
+          const BlockCodes q = block_codes_in_place(ref, sub_scales(ss[c], b & 7u), hu);
+#else
+          const BlockCodes q = block_codes_in_place(ref, block_scales(ref), hu);
 #endif
           UNROLL for (uint m = 0; m < ROWS; ++m) acc[m * 2u * COLS + c] += block_dot(ba[m], q);
         }

@@ -66,7 +66,20 @@ struct BlockCodes {
   vec4 dm;    // (d, m) of values 0-15, of 16-31
 };
 
-BlockCodes block_codes_in_place(BlockRef r, vec4 dm) {
+#if defined(Q_HIGH_PAIRS)
+#define Q_HIGH_PER_UNIT 2u  // blocks whose top-bit words share a 16-byte unit
+#elif defined(Q_HIGH_BIT)
+#define Q_HIGH_PER_UNIT 4u
+#endif
+#ifdef Q_HIGH_PER_UNIT
+// The 16-byte unit that holds block blk's top bits (and its neighbours').
+uvec4 block_high_unit(uint blk, uint blocks) { return bq_unit(q_qh_at(blocks) / 4u + blk / Q_HIGH_PER_UNIT); }
+#else
+uvec4 block_high_unit(uint blk, uint blocks) { return uvec4(0u); }
+#endif
+
+// hu: block_high_unit(r.at) (two columns a lane, neighbouring blocks, fetch it once).
+BlockCodes block_codes_in_place(BlockRef r, vec4 dm, uvec4 hu) {
   BlockCodes q;
   const uint blk = r.at, blocks = r.rows * r.nb;
 #if Q_CODE_WORDS == 8
@@ -79,14 +92,12 @@ BlockCodes block_codes_in_place(BlockRef r, vec4 dm) {
   const uvec4 w = bq_unit(blk);
 #ifdef Q_HIGH_PAIRS
   // Q6_K: code 4i + b + 16h's pair at bit 8b + 2i of word h: shifted by 4 - 2i to 8b + 4.
-  // (The block's two words lie in one 16-byte unit: q_qh_at is a multiple of 4 words.)
-  const uvec4 hu = bq_unit(q_qh_at(blocks) / 4u + blk / 2u);
   const uint h[2] = uint[2]((blk & 1u) == 0u ? hu.x : hu.z, (blk & 1u) == 0u ? hu.y : hu.w);
 #define Q_TOP(i, half_) (((i) < 2u ? h[half_] << (4u - 2u * (i)) : h[half_] >> (2u * (i) - 4u)) & 0x30303030u)
 #define Q_CODE_MASK 0x3Fu
 #else
   // The 5-bit types: code 4i + b + 16h's fifth bit at bit 8b + 4h + i: shifted to 8b + 4.
-  const uint qh = bq_word(q_qh_at(blocks) + blk);
+  const uint qh = hu[blk % 4u];
 #define Q_TOP(i, half_) (((half_) == 0u ? qh << (4u - (i)) : qh >> (i)) & 0x10101010u)
 #define Q_CODE_MASK 0x1Fu
 #endif

@@ -113,6 +113,20 @@ TEST_P(GemmBlocksTest, EveryTypeAgainstTheDequantizedWeights) {
   check({.type = BlockType::Q8_0, .M = 1, .N = 20, .K = 64, .rms = true}, rng);
 }
 
+// The decode step's kernel on CPU drivers fetches the top bits of an invocation's two
+// neighbouring rows once (N even): even N with groups of 16 rows and a short one, gated
+// pairs (their up rows from N on), each type with top bits, one row and two.
+TEST_P(GemmBlocksTest, NeighbouringRowsShareTheirTopBits) {
+  const auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  check({.type = BlockType::Q6_K, .M = 1, .N = 34, .K = 512, .glu = true, .act = Activation::Silu}, rng);
+  check({.type = BlockType::Q6_K, .M = 2, .N = 50, .K = 256}, rng);
+  check({.type = BlockType::Q5_K, .M = 1, .N = 18, .K = 768, .glu = true, .act = Activation::Silu}, rng);
+  check({.type = BlockType::Q5_0, .M = 2, .N = 22, .K = 96}, rng);
+  check({.type = BlockType::Q5_1, .M = 1, .N = 34, .K = 544, .rms = true}, rng);
+}
+
 // K-quants: 17 rows of B (a group of 16 interleaved rows and one alone: the super-blocks'
 // scales follow the same order), a gated pair, two rows, a batch of 17; and rows of
 // 256 k + 32 values, which llama.cpp's fallback stores in its 32-value types.
