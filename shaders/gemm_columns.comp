@@ -9,9 +9,12 @@
 // On llvmpipe an invocation is one lane of a SIMD vector, and a load whose address
 // differs by lane is a loop over lanes. So A, the same for every lane, arrives by
 // subgroup broadcasts: lane l loads unit l of each run of SG 16-byte units, and the loop
-// hands each unit to all lanes (a vector shuffle). Work on A (unpacking halves, scaling)
-// is done once per subgroup for COLS columns a lane. No shared memory, no barriers (a
-// barrier makes llvmpipe switch coroutines); each invocation stores its own columns.
+// hands each unit to all lanes (a vector shuffle). With one or two rows, lane l also
+// unpacks and scales its unit (the SIMD vector does all lanes' at once) and the loop
+// hands out floats, so each value is unpacked once per subgroup, not once per lane. (A
+// load whose address is the same in every lane measured 1.5x slower: it is no cheaper.)
+// No shared memory, no barriers (a barrier makes llvmpipe switch coroutines); each
+// invocation stores its own columns.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_ballot : require
@@ -88,6 +91,10 @@ uvec4 lane_value(uvec4 v, uint i) {
   return uvec4(0u);
 }
 
+// The same for a vec4 and a float.
+vec4 lane_vec4(vec4 v, uint i) { return uintBitsToFloat(lane_value(floatBitsToUint(v), i)); }
+float lane_float(float v, uint i) { return uintBitsToFloat(lane_value(uvec4(floatBitsToUint(v)), i).x); }
+
 #include "blocks.glsl"
 #include "gemm_columns_blocks.glsl"  // block_dot: one block's dot with A's
 
@@ -121,6 +128,22 @@ void main() {
 #endif
     uvec4 mine[ROWS];
     UNROLL for (uint m = 0; m < ROWS; ++m) mine[m] = ROW_USED(m) ? a_units[a0 + m * lda_u + min(r + lane, ku - 1u)] : uvec4(0u);
+#if ROWS <= 2
+    // Each lane unpacks its unit and scales it for the codes' places (a_code_scale), and
+    // sums it; the blocks below take these from their lanes.
+    const uint unit_in_block = lane % (32u / UNIT_VALUES);
+    const bool second_half = unit_in_block >= 16u / UNIT_VALUES;
+    vec4 mine_scaled[ROWS][UNIT_VALUES / 4u];
+    float mine_sum[ROWS];
+    UNROLL for (uint m = 0; m < ROWS; ++m) {
+      mine_sum[m] = 0.0;
+      [[unroll]] for (uint p = 0u; p < UNIT_VALUES / 4u; ++p) {
+        const vec4 v = unit_vec4(mine[m], p);
+        mine_sum[m] += (v.x + v.y) + (v.z + v.w);
+        mine_scaled[m][p] = v * a_code_scale(second_half);
+      }
+    }
+#endif
     [[unroll]] for (uint j = 0u; j < SG * UNIT_VALUES / 32u; ++j) {  // the run's blocks
       const uint b = r * UNIT_VALUES / 32u + j;
       if (b >= nb) break;
@@ -153,11 +176,16 @@ void main() {
       BlockA ba[ROWS];  // the block's 32 values of each row
       UNROLL for (uint m = 0; m < ROWS; ++m) {
         vec4 a[8];
+        vec2 halves = vec2(0.0);
         [[unroll]] for (uint u = 0u; u < 32u / UNIT_VALUES; ++u) {
-          const uvec4 t = lane_value(mine[m], j * (32u / UNIT_VALUES) + u);
-          [[unroll]] for (uint p = 0u; p < UNIT_VALUES / 4u; ++p) a[u * (UNIT_VALUES / 4u) + p] = unit_vec4(t, p);
+          const uint at = j * (32u / UNIT_VALUES) + u;  // the lane that holds unit u
+          [[unroll]] for (uint p = 0u; p < UNIT_VALUES / 4u; ++p)
+            a[u * (UNIT_VALUES / 4u) + p] = lane_vec4(mine_scaled[m][p], at);
+          const float part = lane_float(mine_sum[m], at);
+          if (u < 16u / UNIT_VALUES) halves.x += part;
+          else halves.y += part;
         }
-        ba[m] = block_a(a);
+        ba[m] = block_a(a, halves);
       }
       uvec4 hu = uvec4(0u);  // the top bits' unit of column c's block
       UNROLL for (uint c = 0; c < 2u * COLS; ++c)

@@ -34,26 +34,40 @@ struct BlockA {
 #define Q_CODE_OFFSET Q_OFFSET
 #endif
 
-// a[k]: values 4k .. 4k + 3 of the block.
-BlockA block_a(vec4 a[8]) {
-  BlockA ba;
-  const vec4 lo = a[0] + a[1] + a[2] + a[3], hi = a[4] + a[5] + a[6] + a[7];
-  ba.halves = vec2(lo.x + lo.y + lo.z + lo.w, hi.x + hi.y + hi.z + hi.w);
-  ba.sum = ba.halves.x + ba.halves.y;
+// The factors of A's values 4k .. 4k + 3 of a block (k < 4: the block's first half)
+// that undo their codes' places in the words (powers of two: exact). The lane that
+// loaded A's values scales them, once for every lane (gemm_columns.comp).
+vec4 a_code_scale(bool second_half) {
 #if defined(Q_JOINED)
   // v[2i + h] holds codes 4i + b + 16h (b = 0..3), whole, a byte each (joined in
   // block_codes_in_place), so A's values times 2^-8b.
-  const vec4 byte_scale = vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 16777216.0);
-  [[unroll]] for (uint i = 0u; i < 4u; ++i) ba.v[2u * i] = a[i] * byte_scale, ba.v[2u * i + 1u] = a[4u + i] * byte_scale;
+  return vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 16777216.0);
 #elif Q_CODE_WORDS == 8
-  // Word i holds codes 4i .. 4i + 3, a byte each.
-  const vec4 byte_scale = vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0);
-  [[unroll]] for (uint i = 0u; i < 8u; ++i) ba.v[i] = a[i] * byte_scale;
+  // Word i holds codes 4i .. 4i + 3, a byte each (the top one shifted down).
+  return vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0);
 #else
-  // Word i holds bytes 4i .. 4i + 3; byte j's low nibble is code j, its high code j + 16.
+  // Word i holds bytes 4i .. 4i + 3; byte j's low nibble is code j, its high code j + 16
+  // (the word's top code shifted down).
+  return second_half ? vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 1048576.0, 1.0)
+                     : vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 16777216.0);
+#endif
+}
+
+// s[k]: values 4k .. 4k + 3 of the block times a_code_scale; halves: the sums of values
+// 0-15 and 16-31 as they are.
+BlockA block_a(vec4 s[8], vec2 halves) {
+  BlockA ba;
+  ba.halves = halves;
+  ba.sum = halves.x + halves.y;
+#if defined(Q_JOINED)
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) ba.v[2u * i] = s[i], ba.v[2u * i + 1u] = s[4u + i];
+#elif Q_CODE_WORDS == 8
+  ba.v = s;
+#else
+  // In the order of the word's codes: code 4i (x), 4i + 16 (y), 4i + 1 (z), 4i + 17 (w), then 4i + 2 ...
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-    ba.v[2u * i] = vec4(a[i].x, a[4u + i].x / 16.0, a[i].y / 256.0, a[4u + i].y / 4096.0);
-    ba.v[2u * i + 1u] = vec4(a[i].z / 65536.0, a[4u + i].z / 1048576.0, a[i].w / 16777216.0, a[4u + i].w);
+    ba.v[2u * i] = vec4(s[i].x, s[4u + i].x, s[i].y, s[4u + i].y);
+    ba.v[2u * i + 1u] = vec4(s[i].z, s[4u + i].z, s[i].w, s[4u + i].w);
   }
 #endif
   return ba;
