@@ -216,8 +216,12 @@ void plan_columns(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan
     for (auto& q : block_defines(*g.b_blocks, caps)) plan.defines.push_back(q);
     if (b_texels) plan.defines.emplace_back("TEXEL_B", "1");
     // An invocation's two columns are rows 2i and 2i + 1: with N even and rows interleaved
-    // in even groups, their blocks are neighbours in memory and share a top-bits unit.
-    if (cols == 2 && g.N % 2 == 0 && ops::block_interleave(caps) % 2 == 0) plan.defines.emplace_back("PAIRED_ROWS", "1");
+    // in even groups, their blocks are neighbours in memory and share a top-bits unit
+    // (read so on the decode step: one or two rows).
+    const bool top_bits = std::any_of(plan.defines.begin(), plan.defines.end(),
+                                      [](const auto& d) { return d.first == "Q_HIGH_BIT" || d.first == "Q_HIGH_PAIRS"; });
+    if (top_bits && rows <= 2 && cols == 2 && g.N % 2 == 0 && ops::block_interleave(caps) % 2 == 0)
+      plan.defines.emplace_back("PAIRED_ROWS", "1");
   }
   plan.texels = {TexelFormat::None, b_texels ? TexelFormat::Rgba32Ui : TexelFormat::None};
   plan.variant = g.b_blocks ? std::string("columns ") + block_type_name(*g.b_blocks) : "columns";

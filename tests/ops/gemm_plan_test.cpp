@@ -360,6 +360,11 @@ TEST(GemmPlan, WeightsInBlocks) {
   EXPECT_EQ(describe(plan(lavapipe(), blocks(16, 576, 1536, BlockType::Q8_0))),
             "gemm_columns.comp [WG_SIZE=32 ROWS=16 COLS=2 SG=8 QTYPE=0 Q_CODE_WORDS=8 Q_OFFSET=0.0 Q_INTERLEAVE=16u "
             "TEXEL_B=1] spec [] texels 2 bindings 7 groups 9x1x1");
+  // Neighbouring rows share their top bits' fetch on the decode step when N is even.
+  EXPECT_NE(describe(plan(lavapipe(), blocks(1, 1536, 512, BlockType::Q6_K))).find(" PAIRED_ROWS=1"), std::string::npos);
+  EXPECT_NE(describe(plan(lavapipe(), blocks(2, 1536, 96, BlockType::Q5_0))).find(" PAIRED_ROWS=1"), std::string::npos);
+  EXPECT_EQ(describe(plan(lavapipe(), blocks(1, 1537, 512, BlockType::Q6_K))).find("PAIRED_ROWS"), std::string::npos);
+  EXPECT_EQ(describe(plan(lavapipe(), blocks(3, 1536, 512, BlockType::Q6_K))).find("PAIRED_ROWS"), std::string::npos);
   // Row counts past 2 share the variant of the next power of two (the kernel skips the rest).
   EXPECT_NE(describe(plan(lavapipe(), blocks(17, 576, 1536, BlockType::Q8_0))).find(" ROWS=32 "), std::string::npos);
   EXPECT_NE(describe(plan(lavapipe(), blocks(3, 576, 1536, BlockType::Q8_0))).find(" ROWS=4 "), std::string::npos);
