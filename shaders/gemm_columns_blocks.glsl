@@ -80,14 +80,9 @@ struct BlockCodes {
   vec4 dm;    // (d, m) of values 0-15, of 16-31
 };
 
-#if defined(Q_HIGH_PAIRS)
-#define Q_HIGH_PER_UNIT 2u  // blocks whose top-bit words share a 16-byte unit
-#elif defined(Q_HIGH_BIT)
-#define Q_HIGH_PER_UNIT 4u
-#endif
-#ifdef Q_HIGH_PER_UNIT
-// The 16-byte unit that holds block blk's top bits (and its neighbours').
-uvec4 block_high_unit(uint blk, uint blocks) { return bq_unit(q_qh_at(blocks) / 4u + blk / Q_HIGH_PER_UNIT); }
+#ifdef Q_JOINED
+// The 16-byte unit that holds block blk's top bits (and its neighbours': Q_HIGH_WORDS a block).
+uvec4 block_high_unit(uint blk, uint blocks) { return bq_unit(q_qh_at(blocks) / 4u + blk / (4u / Q_HIGH_WORDS)); }
 #else
 uvec4 block_high_unit(uint blk, uint blocks) { return uvec4(0u); }
 #endif
