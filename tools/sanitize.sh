@@ -42,17 +42,23 @@ build asan
 # the same buffer, view and dispatch code the other parameters run here; 60 s), and the
 # 256-wide Llama and Marian in the 4-, 5- and 6-bit types and mixes (each 5-10 s of
 # kernel compiles; the same host code as their Q8_0 cases and GPT-2's and BART's in
-# every type, which run here). Those
-# keep CI near its 20 minutes on 2 cores; the main suite runs all of them, validated.
+# every type, which run here), the date sample in every block type (34 s under ASan:
+# the blocks' quantization and upload that the Wide models in every type run here), and
+# the schema check of what every command prints with --json (64 s under ASan: 40
+# processes of the command; its JSON writer runs here in cli_tests' CommandLine and
+# BadInput tests, and the schema itself is Python's). Those keep CI within its 30
+# minutes on 2 cores; the main suite runs all of them, validated.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0 \
 LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -j2 --timeout 900 --output-on-failure --progress \
-        -E '^(layering\.|consumer_projects|api_docs|glslangValidator\.|kernel_files|model_goldens_portable_profile|model_goldens_folded_norms|model_goldens_decode_projection_fused|ops_coopmat_emulated|gpt2_command_line_contract|bench_gemm_torch|frame_loop_streams_|GpuTest\.DateTranslatorAgreesWithPyTorchOnEveryHeldOutExample|Wide/(Seq2Seq)?WeightsInBlocks\..*/(llama|marian)_q[456]_|.*/fp(16|32)_portable( |$))' "$@"
+        -E '^(layering\.|consumer_projects|api_docs|glslangValidator\.|kernel_files|model_goldens_portable_profile|model_goldens_folded_norms|model_goldens_decode_projection_fused|ops_coopmat_emulated|gpt2_command_line_contract|bench_gemm_torch|frame_loop_streams_|GpuTest\.DateTranslator(AgreesWithPyTorchOnEveryHeldOutExample|WithWeightsInBlocksScoresAsInFp32)|cli_json_schemas|Wide/(Seq2Seq)?WeightsInBlocks\..*/(llama|marian)_q[456]_|.*/fp(16|32)_portable( |$))' "$@"
 
 echo "== ThreadSanitizer: threads sharing one context (build-tsan/)"
-build tsan model_tests capi_tests
+# (model_thread_tests and capi_thread_tests: the files of model_tests and capi_tests that
+# hold these tests, compiled alone.)
+build tsan model_thread_tests capi_thread_tests
 TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1" VKF_VALIDATION=1 VKF_GOLDEN_DIR=$PWD/build/goldens \
-  build-tsan/tests/model_tests --gtest_filter='*/Threads.*:*SessionsOnSeveralThreads*:InjectedFaultsTest.Cancellation*'
+  build-tsan/tests/model_thread_tests --gtest_filter='*/Threads.*:*SessionsOnSeveralThreads*:InjectedFaultsTest.Cancellation*'
 TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1" VKF_VALIDATION=1 \
-  build-tsan/tests/capi_tests --gtest_filter='CApi.Threads*:CApi.LastErrorIsPerThread:CApi.Jobs*:CBoundary.TwoThreads*'
+  build-tsan/tests/capi_thread_tests --gtest_filter='CApi.Threads*:CApi.LastErrorIsPerThread:CApi.Jobs*:CBoundary.TwoThreads*'
