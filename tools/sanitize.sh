@@ -40,7 +40,7 @@ build asan
 # GemmCoopMat* here), and every op test's portable-profile parameters (/fp32_portable,
 # /fp16_portable: the profile's clamps take other branches of kernel choice, through
 # the same buffer, view and dispatch code the other parameters run here; 60 s), and the
-# 256-wide Llama and Marian in the 4-, 5- and 6-bit types and mixes (each 5-10 s of
+# 256-wide Llama and Marian in the 4-, 5- and 6-bit types and mixes, in fp32 and (the Llama in Q4_K_M) fp16 (each 5-10 s of
 # kernel compiles; the same host code as their Q8_0 cases and GPT-2's and BART's in
 # every type, which run here), the date sample in every block type (34 s under ASan:
 # the blocks' quantization and upload that the Wide models in every type run here), and
@@ -52,7 +52,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0 \
 LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -j2 --timeout 900 --output-on-failure --progress \
-        -E '^(layering\.|consumer_projects|api_docs|glslangValidator\.|kernel_files|model_goldens_portable_profile|model_goldens_folded_norms|model_goldens_decode_projection_fused|ops_coopmat_emulated|gpt2_command_line_contract|bench_gemm_torch|frame_loop_streams_|GpuTest\.DateTranslator(AgreesWithPyTorchOnEveryHeldOutExample|WithWeightsInBlocksScoresAsInFp32)|cli_json_schemas|Wide/(Seq2Seq)?WeightsInBlocks\..*/(llama|marian)_q[456]_|.*/fp(16|32)_portable( |$))' "$@"
+        -E '^(layering\.|consumer_projects|api_docs|glslangValidator\.|kernel_files|model_goldens_portable_profile|model_goldens_folded_norms|model_goldens_decode_projection_fused|ops_coopmat_emulated|gpt2_command_line_contract|bench_gemm_torch|frame_loop_streams_|GpuTest\.DateTranslator(AgreesWithPyTorchOnEveryHeldOutExample|WithWeightsInBlocksScoresAsInFp32)|cli_json_schemas|Wide/(Seq2Seq)?WeightsInBlocks\..*/(llama|marian)_q[456]_|Fp16WeightsInBlocks\.|.*/fp(16|32)_portable( |$))' "$@"
 
 echo "== ThreadSanitizer: threads sharing one context (build-tsan/)"
 # (model_thread_tests and capi_thread_tests: the files of model_tests and capi_tests that

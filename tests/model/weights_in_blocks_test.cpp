@@ -20,6 +20,7 @@
 //
 // Also printed, for docs/models.md: each type's logits error against transformers' fp32
 // model (the quantization's own effect) and how many greedy tokens equal fp32's.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -144,6 +145,40 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Wide, WeightsInBlocks, ::testing::ValuesIn(cases({"llama", "gpt2"}, true)), case_name);
 INSTANTIATE_TEST_SUITE_P(Wide, Seq2SeqWeightsInBlocks, ::testing::ValuesIn(cases({"marian", "bart"}, false)), case_name);
+
+// fp16 activations: the decode steps' products over blocks then read A rounded to 8 bits
+// a block on CPU drivers (Policy::blocks_a8; their kernel's own test is exact against a
+// double reference with A so rounded: tests/ops/gemm_blocks_test.cpp). Here the whole
+// Llama in Q4_K_M (Q4_K and Q6_K weights) against transformers with the same quantized
+// weights: greedy decoding token for token up to the first step whose top two logits in
+// transformers are within 0.05 of each other (a near tie: fp16 storage and 8-bit A move
+// these logits, which span ~10, by up to ~1e-2; the wide model's random weights make
+// ties of 0.001 to 0.03 within 12 steps). Only the steps: a prompt's fp16 products of 20
+// rows over blocks compile for 80 s on lavapipe, and tests/ops checks them.
+class Fp16WeightsInBlocks : public GpuTest {};
+
+TEST_F(Fp16WeightsInBlocks, DecodeStepsAgainstTransformers) {
+  const Case c{"llama", std::nullopt, BlockMix::Q4_K_M};
+  auto model = Model::load(ctx(), (kDir / c.model).string(), LoadOptions{.precision = DType::F16, .mix = c.mix});
+  Session session(model);
+  const nlohmann::json& ref = references()["models"][c.model]["blocks"][c.name()];
+  const auto want = ref["greedy"].get<std::vector<uint32_t>>();
+  const auto got = session.generate({ref["ids"].get<std::vector<uint32_t>>()},
+                                    {.max_new_tokens = uint32_t(want.size()), .stop_at_eos = false}).at(0);
+  size_t same = 0, apart = 0;  // steps equal; steps before the first near tie
+  while (same < got.size() && same < want.size() && got[same] == want[same]) ++same;
+  const auto logits = ref["logits"].get<std::vector<double>>();
+  const size_t prompt = ref["ids"].size(), vocab = logits.size() / ref["scored"].size();
+  for (; apart < want.size(); ++apart) {  // row prompt - 1 + i of the logits predicts step i
+    std::vector<double> row(logits.begin() + (prompt - 1 + apart) * vocab, logits.begin() + (prompt + apart) * vocab);
+    std::partial_sort(row.begin(), row.begin() + 2, row.end(), std::greater<>());
+    if (row[0] - row[1] < 0.05) break;
+  }
+  std::printf("[ figures  ] llama %s in fp16: greedy equal to transformers' for %zu of %zu (near tie at step %zu)\n",
+              c.name(), same, want.size(), apart);
+  EXPECT_GE(apart, 2u) << "the reference's first steps are far from ties";
+  EXPECT_GE(same, apart);
+}
 
 // A mix is llama.cpp's rule for decoder-only models: an encoder-decoder's is refused by
 // name, not guessed.
