@@ -18,9 +18,6 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_ballot : require
-#ifdef A_PAIRS
-#extension GL_KHR_shader_subgroup_shuffle : require
-#endif
 #extension GL_EXT_control_flow_attributes : require
 #include "types.glsl"
 #include "activations.glsl"
@@ -131,13 +128,7 @@ void main() {
 #endif
     uvec4 mine[ROWS];
     UNROLL for (uint m = 0; m < ROWS; ++m) mine[m] = ROW_USED(m) ? a_units[a0 + m * lda_u + min(r + lane, ku - 1u)] : uvec4(0u);
-#if defined(A_PAIRS)
-    // Each lane rounds its unit of A (8 values, a quarter of a block) to 8 bits on the
-    // block's scale and packs them in pairs (a_pairs); the blocks below take these.
-    uvec4 mine_pairs[ROWS];
-    uvec2 mine_scale[ROWS];  // (the block's scale, the sum of its half's 8-bit values)
-    UNROLL for (uint m = 0; m < ROWS; ++m) a_pairs(mine[m], mine_pairs[m], mine_scale[m]);
-#elif ROWS <= 2
+#if ROWS <= 2
     // Each lane unpacks its unit and scales it for the codes' places (a_code_scale), and
     // sums it; the blocks below take these from their lanes.
     const uint unit_in_block = lane % (32u / UNIT_VALUES);
@@ -179,33 +170,6 @@ void main() {
           }
         }
       }
-#elif defined(A_PAIRS)
-      // One or two rows, A in 8 bits: the codes' products summed in integers
-      // (gemm_columns_blocks.glsl), A's pairs gathered once for the invocation's columns.
-      BlockPairs bp[ROWS];
-      UNROLL for (uint m = 0; m < ROWS; ++m) {
-        uvec4 t[4];  // the block's four units' pairs, from their lanes
-        [[unroll]] for (uint u = 0u; u < 4u; ++u) t[u] = lane_value(mine_pairs[m], j * 4u + u);
-        const uvec2 first = lane_value(uvec4(mine_scale[m], 0u, 0u), j * 4u).xy;
-        const uvec2 second = lane_value(uvec4(mine_scale[m], 0u, 0u), j * 4u + 2u).xy;
-        bp[m] = block_pairs(t, uintBitsToFloat(first.x), ivec2(int(first.y), int(second.y)));
-      }
-      uvec4 hu = uvec4(0u);
-      UNROLL for (uint c = 0; c < 2u * COLS; ++c)
-        if (c < sums) {
-          const BlockRef ref = block_ref(rows_of_b[c], b, rows, nb);
-#ifdef PAIRED_ROWS
-          if (c % 2u == 0u) hu = block_high_unit(ref.at, rows * nb);
-#else
-          hu = block_high_unit(ref.at, rows * nb);
-#endif
-#ifdef SUPER_UNITS
-          const vec4 dm = sub_scales(ss[c], b & 7u);
-#else
-          const vec4 dm = block_scales(ref);
-#endif
-          UNROLL for (uint m = 0; m < ROWS; ++m) acc[m * 2u * COLS + c] += block_dot_pairs(bp[m], ref, hu, dm);
-        }
 #else
       // One or two rows: the codes read in place against A's values scaled
       // (gemm_columns_blocks.glsl), A's work done once for the invocation's columns.

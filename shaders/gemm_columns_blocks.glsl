@@ -87,28 +87,6 @@ uvec4 block_high_unit(uint blk, uint blocks) { return bq_unit(q_qh_at(blocks) / 
 uvec4 block_high_unit(uint blk, uint blocks) { return uvec4(0u); }
 #endif
 
-#ifdef Q_JOINED
-#ifdef Q_HIGH_PAIRS
-#define Q_CODE_MASK 0x3Fu
-#else
-#define Q_CODE_MASK 0x1Fu
-#endif
-// Codes 4i + b + 16 half_ (b = 0..3) of block blk, whole, a byte each: nibble word w
-// (the block's word i) with the top bits from hu (block_high_unit) beside its nibbles.
-uint joined_codes(uint w, uvec4 hu, uint blk, uint i, uint half_) {
-#ifdef Q_HIGH_PAIRS
-  // Q6_K: code 4i + b + 16h's pair at bit 8b + 2i of word h: shifted by 4 - 2i to 8b + 4.
-  const uint h = (blk & 1u) == 0u ? hu[half_] : hu[2u + half_];
-  const uint top = (i < 2u ? h << (4u - 2u * i) : h >> (2u * i - 4u)) & 0x30303030u;
-#else
-  // The 5-bit types: code 4i + b + 16h's fifth bit at bit 8b + 4h + i: shifted to 8b + 4.
-  const uint qh = hu[blk % 4u];
-  const uint top = (half_ == 0u ? qh << (4u - i) : qh >> i) & 0x10101010u;
-#endif
-  return ((w >> (4u * half_)) & 0x0F0F0F0Fu) | top;
-}
-#endif
-
 // hu: block_high_unit(r.at) (two columns a lane, neighbouring blocks, fetch it once).
 BlockCodes block_codes_in_place(BlockRef r, vec4 dm, uvec4 hu) {
   BlockCodes q;
@@ -121,10 +99,24 @@ BlockCodes block_codes_in_place(BlockRef r, vec4 dm, uvec4 hu) {
   }
 #elif defined(Q_JOINED)
   const uvec4 w = bq_unit(blk);
-  const uint mask = Q_CODE_MASK;
+#ifdef Q_HIGH_PAIRS
+  // Q6_K: code 4i + b + 16h's pair at bit 8b + 2i of word h: shifted by 4 - 2i to 8b + 4.
+  const uint h[2] = uint[2]((blk & 1u) == 0u ? hu.x : hu.z, (blk & 1u) == 0u ? hu.y : hu.w);
+#define Q_TOP(i, half_) (((i) < 2u ? h[half_] << (4u - 2u * (i)) : h[half_] >> (2u * (i) - 4u)) & 0x30303030u)
+#define Q_CODE_MASK 0x3Fu
+#else
+  // The 5-bit types: code 4i + b + 16h's fifth bit at bit 8b + 4h + i: shifted to 8b + 4.
+  const uint qh = hu[blk % 4u];
+#define Q_TOP(i, half_) (((half_) == 0u ? qh << (4u - (i)) : qh >> (i)) & 0x10101010u)
+#define Q_CODE_MASK 0x1Fu
+#endif
   [[unroll]] for (uint i = 0u; i < 4u; ++i)
-    [[unroll]] for (uint half_ = 0u; half_ < 2u; ++half_)
-      q.v[2u * i + half_] = vec4(ivec4(uvec4(joined_codes(w[i], hu, blk, i, half_)) & (uvec4(mask) << uvec4(0u, 8u, 16u, 24u))));
+    [[unroll]] for (uint half_ = 0u; half_ < 2u; ++half_) {
+      const uint x = ((w[i] >> (4u * half_)) & 0x0F0F0F0Fu) | Q_TOP(i, half_);
+      q.v[2u * i + half_] = vec4(ivec4(uvec4(x) & (uvec4(Q_CODE_MASK) << uvec4(0u, 8u, 16u, 24u))));
+    }
+#undef Q_TOP
+#undef Q_CODE_MASK
 #else
   const uvec4 w = bq_unit(blk);
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
@@ -150,84 +142,5 @@ float block_dot(BlockA ba, BlockCodes q) {
   return q.dm.x * (s - Q_CODE_OFFSET * ba.sum) + q.dm.y * ba.sum;
 #endif
 }
-
-#ifdef A_PAIRS
-// With A rounded to 8 bits (A_PAIRS: the decode step over fp16 A), a block's dot product
-// is summed in integers, two codes to a 32-bit multiply: for codes c, c' and A's values
-// a, a' (8-bit, signed), (c + 65536 c') (a' + 65536 a) = c a' + 65536 (c a + c' a') +
-// 2^32 c' a', so the multiply's top half holds the pair's products summed, and the
-// bottom half's c a' stays below 2^15 over a group of products (eight of 4-bit codes,
-// two of 6-bit ones: |a| <= 127), which 32768 added first keeps from borrowing. About
-// two operations a code, where converting and multiplying in floats takes four.
-
-// A lane's unit of fp16 A (values 8u .. 8u + 7 of a block, u = lane % 4): the block's
-// scale (its largest magnitude over 127, from its four lanes), the values rounded on it
-// packed in pairs (k + 2, k) as a + 65536 a' for k = the unit's 4i and 4i + 1 (i =
-// 2u % 4 and the next), and their sum with the other lane of their half of the block.
-void a_pairs(uvec4 unit, out uvec4 pairs, out uvec2 scale) {
-  const vec4 lo = vec4(unpackHalf2x16(unit.x), unpackHalf2x16(unit.y)), hi = vec4(unpackHalf2x16(unit.z), unpackHalf2x16(unit.w));
-  const vec4 most = max(abs(lo), abs(hi));
-  float block_max = max(max(most.x, most.y), max(most.z, most.w));
-  block_max = max(block_max, subgroupShuffleXor(block_max, 1u));
-  block_max = max(block_max, subgroupShuffleXor(block_max, 2u));
-  const float to_codes = block_max > 0.0 ? 127.0 / block_max : 0.0;
-  // Rounded half to even by adding 1.5 2^23 (the sum's last place is 1), read from its bits.
-  precise const vec4 r0 = lo * to_codes + 12582912.0, r1 = hi * to_codes + 12582912.0;
-  const ivec4 q0 = floatBitsToInt(r0) - 0x4B400000, q1 = floatBitsToInt(r1) - 0x4B400000;
-  pairs = uvec4(ivec4(q0.zw, q1.zw)) + (uvec4(ivec4(q0.xy, q1.xy)) << 16u);
-  int sum = (q0.x + q0.y) + (q0.z + q0.w) + (q1.x + q1.y) + (q1.z + q1.w);
-  sum += subgroupShuffleXor(sum, 1u);
-  scale = uvec2(floatBitsToUint(block_max / 127.0), uint(sum));
-}
-
-// A's block in 8 bits, as block_dot_pairs reads it.
-struct BlockPairs {
-  uvec4 y[4];   // y[i][p]: the pair at k = 4i, 4i + 16, 4i + 1, 4i + 17 (p = 0..3)
-  float scale;  // of the 8-bit values
-  ivec2 sums;   // of values 0-15, 16-31 (8-bit)
-};
-// t[u]: a_pairs of the block's unit u (values 8u .. 8u + 7).
-BlockPairs block_pairs(uvec4 t[4], float scale, ivec2 sums) {
-  BlockPairs a;
-  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-    const uvec4 first = t[i / 2u], second = t[i / 2u + 2u];  // values 0-15's unit, 16-31's
-    const uint at = 2u * (i % 2u);
-    a.y[i] = uvec4(first[at], second[at], first[at + 1u], second[at + 1u]);
-  }
-  a.scale = scale;
-  a.sums = sums;
-  return a;
-}
-
-// The block's share of a sum over K with A's block in 8 bits; hu and dm as for
-// block_codes_in_place.
-float block_dot_pairs(BlockPairs a, BlockRef r, uvec4 hu, vec4 dm) {
-  const uvec4 w = bq_unit(r.at);
-  ivec2 s = ivec2(0);  // codes times A's 8-bit values, over values 0-15 and 16-31 (Q6_K) or all
-#if defined(Q_JOINED)
-  // Bytes 0 and 2 of a joined word are codes k, k + 2 (k = 4i + 16h), bytes 1 and 3 k + 1, k + 3.
-  [[unroll]] for (uint i = 0u; i < 4u; ++i)
-    [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-      const uint x = joined_codes(w[i], hu, r.at, i, h);
-      const uint g = 32768u + (x & 0x00FF00FFu) * a.y[i][h] + ((x >> 8u) & 0x00FF00FFu) * a.y[i][2u + h];
-      s[h] += int(g) >> 16;
-    }
-#else
-  // Nibbles 0 and 4 of a word shifted by 4p are codes k, k + 2 (k as for y[i][p]).
-  uint g0 = 32768u, g1 = 32768u;
-  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-    g0 += (w[i] & 0x000F000Fu) * a.y[i].x + ((w[i] >> 4u) & 0x000F000Fu) * a.y[i].y;
-    g1 += ((w[i] >> 8u) & 0x000F000Fu) * a.y[i].z + ((w[i] >> 12u) & 0x000F000Fu) * a.y[i].w;
-  }
-  s.x = (int(g0) >> 16) + (int(g1) >> 16);
-#endif
-#ifdef Q_HIGH_PAIRS
-  return a.scale * (dm.x * (float(s.x) - Q_OFFSET * float(a.sums.x)) + dm.z * (float(s.y) - Q_OFFSET * float(a.sums.y)));
-#else
-  const float codes = float(s.x + s.y), values = float(a.sums.x + a.sums.y);
-  return a.scale * (dm.x * (codes - Q_OFFSET * values) + dm.y * values);
-#endif
-}
-#endif
 
 #endif

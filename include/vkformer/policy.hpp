@@ -42,11 +42,6 @@ struct Policy {
   // Ask the driver for each pipeline's statistics (registers, spills) and log them: a
   // diagnostic for kernels on a GPU. Fixed when the context is made. VKF_PIPELINE_STATS=0|1.
   bool pipeline_stats = false;
-  // The decode step's products over weights in llama.cpp's blocks (CPU drivers' columns
-  // kernel, fp16 activations) with A rounded to 8 bits a 32-value block, as llama.cpp's
-  // Q8 activations, and summed in integers (gemm_columns_blocks.glsl): on unless set off.
-  // VKF_BLOCKS_A8=0|1.
-  bool blocks_a8 = true;
 
   // From the VKF_* variables above; a value that is not one of those listed is an Error
   // naming the variable and the value, never a guess.

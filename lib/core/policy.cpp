@@ -45,7 +45,6 @@ Policy Policy::from_environment() {
   }
   p.emulate_coopmat = env_switch("VKF_EMULATE_COOPMAT").value_or(false);
   p.pipeline_stats = env_switch("VKF_PIPELINE_STATS").value_or(false);
-  p.blocks_a8 = env_switch("VKF_BLOCKS_A8").value_or(true);
   return p;
 }
 
@@ -54,8 +53,7 @@ std::vector<std::pair<std::string, std::string>> Policy::settings() const {
           {"decode_projection", decode_projection_name(decode_projection)},
           {"gemm_tiles", gemm_tiles ? gemm_tiles->name() : "tuned or default"},
           {"emulate_coopmat", emulate_coopmat ? "on" : "off"},
-          {"pipeline_stats", pipeline_stats ? "on" : "off"},
-          {"blocks_a8", blocks_a8 ? "on" : "off"}};
+          {"pipeline_stats", pipeline_stats ? "on" : "off"}};
 }
 
 }  // namespace vkf

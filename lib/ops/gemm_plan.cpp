@@ -193,7 +193,7 @@ bool columns_fit(const Capabilities& caps, const GemmProblem& p, const GemmPush&
   return rows_on_vectors(p, push, 16 / dtype_bytes(p.dtype)) && (p.g.b_blocks || b_as_texels(caps, p));
 }
 
-void plan_columns(const Capabilities& caps, const Policy& policy, const GemmProblem& p, GemmPlan& plan) {
+void plan_columns(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan) {
   const Gemm& g = p.g;
   if (!columns_fit(caps, p, plan.push))  // (only a weight in blocks of more than kSmallM rows gets here so)
     throw Error("gemm: the decode-step kernel of " + device(caps) + " reads A's rows in 16-byte units: K, lda and " +
@@ -222,15 +222,9 @@ void plan_columns(const Capabilities& caps, const Policy& policy, const GemmProb
                                       [](const auto& d) { return d.first == "Q_HIGH_BIT" || d.first == "Q_HIGH_PAIRS"; });
     if (top_bits && rows <= 2 && cols == 2 && g.N % 2 == 0 && ops::block_interleave(caps) % 2 == 0)
       plan.defines.emplace_back("PAIRED_ROWS", "1");
-    // The decode step (one or two rows of fp16 A) over codes of 4 to 6 bits: A rounded to
-    // 8 bits a block and the codes' products summed two to a 32-bit multiply.
-    if (policy.blocks_a8 && rows <= 2 && p.dtype == DType::F16 && *g.b_blocks != BlockType::Q8_0 && caps.subgroup_shuffle)
-      plan.defines.emplace_back("A_PAIRS", "1");
   }
   plan.texels = {TexelFormat::None, b_texels ? TexelFormat::Rgba32Ui : TexelFormat::None};
   plan.variant = g.b_blocks ? std::string("columns ") + block_type_name(*g.b_blocks) : "columns";
-  if (std::any_of(plan.defines.begin(), plan.defines.end(), [](const auto& d) { return d.first == "A_PAIRS"; }))
-    plan.variant += " a8";
   plan.label = "gemm_" + plan.variant;
   plan.groups = {(g.N + wg * cols - 1) / (wg * cols), (g.M + rows - 1) / rows, g.batch * g.heads};
 }
@@ -477,7 +471,7 @@ GemmPlan gemm_plan(const Capabilities& caps, const Policy& policy, const GemmTun
       gemm_tiles_read_blocks(caps, p.g, planned_gemm_tiles(caps, policy, tuning, p.g, p.dtype));
   if (gemm_columns_take(caps, p.g) && !p.out_norm && !direct_blocks &&
       (columns_fit(caps, p, plan.push) || (p.g.b_blocks && p.g.M > kSmallM)))
-    plan_columns(caps, policy, p, plan);
+    plan_columns(caps, p, plan);
   else if (p.g.M <= kSmallM) plan_small_m(caps, p, plan);
   else plan_tiles(caps, policy, tuning, p, plan);
   plan.label += " " + std::to_string(p.g.M) + "x" + std::to_string(p.g.N) + "x" + std::to_string(p.g.K);

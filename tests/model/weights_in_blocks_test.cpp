@@ -146,15 +146,13 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 INSTANTIATE_TEST_SUITE_P(Wide, WeightsInBlocks, ::testing::ValuesIn(cases({"llama", "gpt2"}, true)), case_name);
 INSTANTIATE_TEST_SUITE_P(Wide, Seq2SeqWeightsInBlocks, ::testing::ValuesIn(cases({"marian", "bart"}, false)), case_name);
 
-// fp16 activations: the decode steps' products over blocks then read A rounded to 8 bits
-// a block on CPU drivers (Policy::blocks_a8; their kernel's own test is exact against a
-// double reference with A so rounded: tests/ops/gemm_blocks_test.cpp). Here the whole
-// Llama in Q4_K_M (Q4_K and Q6_K weights) against transformers with the same quantized
-// weights: greedy decoding token for token up to the first step whose top two logits in
-// transformers are within 0.05 of each other (a near tie: fp16 storage and 8-bit A move
-// these logits, which span ~10, by up to ~1e-2; the wide model's random weights make
-// ties of 0.001 to 0.03 within 12 steps). Only the steps: a prompt's fp16 products of 20
-// rows over blocks compile for 80 s on lavapipe, and tests/ops checks them.
+// fp16 activations over blocks (the tests above run fp32): the Llama in Q4_K_M (Q4_K and
+// Q6_K weights) against transformers with the same quantized weights, greedy decoding
+// token for token up to the first step whose top two logits in transformers are within
+// 0.05 of each other (a near tie: fp16 storage moves these logits, which span ~10, by
+// ~1e-2; the wide model's random weights make ties of 0.001 to 0.03 within 12 steps).
+// Only the steps: a prompt's fp16 products of 20 rows over blocks compile for 80 s on
+// lavapipe, and tests/ops checks them.
 class Fp16WeightsInBlocks : public GpuTest {};
 
 TEST_F(Fp16WeightsInBlocks, DecodeStepsAgainstTransformers) {

@@ -356,7 +356,7 @@ TEST(GemmPlan, WeightsInBlocks) {
   };
   EXPECT_EQ(describe(plan(lavapipe(), blocks(1, 1536, 576, BlockType::Q4_0))),
             "gemm_columns.comp [WG_SIZE=64 ROWS=1 COLS=2 SG=8 QTYPE=1 Q_CODE_WORDS=4 Q_OFFSET=8.0 Q_INTERLEAVE=16u "
-            "TEXEL_B=1 A_PAIRS=1] spec [] texels 2 bindings 7 groups 12x1x1");
+            "TEXEL_B=1] spec [] texels 2 bindings 7 groups 12x1x1");
   EXPECT_EQ(describe(plan(lavapipe(), blocks(16, 576, 1536, BlockType::Q8_0))),
             "gemm_columns.comp [WG_SIZE=32 ROWS=16 COLS=2 SG=8 QTYPE=0 Q_CODE_WORDS=8 Q_OFFSET=0.0 Q_INTERLEAVE=16u "
             "TEXEL_B=1] spec [] texels 2 bindings 7 groups 9x1x1");
@@ -365,17 +365,6 @@ TEST(GemmPlan, WeightsInBlocks) {
   EXPECT_NE(describe(plan(lavapipe(), blocks(2, 1536, 96, BlockType::Q5_0))).find(" PAIRED_ROWS=1"), std::string::npos);
   EXPECT_EQ(describe(plan(lavapipe(), blocks(1, 1537, 512, BlockType::Q6_K))).find("PAIRED_ROWS"), std::string::npos);
   EXPECT_EQ(describe(plan(lavapipe(), blocks(3, 1536, 512, BlockType::Q6_K))).find("PAIRED_ROWS"), std::string::npos);
-  // The decode step over fp16 A reads A in 8 bits (A_PAIRS): codes of 4 to 6 bits, one or
-  // two rows, unless the policy says not; Q8_0's codes, fp32 A and more rows keep floats.
-  EXPECT_EQ(plan(lavapipe(), blocks(2, 1536, 512, BlockType::Q6_K)).variant, "columns q6_k a8");
-  EXPECT_EQ(describe(plan(lavapipe(), blocks(1, 1536, 576, BlockType::Q8_0))).find("A_PAIRS"), std::string::npos);
-  EXPECT_EQ(describe(plan(lavapipe(), blocks(3, 1536, 576, BlockType::Q4_0))).find("A_PAIRS"), std::string::npos);
-  GemmProblem fp32 = blocks(1, 1536, 512, BlockType::Q4_K);
-  fp32.dtype = DType::F32;
-  EXPECT_EQ(describe(plan(lavapipe(), fp32)).find("A_PAIRS"), std::string::npos);
-  Policy floats;
-  floats.blocks_a8 = false;
-  EXPECT_EQ(plan(lavapipe(), blocks(1, 1536, 512, BlockType::Q4_K), floats).variant, "columns q4_k");
   // Row counts past 2 share the variant of the next power of two (the kernel skips the rest).
   EXPECT_NE(describe(plan(lavapipe(), blocks(17, 576, 1536, BlockType::Q8_0))).find(" ROWS=32 "), std::string::npos);
   EXPECT_NE(describe(plan(lavapipe(), blocks(3, 576, 1536, BlockType::Q8_0))).find(" ROWS=4 "), std::string::npos);
