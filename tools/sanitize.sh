@@ -46,8 +46,8 @@ build asan
 # the blocks' quantization and upload that the Wide models in every type run here), and
 # the schema check of what every command prints with --json (64 s under ASan: 40
 # processes of the command; its JSON writer runs here in cli_tests' CommandLine and
-# BadInput tests, and the schema itself is Python's). Those keep CI within its 30
-# minutes on 2 cores; the main suite runs all of them, validated.
+# BadInput tests, and the schema itself is Python's). Those keep CI's time down (its
+# 30 minutes on 2 cores: docs/testing.md); the main suite runs all of them, validated.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0 \
 LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
