@@ -51,6 +51,13 @@ struct Case {
   bool quantized() const { return weights || mix; }
 };
 
+// How many tokens from the start two continuations share.
+size_t leading_equal(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  size_t same = 0;
+  while (same < a.size() && same < b.size() && a[same] == b[same]) ++same;
+  return same;
+}
+
 class WeightsInBlocks : public GpuTest, public ::testing::WithParamInterface<Case> {};
 
 TEST_P(WeightsInBlocks, LogitsAndGreedyDecodingAgainstTransformers) {
@@ -96,8 +103,7 @@ TEST_P(WeightsInBlocks, LogitsAndGreedyDecodingAgainstTransformers) {
   for (size_t i = 0; i < got.size(); ++i) largest = std::max(largest, std::abs(got[i] - want[i]));
   const auto greedy = session.generate({fp32["ids"].get<std::vector<uint32_t>>()}, {.max_new_tokens = n, .stop_at_eos = false}).at(0);
   const auto fp32_greedy = fp32["greedy"].get<std::vector<uint32_t>>();
-  size_t same = 0;
-  while (same < greedy.size() && same < fp32_greedy.size() && greedy[same] == fp32_greedy[same]) ++same;
+  const size_t same = leading_equal(greedy, fp32_greedy);
   std::printf("[ figures  ] %s %s against fp32: logits relative error %.2e (largest %.3f), greedy equal for %zu of %zu\n",
               name, c.name(), relative_error(got, want), largest, same, fp32_greedy.size());
 }
@@ -163,8 +169,8 @@ TEST_F(Fp16WeightsInBlocks, DecodeStepsAgainstTransformers) {
   const auto want = ref["greedy"].get<std::vector<uint32_t>>();
   const auto got = session.generate({ref["ids"].get<std::vector<uint32_t>>()},
                                     {.max_new_tokens = uint32_t(want.size()), .stop_at_eos = false}).at(0);
-  size_t same = 0, apart = 0;  // steps equal; steps before the first near tie
-  while (same < got.size() && same < want.size() && got[same] == want[same]) ++same;
+  const size_t same = leading_equal(got, want);
+  size_t apart = 0;  // steps before the first near tie
   const auto logits = ref["logits"].get<std::vector<double>>();
   const size_t prompt = ref["ids"].size(), vocab = logits.size() / ref["scored"].size();
   for (; apart < want.size(); ++apart) {  // row prompt - 1 + i of the logits predicts step i
