@@ -143,7 +143,8 @@ nlohmann::json bench_ops(Context& ctx, DType dt, bool quick, bool print, uint32_
   say("\n%-24s %12s %14s\n", "softmax / layer_norm", "GB/s", "");
   std::vector<std::pair<uint32_t, uint32_t>> shapes = quick ? std::vector<std::pair<uint32_t, uint32_t>>{{256, 512}}
                                                             : std::vector<std::pair<uint32_t, uint32_t>>{{4096, 512}, {64, 32000}, {1024, 4096}};
-  for (auto [rows, cols] : shapes) {
+  for (const auto& shape : shapes) {
+    const uint32_t rows = shape.first, cols = shape.second;  // (not a structured binding: the lambdas capture them)
     const uint64_t elems = uint64_t(rows) * cols, bytes = 2 * elems * dtype_bytes(dt);
     Buffer x = filled(elems, "x"), y = ctx.buffer(elems * dtype_bytes(dt), "y");
     Buffer g = filled(cols, "gamma");

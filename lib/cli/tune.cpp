@@ -45,7 +45,9 @@ int tune(const Args& args) {
   // variant on a device without them, tiles beyond its limits).
   const size_t designs = gemm_tile_designs().size();
   std::vector<std::pair<std::string, std::string>> refused;  // (reason, the designs it refuses), in order
-  for (const auto& [t, why] : gemm_designs_not_valid(caps, dt)) {
+  for (const auto& not_valid : gemm_designs_not_valid(caps, dt)) {
+    const GemmTiles& t = not_valid.first;
+    const std::string& why = not_valid.second;  // (not a structured binding: clang 14 cannot capture one)
     auto it = std::find_if(refused.begin(), refused.end(), [&](const auto& r) { return r.first == why; });
     if (it == refused.end()) refused.emplace_back(why, t.name());
     else it->second += ", " + t.name();

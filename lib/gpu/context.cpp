@@ -15,7 +15,7 @@ static bool env_flag(const char* name) {
 }
 
 Context::Impl::Impl(const ContextOptions& opts)
-    : options(opts), log(opts.log), policy(opts.policy ? *opts.policy : Policy::from_environment()) {
+    : options(opts), policy(opts.policy ? *opts.policy : Policy::from_environment()), log(opts.log) {
   if (options.borrow) {
     open_borrowed(*options.borrow);
   } else {

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "cli/run_cli.hpp"
+#include "sanitized.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -214,7 +215,7 @@ TEST(BadInput, Configs) {
 // under a 1 GiB heap limit (RLIMIT_DATA) and the catalogue's 10 s. Once a 1 KB config
 // with a million layers took 5 GB and 11 s, and a 135 MB header of empty tensors 1.9 GB.
 TEST(BadInput, HostileSizesAreRefusedInBoundedMemory) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef VKF_UNDER_SANITIZER
   const CliOptions bounded{};  // the sanitizers' shadow memory counts against RLIMIT_DATA: time bounds them here
 #else
   const CliOptions bounded{.max_data_bytes = 1ul << 30};
