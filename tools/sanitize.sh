@@ -5,7 +5,7 @@
 #     (tests/sanitizers/lsan.supp). -fno-sanitize=vptr: Debian's glslang has no RTTI.
 #  2. ThreadSanitizer (build-tsan/): the tests that share a context between threads.
 # Any report fails the run. ASan compiles at -O0 and TSan at -O1 (CMakePresets.json),
-# for CI's time on 2 cores: ASan's build took 237 s at -O0 against 297 at -O1 and its
+# for CI's time on 2 cores: with GCC, ASan's build took 237 s at -O0 against 297 at -O1 and its
 # suite 252 s against 234 (one run each); TSan's took longer at -O0 (111 s against 99).
 # Under both, the test code is at -O0 (VKF_TEST_CODE_O0), and under ASan without UBSan's
 # checks, which stay on the library's code (VKF_TEST_CODE_OPTIONS: tests/CMakeLists.txt). Both
