@@ -88,6 +88,18 @@ SuperScales super_scales(uint row, uint sb, uint rows, uint nb) {
 #endif
   return s;
 }
+#if defined(Q_HIGH_PAIRS)
+// Q6_K's scales of rows `row` and `next` (row + 1 with row even, or row itself): block_at
+// keeps neighbouring rows' super-blocks neighbours, so their d share a word, fetched once.
+void super_scales_pair(uint row, uint next, uint sb, uint rows, uint nb, out SuperScales first, out SuperScales second) {
+  const uint blocks = rows * nb, at = block_at(row, sb, rows, nb >> 3u), at_next = block_at(next, sb, rows, nb >> 3u);
+  const vec2 d = unpackHalf2x16(bq_word(q_scales_at(blocks) + blocks / 2u + at / 2u));
+  first.u = bq_unit(q_scales_at(blocks) / 4u + at);
+  second.u = bq_unit(q_scales_at(blocks) / 4u + at_next);
+  first.d = d[at & 1u];
+  second.d = d[at_next & 1u];
+}
+#endif
 // (d, m) of values 0-15, then 16-31 of the super-block's block j (0-7).
 vec4 sub_scales(SuperScales s, uint j) {
   const uvec4 u = s.u;

@@ -47,8 +47,16 @@
 #endif
 layout(local_size_x = WG_SIZE) in;
 
-// A's rows in 16-byte units: 8 halves or 4 floats (host: rows and offsets on whole units).
+// A's rows in 16-byte units: 8 halves or 4 floats (host: rows and offsets on whole units),
+// as texels where its view holds them (TEXEL_A, with TEXEL_B): llvmpipe's lane-by-lane
+// texel fetch costs less than its gather from a storage buffer.
+#ifdef TEXEL_A
+layout(set = 0, binding = 0, rgba32ui) uniform restrict readonly uimageBuffer A_texels;
+#define A_UNIT(i) imageLoad(A_texels, int(i))
+#else
 layout(std430, set = 0, binding = 0) readonly buffer AUnits { uvec4 a_units[]; };
+#define A_UNIT(i) a_units[i]
+#endif
 #ifdef VKF_FP16_STORAGE
 #define UNIT_VALUES 8u
 #else
@@ -120,14 +128,19 @@ void main() {
 #define SUPER_UNITS (256u / UNIT_VALUES)
   for (uint r0 = 0u; r0 < ku; r0 += SUPER_UNITS) {
     SuperScales ss[2 * COLS];
+#if defined(PAIRED_ROWS) && defined(Q_HIGH_PAIRS)
+    UNROLL for (uint c = 0; c < 2u * COLS; c += 2u)  // (Q6_K: the pair's d share a word)
+      if (c < sums) super_scales_pair(rows_of_b[c], rows_of_b[c + 1u], r0 / SUPER_UNITS, rows, nb, ss[c], ss[c + 1u]);
+#else
     UNROLL for (uint c = 0; c < 2u * COLS; ++c)
       if (c < sums) ss[c] = super_scales(rows_of_b[c], r0 / SUPER_UNITS, rows, nb);
+#endif
     for (uint r = r0; r < r0 + SUPER_UNITS; r += SG) {
 #else
   for (uint r = 0u; r < ku; r += SG) {  // runs of SG units of A's rows
 #endif
     uvec4 mine[ROWS];
-    UNROLL for (uint m = 0; m < ROWS; ++m) mine[m] = ROW_USED(m) ? a_units[a0 + m * lda_u + min(r + lane, ku - 1u)] : uvec4(0u);
+    UNROLL for (uint m = 0; m < ROWS; ++m) mine[m] = ROW_USED(m) ? A_UNIT(a0 + m * lda_u + min(r + lane, ku - 1u)) : uvec4(0u);
 #if ROWS <= 2
     // Each lane unpacks its unit and scales it for the codes' places (a_code_scale), and
     // sums it; the blocks below take these from their lanes.

@@ -356,10 +356,22 @@ TEST(GemmPlan, WeightsInBlocks) {
   };
   EXPECT_EQ(describe(plan(lavapipe(), blocks(1, 1536, 576, BlockType::Q4_0))),
             "gemm_columns.comp [WG_SIZE=64 ROWS=1 COLS=2 SG=8 QTYPE=1 Q_CODE_WORDS=4 Q_OFFSET=8.0 Q_INTERLEAVE=16u "
-            "TEXEL_B=1] spec [] texels 2 bindings 7 groups 12x1x1");
+            "TEXEL_B=1 TEXEL_A=1] spec [] texels 2 bindings 7 groups 12x1x1");
   EXPECT_EQ(describe(plan(lavapipe(), blocks(16, 576, 1536, BlockType::Q8_0))),
             "gemm_columns.comp [WG_SIZE=32 ROWS=16 COLS=2 SG=8 QTYPE=0 Q_CODE_WORDS=8 Q_OFFSET=0.0 Q_INTERLEAVE=16u "
-            "TEXEL_B=1] spec [] texels 2 bindings 7 groups 9x1x1");
+            "TEXEL_B=1 TEXEL_A=1] spec [] texels 2 bindings 7 groups 9x1x1");
+  // A is read as texels beside B where its view holds whole ones from an aligned start.
+  const GemmPlan both = plan(lavapipe(), blocks(1, 1536, 576, BlockType::Q4_0));
+  EXPECT_EQ(both.texels[0], TexelFormat::Rgba32Ui);
+  EXPECT_EQ(both.texels[1], TexelFormat::Rgba32Ui);
+  GemmProblem unaligned = blocks(1, 1536, 576, BlockType::Q4_0);
+  unaligned.a.start = 8;
+  const GemmPlan b_only = plan(lavapipe(), unaligned);
+  EXPECT_EQ(b_only.texels[0], TexelFormat::None);
+  EXPECT_EQ(describe(b_only).find("TEXEL_A"), std::string::npos);
+  GemmProblem no_texels = blocks(1, 1536, 576, BlockType::Q4_0);
+  no_texels.g.texel_weights = false;
+  EXPECT_EQ(describe(plan(lavapipe(), no_texels)).find("TEXEL_"), std::string::npos);
   // Neighbouring rows share their top bits' fetch on the decode step when N is even.
   EXPECT_NE(describe(plan(lavapipe(), blocks(1, 1536, 512, BlockType::Q6_K))).find(" PAIRED_ROWS=1"), std::string::npos);
   EXPECT_NE(describe(plan(lavapipe(), blocks(2, 1536, 96, BlockType::Q5_0))).find(" PAIRED_ROWS=1"), std::string::npos);
