@@ -77,7 +77,7 @@ LoadOptions storage_setting(const std::string& name, DType dtype) {
 // weights' device bytes, one profiled step's GEMM time and its share of the step, and (a
 // decoder-only model) the prompt pass's tokens/s on a prompt of 128 tokens.
 nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, const std::vector<std::string>& settings,
-                             bool quick, bool print) {
+                             bool quick, bool print, int rounds_given) {
   struct Setting {
     std::string name;
     std::shared_ptr<const Model> model;
@@ -90,7 +90,7 @@ nlohmann::json bench_weights(Context& ctx, const std::string& dir, DType dtype, 
     runs.push_back({name, Model::load(ctx, dir, o), {}});
   }
   const ModelConfig& c = runs.front().model->config();
-  const int rounds = quick ? 1 : 5;
+  const int rounds = rounds_given > 0 ? rounds_given : quick ? 1 : 5;
   const uint32_t tokens = std::min<uint32_t>(quick ? 8 : 64, c.max_position - 9);
   std::vector<std::vector<uint32_t>> inputs = {{}};
   for (uint32_t i = 0; i < 8; ++i) inputs[0].push_back((4 + i * 7) % (c.kind == ModelKind::DecoderOnly ? c.tgt_vocab_size : c.src_vocab_size));
@@ -189,10 +189,10 @@ void bench_encoder(const std::shared_ptr<const Model>& model, bool quick, int ro
   }
 }
 
-nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bool quick, bool print) {
+nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bool quick, bool print, int rounds_given) {
   auto model = Model::load(ctx, dir, dtype);
   const auto& c = model->config();
-  const int rounds = quick ? 1 : 3;
+  const int rounds = rounds_given > 0 ? rounds_given : quick ? 1 : 3;
   const auto& caps = ctx.capabilities();
   nlohmann::json out = {{"model", dir},
                         {"architecture", c.architecture},
@@ -282,6 +282,7 @@ nlohmann::json bench_model(Context& ctx, const std::string& dir, DType dtype, bo
 int bench(const Args& args) {
   const bool quick = args.flag("--quick");
   const uint32_t max_size = args.count("--max-size", 0);
+  const int rounds = int(args.count("--rounds", 0));  // 0: each benchmark's default
   auto json_path = args.value("--json-out");
   const bool json_stdout = args.flag("--json");
   auto svg_path = args.value("--svg");
@@ -339,6 +340,7 @@ int bench(const Args& args) {
   }
   if (what != "ops" && what != "model" && what != "all") throw Error("unknown benchmark '" + what + "' (ops, model, all, chart)");
   if (!weights.empty() && what == "ops") throw Error("--weights is for the model benchmark (`vkformer bench model`)");
+  if (rounds && what == "ops") throw Error("--rounds is for the model benchmark (`vkformer bench model`)");
   // The model benchmark's model: the one given, else the date sample beside this binary;
   // a model that is not there is an error before any benchmark runs.
   std::string model_dir;
@@ -377,11 +379,11 @@ int bench(const Args& args) {
     if (what == "ops" || what == "all") run["ops"] = bench_ops(ctx, dt, quick, print, max_size);
     if (what == "model" || what == "all") {
       if (print) std::printf("\nmodel %s\n", model_dir.c_str());
-      run["model"] = bench_model(ctx, model_dir, dt, quick, print);
+      run["model"] = bench_model(ctx, model_dir, dt, quick, print, rounds);
       run["settings"]["model"] = model_dir;
       if (!weights.empty()) {
         if (print) std::printf("\nmodel %s, its weights stored each way\n", model_dir.c_str());
-        run["model"]["weights"] = bench_weights(ctx, model_dir, dt, weights, quick, print);
+        run["model"]["weights"] = bench_weights(ctx, model_dir, dt, weights, quick, print, rounds);
       }
     }
     report["runs"].push_back(run);

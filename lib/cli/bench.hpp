@@ -17,8 +17,9 @@ double time_gpu(Context& ctx, uint32_t reps, const std::function<void(CommandLis
 // Kernel throughput beside same-run baselines (OpenBLAS sgemm, unfused attention).
 // max_size: the largest square GEMM (0: 4096, or 2048 on CPU drivers).
 nlohmann::json bench_ops(Context& ctx, DType dtype, bool quick, bool print, uint32_t max_size = 0);
-// Greedy decoding speed of a model directory (tokens/s), and a translation workload.
-nlohmann::json bench_model(Context& ctx, const std::string& model_dir, DType dtype, bool quick, bool print);
+// Greedy decoding speed of a model directory (tokens/s), and a translation workload;
+// rounds: timed rounds, medians reported (0: 3, or 1 with quick).
+nlohmann::json bench_model(Context& ctx, const std::string& model_dir, DType dtype, bool quick, bool print, int rounds = 0);
 // An SVG chart comparing the runs (devices, drivers, settings) of one or more reports.
 std::string bench_chart(const std::vector<nlohmann::json>& reports);
 

@@ -265,6 +265,9 @@ const std::vector<CommandSpec>& commands() {
         kPrecision,
         {"--quick", nullptr, K::Switch, "smaller sizes (CI)"},
         {"--max-size", "N", K::Integer, "the largest square GEMM (default 4096; 2048 on CPU drivers)", 64, 16384},
+        {"--rounds", "N", K::Integer,
+         "timed rounds of the model benchmark (default 3) and alternating rounds of\n"
+         "--weights (default 5), medians reported: more on a noisy machine", 1, 99},
         {"--model", "DIR", K::Text,
          "the model for the decoding benchmark (default: the date sample installed\n"
          "with vkformer, share/vkformer/samples/dates, or the source tree's)"},

@@ -122,6 +122,8 @@ TEST(BadInput, WeightsInBlocks) {
         {0, "warning: --weights q8_0 stored no weight in blocks: the rows of every linear weight of " + tied});
   check({"bench", "ops", "--weights", "q8_0"}, {1, "--weights is for the model benchmark"});
   check({"bench", "model", "--model", kDates, "--weights", "q8_0,q9_9"}, {1, "not 'q9_9'"});
+  check({"bench", "ops", "--rounds", "3"}, {1, "--rounds is for the model benchmark"});
+  check({"bench", "model", "--model", kDates, "--rounds", "0"}, {1, "--rounds must be an integer from 1 to 99"});
 }
 
 TEST(BadInput, NumbersAreParsedWholeAndInRange) {

@@ -84,7 +84,7 @@ TEST(CommandLine, HelpDescribesEveryOption) {
       {"translate", {"--model DIR", "--beam K", "--batch N", "--max-new-tokens N", "--truncate", "[--] [\"text\" ...]"}},
       {"forecast", {"--model DIR", "--series FILE"}},
       {"generate", {"--model DIR", "bart", "--src-ids IDS", "--temperature T", "--top-k K", "--seed S", "(1 to 128)"}},
-      {"bench", {"--model DIR", "--max-size N", "(64 to 16384)"}},
+      {"bench", {"--model DIR", "--max-size N", "(64 to 16384)", "--rounds N", "(1 to 99)"}},
       {"info", {"--model DIR", "--device N|NAME", "--no-cache"}},
   };
   for (const auto& [command, parts] : want) {
