@@ -224,8 +224,8 @@ void plan_columns(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan
       plan.defines.emplace_back("PAIRED_ROWS", "1");
   }
   // A as texels too where its view holds them: each lane loads its own unit of A, and
-  // llvmpipe fetches texels lane by lane cheaper than it gathers from a storage buffer
-  // (the decode step 2-8% faster, docs/performance.md).
+  // llvmpipe fetches texels lane by lane more cheaply than it gathers from a storage
+  // buffer (docs/performance.md, "On the AMD EPYC again").
   const bool a_texels = b_texels && texel_view_fits(caps, p.a.start, p.a.bytes) && p.a.bytes % 16 == 0;
   if (a_texels) plan.defines.emplace_back("TEXEL_A", "1");
   plan.texels = {a_texels ? TexelFormat::Rgba32Ui : TexelFormat::None, b_texels ? TexelFormat::Rgba32Ui : TexelFormat::None};
