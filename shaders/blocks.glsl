@@ -77,12 +77,16 @@ struct SuperScales {
   uvec4 u;
   float d;  // Q6_K's (Q4_K and Q5_K keep d and dmin in u[0])
 };
+#if defined(Q_HIGH_PAIRS)
+// The word that holds Q6_K super-block `at`'s d (and its neighbour's), of `blocks` blocks.
+uint q6_d_word(uint blocks, uint at) { return q_scales_at(blocks) + blocks / 2u + at / 2u; }
+#endif
 SuperScales super_scales(uint row, uint sb, uint rows, uint nb) {
   const uint blocks = rows * nb, sat = block_at(row, sb, rows, nb >> 3u);  // (block_at's order of super-blocks)
   SuperScales s;
   s.u = bq_unit(q_scales_at(blocks) / 4u + sat);
 #if defined(Q_HIGH_PAIRS)  // Q6_K: 16 int8 scales; d after the scales, two to a word
-  s.d = unpackHalf2x16(bq_word(q_scales_at(blocks) + blocks / 2u + sat / 2u))[sat & 1u];
+  s.d = unpackHalf2x16(bq_word(q6_d_word(blocks, sat)))[sat & 1u];
 #else
   s.d = 0.0;
 #endif
@@ -93,7 +97,7 @@ SuperScales super_scales(uint row, uint sb, uint rows, uint nb) {
 // keeps neighbouring rows' super-blocks neighbours, so their d share a word, fetched once.
 void super_scales_pair(uint row, uint next, uint sb, uint rows, uint nb, out SuperScales first, out SuperScales second) {
   const uint blocks = rows * nb, at = block_at(row, sb, rows, nb >> 3u), at_next = block_at(next, sb, rows, nb >> 3u);
-  const vec2 d = unpackHalf2x16(bq_word(q_scales_at(blocks) + blocks / 2u + at / 2u));
+  const vec2 d = unpackHalf2x16(bq_word(q6_d_word(blocks, at)));
   first.u = bq_unit(q_scales_at(blocks) / 4u + at);
   second.u = bq_unit(q_scales_at(blocks) / 4u + at_next);
   first.d = d[at & 1u];

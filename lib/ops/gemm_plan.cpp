@@ -186,8 +186,12 @@ void plan_small_m_blocks(const Capabilities& caps, const GemmProblem& p, GemmPla
 // Whether it takes the product (its shape; the views are checked by plan_columns).
 // Whether its views suit it: A's rows (and a plain B's) in whole 16-byte units, a plain
 // B's view readable as texels.
+// An operand's view read as whole 16-byte texels.
+bool whole_texels(const Capabilities& caps, const GemmOperand& v) {
+  return texel_view_fits(caps, v.start, v.bytes) && v.bytes % 16 == 0;
+}
 bool b_as_texels(const Capabilities& caps, const GemmProblem& p) {
-  return texel_view_fits(caps, p.b.start, p.b.bytes) && p.b.bytes % 16 == 0 && p.g.texel_weights != false;
+  return whole_texels(caps, p.b) && p.g.texel_weights != false;
 }
 bool columns_fit(const Capabilities& caps, const GemmProblem& p, const GemmPush& push) {
   return rows_on_vectors(p, push, 16 / dtype_bytes(p.dtype)) && (p.g.b_blocks || b_as_texels(caps, p));
@@ -226,7 +230,7 @@ void plan_columns(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan
   // A as texels too where its view holds them: each lane loads its own unit of A, and
   // llvmpipe fetches texels lane by lane more cheaply than it gathers from a storage
   // buffer (docs/performance.md, "On the AMD EPYC again").
-  const bool a_texels = b_texels && texel_view_fits(caps, p.a.start, p.a.bytes) && p.a.bytes % 16 == 0;
+  const bool a_texels = b_texels && whole_texels(caps, p.a);
   if (a_texels) plan.defines.emplace_back("TEXEL_A", "1");
   plan.texels = {a_texels ? TexelFormat::Rgba32Ui : TexelFormat::None, b_texels ? TexelFormat::Rgba32Ui : TexelFormat::None};
   plan.variant = g.b_blocks ? std::string("columns ") + block_type_name(*g.b_blocks) : "columns";
