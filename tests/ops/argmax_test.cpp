@@ -62,6 +62,29 @@ TEST_P(ArgmaxTest, FlagsRowsWhoseLargestValueIsNotFinite) {
   }
 }
 
+// The orders' corners, each placed so that the two elements fall to different lanes of
+// a subgroup (CPU drivers reduce across lanes) and to the same lane: -0 ties +0, the
+// first NaN wins over a later NaN and over +inf, and a row of -inf is not finite. Rows
+// of 304 values are whole 16-byte units (read a unit a lane on CPU drivers); of 301, not.
+TEST_P(ArgmaxTest, TiesZerosAndNaNsAcrossLanes) {
+  for (uint32_t cols : {304u, 301u})
+    for (uint32_t gap : {1u, 7u, 8u, 16u, 64u, 256u}) {
+      SCOPED_TRACE("cols " + std::to_string(cols) + " gap " + std::to_string(gap));
+      std::vector<double> x(5 * cols, -1.0);
+      x[0 * cols + 3] = -0.0, x[0 * cols + 3 + gap] = 0.0;  // the tie: index 3
+      x[1 * cols + 9 + gap] = -0.0, x[1 * cols + 9] = 0.0;  // again, the signs swapped
+      x[2 * cols + 20] = INFINITY, x[2 * cols + 20 + gap] = NAN, x[2 * cols + 290] = NAN;  // the first NaN
+      for (uint32_t c = 0; c < cols; ++c) x[3 * cols + c] = -INFINITY;                    // index 0, flagged
+      x[4 * cols + 1] = 5.0, x[4 * cols + 1 + gap] = 5.0;  // an ordinary tie
+      Buffer bx = upload_as(ctx(), x, dtype(), "x"), bi = poisoned(ctx(), 5, DType::F32, "i");
+      auto cl = ctx().command_list();
+      ops().argmax(cl, bx.view(), bi.view(), 5, cols, true);
+      cl.submit();
+      const uint32_t f = Ops::kNonFiniteToken;
+      EXPECT_EQ(download_u32(ctx(), bi, 5), (std::vector<uint32_t>{3u, 9u, (20u + gap) | f, 0u | f, 1u}));
+    }
+}
+
 TEST_P(ArgmaxTest, WrongShapesAreClearErrors) {
   auto cl = ctx().command_list();
   Buffer b = ctx().buffer(64);
