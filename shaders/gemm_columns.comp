@@ -135,9 +135,34 @@ void main() {
     UNROLL for (uint c = 0; c < 2u * COLS; ++c)
       if (c < sums) ss[c] = super_scales(rows_of_b[c], r0 / SUPER_UNITS, rows, nb);
 #endif
-    for (uint r = r0; r < r0 + SUPER_UNITS; r += SG) {
+    // Unrolled, so that each block's place in its super-block, and so where its scales lie
+    // in ss, is a constant: indexed at run time they are selects on every lane's words.
+    [[unroll]] for (uint rr = 0u; rr < SUPER_UNITS; rr += SG) {
+      const uint r = r0 + rr;
 #else
   for (uint r = 0u; r < ku; r += SG) {  // runs of SG units of A's rows
+#endif
+#if ROWS <= 2
+    // The run's blocks' units are fetched first, before A's: on llvmpipe a texel fetch
+    // is a call, and every vector live across it is saved and restored.
+#define RUN_BLOCKS (SG * UNIT_VALUES / 32u)
+    BlockUnits units[RUN_BLOCKS][2 * COLS];
+    uvec4 high[RUN_BLOCKS][2 * COLS];  // the top bits' unit of each column (PAIRED_ROWS: of each pair, at its first)
+    [[unroll]] for (uint j = 0u; j < RUN_BLOCKS; ++j) {
+      const uint b = min(r * UNIT_VALUES / 32u + j, nb - 1u);
+      UNROLL for (uint c = 0; c < 2u * COLS; ++c)
+        if (c < sums) {
+          const uint at = block_at(rows_of_b[c], b, rows, nb);
+          units[j][c] = block_units(at);
+#ifdef PAIRED_ROWS
+          // Columns 2i and 2i + 1 are neighbouring rows (host: N even, rows interleaved),
+          // so their blocks are neighbours, and their top bits share a unit.
+          if (c % 2u == 0u) high[j][c] = block_high_unit(at, rows * nb);
+#else
+          high[j][c] = block_high_unit(at, rows * nb);
+#endif
+        }
+    }
 #endif
     uvec4 mine[ROWS];
     UNROLL for (uint m = 0; m < ROWS; ++m) mine[m] = ROW_USED(m) ? A_UNIT(a0 + m * lda_u + min(r + lane, ku - 1u)) : uvec4(0u);
@@ -200,21 +225,22 @@ void main() {
         }
         ba[m] = block_a(a, halves);
       }
-      uvec4 hu = uvec4(0u);  // the top bits' unit of column c's block
       UNROLL for (uint c = 0; c < 2u * COLS; ++c)
         if (c < sums) {  // each column's block loaded once, for every row
-          const BlockRef ref = block_ref(rows_of_b[c], b, rows, nb);
 #ifdef PAIRED_ROWS
-          // Columns 2i and 2i + 1 are neighbouring rows (host: N even, rows interleaved),
-          // so their blocks are neighbours, and their top bits share a unit.
-          if (c % 2u == 0u) hu = block_high_unit(ref.at, rows * nb);
+          const uvec4 hu = high[j][c - c % 2u];
 #else
-          hu = block_high_unit(ref.at, rows * nb);
+          const uvec4 hu = high[j][c];
+#endif
+#if defined(PAIRED_ROWS) && defined(Q_HIGH_PAIRS)
+          const uint place = c % 2u;  // (Q6_K: a unit holds the top bits of rows 2i and 2i + 1)
+#else
+          const uint place = block_at(rows_of_b[c], b, rows, nb) % Q_HIGH_SHARE;
 #endif
 #ifdef SUPER_UNITS
-          const BlockCodes q = block_codes_in_place(ref, sub_scales(ss[c], b & 7u), hu);
+          const BlockCodes q = block_codes_in_place(units[j][c], place, sub_scales(ss[c], rr * UNIT_VALUES / 32u + j), hu);
 #else
-          const BlockCodes q = block_codes_in_place(ref, block_scales(ref), hu);
+          const BlockCodes q = block_codes_in_place(units[j][c], place, block_scales(block_ref(rows_of_b[c], b, rows, nb)), hu);
 #endif
           UNROLL for (uint m = 0; m < ROWS; ++m) acc[m * 2u * COLS + c] += block_dot(ba[m], q);
         }

@@ -81,32 +81,45 @@ struct BlockCodes {
 };
 
 #ifdef Q_JOINED
-// The 16-byte unit that holds block blk's top bits (and its neighbours': Q_HIGH_WORDS a block).
-uvec4 block_high_unit(uint blk, uint blocks) { return bq_unit(q_qh_at(blocks) / 4u + blk / (4u / Q_HIGH_WORDS)); }
+// The blocks whose top bits share a 16-byte unit (Q_HIGH_WORDS words a block).
+#define Q_HIGH_SHARE (4u / Q_HIGH_WORDS)
+// The unit that holds block blk's top bits (and its neighbours').
+uvec4 block_high_unit(uint blk, uint blocks) { return bq_unit(q_qh_at(blocks) / 4u + blk / Q_HIGH_SHARE); }
 #else
+#define Q_HIGH_SHARE 1u
 uvec4 block_high_unit(uint blk, uint blocks) { return uvec4(0u); }
 #endif
 
-// hu: block_high_unit(r.at) (two columns a lane, neighbouring blocks, fetch it once).
-BlockCodes block_codes_in_place(BlockRef r, vec4 dm, uvec4 hu) {
+// The 16-byte units of block blk's codes.
+struct BlockUnits {
+  uvec4 u[Q_CODE_WORDS / 4u];
+};
+BlockUnits block_units(uint blk) {
+  BlockUnits units;
+  [[unroll]] for (uint u = 0u; u < Q_CODE_WORDS / 4u; ++u) units.u[u] = bq_unit(blk * (Q_CODE_WORDS / 4u) + u);
+  return units;
+}
+
+// units: block_units(blk); hu: block_high_unit(blk) (two columns a lane, neighbouring
+// blocks, fetch it once); place: blk % Q_HIGH_SHARE, its part of hu.
+BlockCodes block_codes_in_place(BlockUnits units, uint place, vec4 dm, uvec4 hu) {
   BlockCodes q;
-  const uint blk = r.at, blocks = r.rows * r.nb;
 #if Q_CODE_WORDS == 8
   [[unroll]] for (uint u = 0u; u < 2u; ++u) {
-    const uvec4 w = bq_unit(blk * 2u + u) ^ 0x80808080u;
+    const uvec4 w = units.u[u] ^ 0x80808080u;
     [[unroll]] for (uint i = 0u; i < 4u; ++i)
       q.v[u * 4u + i] = vec4(ivec4(w[i] & uvec4(0xFFu, 0xFF00u, 0xFF0000u, 0u)) | ivec4(0, 0, 0, int(w[i] >> 24u)));
   }
 #elif defined(Q_JOINED)
-  const uvec4 w = bq_unit(blk);
+  const uvec4 w = units.u[0];
 #ifdef Q_HIGH_PAIRS
   // Q6_K: code 4i + b + 16h's pair at bit 8b + 2i of word h: shifted by 4 - 2i to 8b + 4.
-  const uint h[2] = uint[2]((blk & 1u) == 0u ? hu.x : hu.z, (blk & 1u) == 0u ? hu.y : hu.w);
+  const uint h[2] = uint[2](place == 0u ? hu.x : hu.z, place == 0u ? hu.y : hu.w);
 #define Q_TOP(i, half_) (((i) < 2u ? h[half_] << (4u - 2u * (i)) : h[half_] >> (2u * (i) - 4u)) & 0x30303030u)
 #define Q_CODE_MASK 0x3Fu
 #else
   // The 5-bit types: code 4i + b + 16h's fifth bit at bit 8b + 4h + i: shifted to 8b + 4.
-  const uint qh = hu[blk % 4u];
+  const uint qh = hu[place];
 #define Q_TOP(i, half_) (((half_) == 0u ? qh << (4u - (i)) : qh >> (i)) & 0x10101010u)
 #define Q_CODE_MASK 0x1Fu
 #endif
@@ -118,7 +131,7 @@ BlockCodes block_codes_in_place(BlockRef r, vec4 dm, uvec4 hu) {
 #undef Q_TOP
 #undef Q_CODE_MASK
 #else
-  const uvec4 w = bq_unit(blk);
+  const uvec4 w = units.u[0];
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
     q.v[2u * i] = vec4(ivec4(w[i] & uvec4(0xFu, 0xF0u, 0xF00u, 0xF000u)));
     q.v[2u * i + 1u] = vec4(ivec4(w[i] & uvec4(0xF0000u, 0xF00000u, 0xF000000u, 0u)) | ivec4(0, 0, 0, int(w[i] >> 28u)));
