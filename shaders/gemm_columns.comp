@@ -146,14 +146,14 @@ void main() {
     // The run's blocks' units are fetched first, before A's: on llvmpipe a texel fetch
     // is a call, and every vector live across it is saved and restored.
 #define RUN_BLOCKS (SG * UNIT_VALUES / 32u)
-    BlockUnits units[RUN_BLOCKS][2 * COLS];
+    CodeUnits units[RUN_BLOCKS][2 * COLS];
     uvec4 high[RUN_BLOCKS][2 * COLS];  // the top bits' unit of each column (PAIRED_ROWS: of each pair, at its first)
     [[unroll]] for (uint j = 0u; j < RUN_BLOCKS; ++j) {
       const uint b = min(r * UNIT_VALUES / 32u + j, nb - 1u);
       UNROLL for (uint c = 0; c < 2u * COLS; ++c)
         if (c < sums) {
           const uint at = block_at(rows_of_b[c], b, rows, nb);
-          units[j][c] = block_units(at);
+          units[j][c] = code_units(at);
 #ifdef PAIRED_ROWS
           // Columns 2i and 2i + 1 are neighbouring rows (host: N even, rows interleaved),
           // so their blocks are neighbours, and their top bits share a unit.
