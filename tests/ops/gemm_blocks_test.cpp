@@ -33,6 +33,7 @@ class GemmBlocksTest : public OpsTest {
     bool glu = false, rms = false;
     Activation act = Activation::None;
     bool scratch = true;  // GemmOperands::scratch given
+    std::optional<bool> texels;  // Gemm::texel_weights
   };
   // The weights as the kernel must see them: random, quantized, dequantized on the host.
   std::vector<double> weights(const Case& t, uint32_t rows, std::mt19937_64& rng, std::vector<uint8_t>& blocks) {
@@ -53,6 +54,7 @@ class GemmBlocksTest : public OpsTest {
     std::vector<double> W = weights(t, rows, rng, blocks);
     Gemm g{.M = t.M, .N = t.N, .K = t.K, .trans_b = true, .act = t.act, .glu = t.glu, .b_blocks = t.type};
     if (t.rms) g.norm_of = NormOf::A, g.norm_kind = NormKind::RMSNorm, g.norm_eps = 1e-5f;
+    g.texel_weights = t.texels;
     // Whether a kernel reads the blocks itself: the small-M kernel up to 4 rows; on CPU
     // drivers the columns kernel without a folded norm up to 32 rows, and the direct
     // kernel past that. Else the weight is read dequantized into the storage type (fp16:
@@ -160,6 +162,26 @@ TEST_P(GemmBlocksTest, BatchedDecodeSteps) {
   check({.type = BlockType::Q8_0, .M = 17, .N = 19, .K = 1056, .act = Activation::Gelu}, rng);
   check({.type = BlockType::Q4_0, .M = 32, .N = 35, .K = 64}, rng);
   check({.type = BlockType::Q5_1, .M = 17, .N = 21, .K = 96, .glu = true, .act = Activation::Silu}, rng);
+}
+
+// The same kernels reading the blocks from a storage buffer (texel_weights = false), as
+// they do where a weight is larger than the device's texel buffers (on lavapipe they
+// read texels otherwise): every type on the decode step (one row, and two: rows paired
+// for their top bits), a batch, a gated pair, and a prompt's product.
+TEST_P(GemmBlocksTest, WeightsReadFromAStorageBuffer) {
+  const auto seed = test_seed();
+  VKF_SEED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  uint32_t i = 0;
+  for (BlockType type : kBlockTypes) {
+    const uint32_t K = is_k_quant(type) ? 512 : 96;
+    check({.type = type, .M = 1 + i % 2, .N = 34, .K = K, .act = Activation::Silu, .texels = false}, rng);
+    ++i;
+  }
+  check({.type = BlockType::Q4_K, .M = 1, .N = 18, .K = 256, .glu = true, .act = Activation::Silu, .texels = false}, rng);
+  check({.type = BlockType::Q6_K, .M = 17, .N = 21, .K = 256, .texels = false}, rng);
+  check({.type = BlockType::Q5_0, .M = 1, .N = 19, .K = 544, .rms = true, .texels = false}, rng);
+  check({.type = BlockType::Q4_K, .M = 40, .N = 20, .K = 256, .act = Activation::Gelu, .texels = false}, rng);
 }
 
 // Products of more rows (a prompt): on CPU drivers the direct kernel reading the blocks
