@@ -139,17 +139,28 @@ vec4 block_scales(BlockRef r) {
 #endif
 }
 
+// The 16-byte units of the codes of block `at` (block_at).
+struct CodeUnits {
+  uvec4 u[Q_CODE_WORDS / 4u];
+};
+CodeUnits code_units(uint at) {
+  CodeUnits units;
+  UNROLL for (uint u = 0u; u < Q_CODE_WORDS / 4u; ++u) units.u[u] = bq_unit(at * (Q_CODE_WORDS / 4u) + u);
+  return units;
+}
+
 // The block's 32 codes, less Q_OFFSET, as q[i] = codes 4i .. 4i + 3.
 void block_codes(BlockRef r, out vec4 q[8]) {
+  const CodeUnits units = code_units(r.at);
 #if Q_CODE_WORDS == 8
   UNROLL for (uint u = 0u; u < 2u; ++u) {
-    const uvec4 w = bq_unit(r.at * 2u + u);
+    const uvec4 w = units.u[u];
     UNROLL for (uint i = 0u; i < 4u; ++i)
       q[u * 4u + i] = vec4(bitfieldExtract(int(w[i]), 0, 8), bitfieldExtract(int(w[i]), 8, 8),
                            bitfieldExtract(int(w[i]), 16, 8), bitfieldExtract(int(w[i]), 24, 8));
   }
 #else
-  const uvec4 w = bq_unit(r.at);
+  const uvec4 w = units.u[0];
 #if defined(Q_HIGH_BIT)
   const uint qh = bq_word(q_qh_at(r.rows * r.nb) + r.at);
 #elif defined(Q_HIGH_PAIRS)
@@ -177,13 +188,13 @@ void block_codes(BlockRef r, out vec4 q[8]) {
 // which block_vec4 dequantizes values 4u .. 4u + 3 one vec4 at a time: kernels that walk
 // K a vec4 at a time (the direct GEMM) keep a few words a column, not 32 values.
 struct BlockRegs {
-  uvec4 c[Q_CODE_WORDS / 4u];
+  CodeUnits c;
   uint h0, h1;
   vec4 s;
 };
 BlockRegs block_regs(BlockRef r) {
   BlockRegs b;
-  UNROLL for (uint u = 0u; u < Q_CODE_WORDS / 4u; ++u) b.c[u] = bq_unit(r.at * (Q_CODE_WORDS / 4u) + u);
+  b.c = code_units(r.at);
   b.h0 = b.h1 = 0u;
 #if defined(Q_HIGH_BIT)
   b.h0 = bq_word(q_qh_at(r.rows * r.nb) + r.at);
@@ -196,12 +207,12 @@ BlockRegs block_regs(BlockRef r) {
 vec4 block_vec4(BlockRegs b, uint u) {
   vec4 q;
 #if Q_CODE_WORDS == 8
-  const uint w = b.c[u / 4u][u % 4u];
+  const uint w = b.c.u[u / 4u][u % 4u];
   q = vec4(bitfieldExtract(int(w), 0, 8), bitfieldExtract(int(w), 8, 8), bitfieldExtract(int(w), 16, 8),
            bitfieldExtract(int(w), 24, 8));
 #else
   // Codes 4u .. 4u + 3: the low nibbles of word u (u < 4), else the high nibbles of word u - 4.
-  const uint w = b.c[0][u % 4u] >> (u < 4u ? 0u : 4u);
+  const uint w = b.c.u[0][u % 4u] >> (u < 4u ? 0u : 4u);
   uvec4 c = uvec4(w, w >> 8u, w >> 16u, w >> 24u) & 0xFu;
 #if defined(Q_HIGH_BIT)
   const uint i = (u % 4u) + (u < 4u ? 0u : 4u);

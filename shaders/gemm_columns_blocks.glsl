@@ -90,16 +90,6 @@ uvec4 block_high_unit(uint blk, uint blocks) { return bq_unit(q_qh_at(blocks) / 
 uvec4 block_high_unit(uint blk, uint blocks) { return uvec4(0u); }
 #endif
 
-// The 16-byte units of block blk's codes.
-struct CodeUnits {
-  uvec4 u[Q_CODE_WORDS / 4u];
-};
-CodeUnits code_units(uint blk) {
-  CodeUnits units;
-  [[unroll]] for (uint u = 0u; u < Q_CODE_WORDS / 4u; ++u) units.u[u] = bq_unit(blk * (Q_CODE_WORDS / 4u) + u);
-  return units;
-}
-
 // units: code_units(blk); hu: block_high_unit(blk) (two columns a lane, neighbouring
 // blocks, fetch it once); place: blk % Q_HIGH_SHARE, its part of hu.
 BlockCodes block_codes_in_place(CodeUnits units, uint place, vec4 dm, uvec4 hu) {
