@@ -146,6 +146,7 @@ void main() {
     // The run's blocks' units are fetched first, before A's: on llvmpipe a texel fetch
     // is a call, and every vector live across it is saved and restored.
 #define RUN_BLOCKS (SG * UNIT_VALUES / 32u)
+    uint ats[RUN_BLOCKS][2 * COLS];  // each column's block's place (block_at)
     CodeUnits units[RUN_BLOCKS][2 * COLS];
     uvec4 high[RUN_BLOCKS][2 * COLS];  // the top bits' unit of each column (PAIRED_ROWS: of each pair, at its first)
     [[unroll]] for (uint j = 0u; j < RUN_BLOCKS; ++j) {
@@ -153,6 +154,7 @@ void main() {
       UNROLL for (uint c = 0; c < 2u * COLS; ++c)
         if (c < sums) {
           const uint at = block_at(rows_of_b[c], b, rows, nb);
+          ats[j][c] = at;
           units[j][c] = code_units(at);
 #ifdef PAIRED_ROWS
           // Columns 2i and 2i + 1 are neighbouring rows (host: N even, rows interleaved),
@@ -235,12 +237,12 @@ void main() {
 #if defined(PAIRED_ROWS) && defined(Q_HIGH_PAIRS)
           const uint place = c % 2u;  // (Q6_K: a unit holds the top bits of rows 2i and 2i + 1)
 #else
-          const uint place = block_at(rows_of_b[c], b, rows, nb) % Q_HIGH_SHARE;
+          const uint place = ats[j][c] % Q_HIGH_SHARE;
 #endif
 #ifdef SUPER_UNITS
           const BlockCodes q = block_codes_in_place(units[j][c], place, sub_scales(ss[c], rr * UNIT_VALUES / 32u + j), hu);
 #else
-          const BlockCodes q = block_codes_in_place(units[j][c], place, block_scales(block_ref(rows_of_b[c], b, rows, nb)), hu);
+          const BlockCodes q = block_codes_in_place(units[j][c], place, block_scales(BlockRef(ats[j][c], rows_of_b[c], b, rows, nb)), hu);
 #endif
           UNROLL for (uint m = 0; m < ROWS; ++m) acc[m * 2u * COLS + c] += block_dot(ba[m], q);
         }
