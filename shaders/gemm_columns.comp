@@ -39,6 +39,13 @@
 #ifndef COLS
 #define COLS 2  // output columns per invocation (host)
 #endif
+// The columns an invocation sums: its COLS, and a gated product's (GLU) each one's up
+// column too. A constant, so that a plain product's arrays hold only its own columns.
+#ifdef GLU
+#define SUMS (2u * COLS)
+#else
+#define SUMS COLS
+#endif
 #ifndef SG
 #define SG 8  // (host: the device's subgroup size, 8 or 16: a run of SG units holds a whole block)
 #endif
@@ -108,32 +115,31 @@ float lane_float(float v, uint i) { return uintBitsToFloat(lane_value(uvec4(floa
 
 void main() {
   const uint z = gl_WorkGroupID.z, lane = gl_SubgroupInvocationID, row0 = gl_WorkGroupID.y * ROWS;
-  const bool glu = flag(FLAG_GLU);
   // Columns n0 .. n0 + COLS - 1; a gated product's each with its up column N + n.
   const uint n0 = gl_GlobalInvocationID.x * COLS;
-  uint rows_of_b[2 * COLS];  // B's row of each column (clamped: every load in bounds), then of its up
+  uint rows_of_b[SUMS];  // B's row of each column (clamped: every load in bounds), then of its up
   UNROLL for (uint c = 0; c < COLS; ++c) {
     rows_of_b[c] = min(n0 + c, pc.N - 1u);
+#ifdef GLU
     rows_of_b[COLS + c] = rows_of_b[c] + pc.N;
+#endif
   }
-  const uint sums = glu ? 2u * COLS : COLS;
   const uint lda_u = pc.lda / UNIT_VALUES, ku = pc.K / UNIT_VALUES, a0 = offset_a(z) / UNIT_VALUES + row0 * lda_u;
-  float acc[ROWS * 2 * COLS];  // [row][column, then the ups']
-  UNROLL for (uint i = 0; i < ROWS * 2 * COLS; ++i) acc[i] = 0.0;
+  float acc[ROWS * SUMS];  // [row][column, then the ups']
+  UNROLL for (uint i = 0; i < ROWS * SUMS; ++i) acc[i] = 0.0;
 
-  const uint nb = pc.K / 32u, rows = glu ? 2u * pc.N : pc.N;
+  const uint nb = pc.K / 32u, rows = SUMS / COLS * pc.N;
 #if defined(Q_SUPER) && ROWS <= 2
   // A K-quant's super-block scales are fetched once per column for its 8 blocks (a
   // fetch a block was a fifth of the step). K is a multiple of 256 for these types.
 #define SUPER_UNITS (256u / UNIT_VALUES)
   for (uint r0 = 0u; r0 < ku; r0 += SUPER_UNITS) {
-    SuperScales ss[2 * COLS];
+    SuperScales ss[SUMS];
 #if defined(PAIRED_ROWS) && defined(Q_HIGH_PAIRS)
-    UNROLL for (uint c = 0; c < 2u * COLS; c += 2u)  // (Q6_K: the pair's d share a word)
-      if (c < sums) super_scales_pair(rows_of_b[c], rows_of_b[c + 1u], r0 / SUPER_UNITS, rows, nb, ss[c], ss[c + 1u]);
+    UNROLL for (uint c = 0; c < SUMS; c += 2u)  // (Q6_K: the pair's d share a word)
+      super_scales_pair(rows_of_b[c], rows_of_b[c + 1u], r0 / SUPER_UNITS, rows, nb, ss[c], ss[c + 1u]);
 #else
-    UNROLL for (uint c = 0; c < 2u * COLS; ++c)
-      if (c < sums) ss[c] = super_scales(rows_of_b[c], r0 / SUPER_UNITS, rows, nb);
+    UNROLL for (uint c = 0; c < SUMS; ++c) ss[c] = super_scales(rows_of_b[c], r0 / SUPER_UNITS, rows, nb);
 #endif
     // Unrolled, so that each block's place in its super-block, and so where its scales lie
     // in ss, is a constant: indexed at run time they are selects on every lane's words.
@@ -146,13 +152,13 @@ void main() {
     // The run's blocks' units are fetched first, before A's: on llvmpipe a texel fetch
     // is a call, and every vector live across it is saved and restored.
 #define RUN_BLOCKS (SG * UNIT_VALUES / 32u)
-    uint ats[RUN_BLOCKS][2 * COLS];  // each column's block's place (block_at)
-    CodeUnits units[RUN_BLOCKS][2 * COLS];
-    uvec4 high[RUN_BLOCKS][2 * COLS];  // the top bits' unit of each column (PAIRED_ROWS: of each pair, at its first)
+    uint ats[RUN_BLOCKS][SUMS];  // each column's block's place (block_at)
+    CodeUnits units[RUN_BLOCKS][SUMS];
+    uvec4 high[RUN_BLOCKS][SUMS];  // the top bits' unit of each column (PAIRED_ROWS: of each pair, at its first)
     [[unroll]] for (uint j = 0u; j < RUN_BLOCKS; ++j) {
       const uint b = min(r * UNIT_VALUES / 32u + j, nb - 1u);
-      UNROLL for (uint c = 0; c < 2u * COLS; ++c)
-        if (c < sums) {
+      UNROLL for (uint c = 0; c < SUMS; ++c)
+        {
           const uint at = block_at(rows_of_b[c], b, rows, nb);
           ats[j][c] = at;
           units[j][c] = code_units(at);
@@ -190,9 +196,9 @@ void main() {
 #if ROWS > 2
       // Several rows: each column's block dequantized once into registers, then every
       // row's dot with it (A's values as they are, broadcast a row at a time).
-      vec4 w[2 * COLS][8];
-      UNROLL for (uint c = 0; c < 2u * COLS; ++c)
-        if (c < sums) {
+      vec4 w[SUMS][8];
+      UNROLL for (uint c = 0; c < SUMS; ++c)
+        {
           const BlockRef ref = block_ref(rows_of_b[c], b, rows, nb);
           block_codes(ref, w[c]);
           const vec4 s = block_scales(ref);
@@ -205,8 +211,8 @@ void main() {
           [[unroll]] for (uint p = 0u; p < UNIT_VALUES / 4u; ++p) {
             const vec4 a = unit_vec4(t, p);
             const uint i = u * (UNIT_VALUES / 4u) + p;
-            UNROLL for (uint c = 0; c < 2u * COLS; ++c)
-              if (c < sums) acc[m * 2u * COLS + c] += dot(a, w[c][i]);
+            UNROLL for (uint c = 0; c < SUMS; ++c)
+              acc[m * SUMS + c] += dot(a, w[c][i]);
           }
         }
       }
@@ -227,8 +233,8 @@ void main() {
         }
         ba[m] = block_a(a, halves);
       }
-      UNROLL for (uint c = 0; c < 2u * COLS; ++c)
-        if (c < sums) {  // each column's block loaded once, for every row
+      UNROLL for (uint c = 0; c < SUMS; ++c)
+        {  // each column's block loaded once, for every row
 #ifdef PAIRED_ROWS
           const uvec4 hu = high[j][c - c % 2u];
 #else
@@ -244,7 +250,7 @@ void main() {
 #else
           const BlockCodes q = block_codes_in_place(units[j][c], place, block_scales(BlockRef(ats[j][c], rows_of_b[c], b, rows, nb)), hu);
 #endif
-          UNROLL for (uint m = 0; m < ROWS; ++m) acc[m * 2u * COLS + c] += block_dot(ba[m], q);
+          UNROLL for (uint m = 0; m < ROWS; ++m) acc[m * SUMS + c] += block_dot(ba[m], q);
         }
 #endif
     }
@@ -256,8 +262,11 @@ void main() {
     if (n0 + c >= pc.N) break;
     UNROLL for (uint m = 0; m < ROWS; ++m) {
       if (!ROW_USED(m)) break;
-      if (glu) store_glu(z, row0 + m, n0 + c, acc[m * 2u * COLS + c], acc[m * 2u * COLS + COLS + c]);
-      else store_c(z, row0 + m, n0 + c, acc[m * 2u * COLS + c]);
+#ifdef GLU
+      store_glu(z, row0 + m, n0 + c, acc[m * SUMS + c], acc[m * SUMS + COLS + c]);
+#else
+      store_c(z, row0 + m, n0 + c, acc[m * SUMS + c]);
+#endif
     }
   }
 }

@@ -203,19 +203,22 @@ void plan_columns(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan
     throw Error("gemm: the decode-step kernel of " + device(caps) + " reads A's rows in 16-byte units: K, lda and " +
                 "A's offsets must be multiples of " + std::to_string(16 / dtype_bytes(p.dtype)));
   const bool b_texels = b_as_texels(caps, p);
-  // Two columns an invocation (four and one measured slower on lavapipe: docs/performance.md),
-  // workgroups of 64 invocations, fewer where N would leave a core without work.
-  const uint32_t cols = 2, sg = caps.subgroup_size;
-  uint32_t wg = 64;
-  while (wg > sg && (g.N + wg * cols - 1) / (wg * cols) < 8) wg /= 2;
-  plan.shader = "gemm_columns.comp";
-  plan.bindings = GemmBindings::Plain;
   // Rows: one variant for 1, for 2, then for each power of two up to kColumnsMaxM (the
   // kernel skips rows past M), so that prompts of every length share a few pipelines.
   uint32_t rows = g.M;
   if (rows > 2) rows = std::min(std::bit_ceil(rows), kColumnsMaxM);
+  // Four sums an invocation on the decode step (four columns, or a gated product's two
+  // with their ups: A's work shared by more columns), else two (more spilled on
+  // lavapipe: docs/performance.md); workgroups of 64 invocations, fewer where N would
+  // leave a core without work.
+  const uint32_t cols = g.b_blocks && rows <= 2 && !g.glu ? 4 : 2, sg = caps.subgroup_size;
+  uint32_t wg = 64;
+  while (wg > sg && (g.N + wg * cols - 1) / (wg * cols) < 8) wg /= 2;
+  plan.shader = "gemm_columns.comp";
+  plan.bindings = GemmBindings::Plain;
   plan.defines = {{"WG_SIZE", std::to_string(wg)}, {"ROWS", std::to_string(rows)}, {"COLS", std::to_string(cols)},
                   {"SG", std::to_string(sg)}};
+  if (g.glu) plan.defines.emplace_back("GLU", "1");
   if (g.b_blocks) {
     for (auto& q : block_defines(*g.b_blocks, caps)) plan.defines.push_back(q);
     if (b_texels) plan.defines.emplace_back("TEXEL_B", "1");
@@ -224,7 +227,7 @@ void plan_columns(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan
     // (read so on the decode step: one or two rows).
     const bool top_bits = std::any_of(plan.defines.begin(), plan.defines.end(),
                                       [](const auto& d) { return d.first == "Q_HIGH_BIT" || d.first == "Q_HIGH_PAIRS"; });
-    if (top_bits && rows <= 2 && cols == 2 && g.N % 2 == 0 && ops::block_interleave(caps) % 2 == 0)
+    if (top_bits && rows <= 2 && cols % 2 == 0 && g.N % 2 == 0 && ops::block_interleave(caps) % 2 == 0)
       plan.defines.emplace_back("PAIRED_ROWS", "1");
   }
   // A as texels too where its view holds them: each lane loads its own unit of A, and

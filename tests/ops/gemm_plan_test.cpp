@@ -355,8 +355,14 @@ TEST(GemmPlan, WeightsInBlocks) {
     return p;
   };
   EXPECT_EQ(describe(plan(lavapipe(), blocks(1, 1536, 576, BlockType::Q4_0))),
-            "gemm_columns.comp [WG_SIZE=64 ROWS=1 COLS=2 SG=8 QTYPE=1 Q_CODE_WORDS=4 Q_OFFSET=8.0 Q_INTERLEAVE=16u "
+            "gemm_columns.comp [WG_SIZE=32 ROWS=1 COLS=4 SG=8 QTYPE=1 Q_CODE_WORDS=4 Q_OFFSET=8.0 Q_INTERLEAVE=16u "
             "TEXEL_B=1 TEXEL_A=1] spec [] texels 2 bindings 7 groups 12x1x1");
+  // Four sums an invocation on the decode step: a gated product's two columns and their ups.
+  GemmProblem gated = blocks(2, 1536, 512, BlockType::Q4_K);
+  gated.g.glu = true;
+  EXPECT_EQ(describe(plan(lavapipe(), gated)),
+            "gemm_columns.comp [WG_SIZE=64 ROWS=2 COLS=2 SG=8 GLU=1 QTYPE=5 Q_CODE_WORDS=4 Q_OFFSET=0.0 Q_MIN=1 Q_SUPER=1 "
+            "Q_INTERLEAVE=16u TEXEL_B=1 TEXEL_A=1] spec [] texels 2 bindings 7 groups 12x1x1");
   EXPECT_EQ(describe(plan(lavapipe(), blocks(16, 576, 1536, BlockType::Q8_0))),
             "gemm_columns.comp [WG_SIZE=32 ROWS=16 COLS=2 SG=8 QTYPE=0 Q_CODE_WORDS=8 Q_OFFSET=0.0 Q_INTERLEAVE=16u "
             "TEXEL_B=1 TEXEL_A=1] spec [] texels 2 bindings 7 groups 9x1x1");
