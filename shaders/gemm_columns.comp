@@ -157,19 +157,18 @@ void main() {
     uvec4 high[RUN_BLOCKS][SUMS];  // the top bits' unit of each column (PAIRED_ROWS: of each pair, at its first)
     [[unroll]] for (uint j = 0u; j < RUN_BLOCKS; ++j) {
       const uint b = min(r * UNIT_VALUES / 32u + j, nb - 1u);
-      UNROLL for (uint c = 0; c < SUMS; ++c)
-        {
-          const uint at = block_at(rows_of_b[c], b, rows, nb);
-          ats[j][c] = at;
-          units[j][c] = code_units(at);
+      UNROLL for (uint c = 0; c < SUMS; ++c) {
+        const uint at = block_at(rows_of_b[c], b, rows, nb);
+        ats[j][c] = at;
+        units[j][c] = code_units(at);
 #ifdef PAIRED_ROWS
-          // Columns 2i and 2i + 1 are neighbouring rows (host: N even, rows interleaved),
-          // so their blocks are neighbours, and their top bits share a unit.
-          if (c % 2u == 0u) high[j][c] = block_high_unit(at, rows * nb);
+        // Columns 2i and 2i + 1 are neighbouring rows (host: N even, rows interleaved),
+        // so their blocks are neighbours, and their top bits share a unit.
+        if (c % 2u == 0u) high[j][c] = block_high_unit(at, rows * nb);
 #else
-          high[j][c] = block_high_unit(at, rows * nb);
+        high[j][c] = block_high_unit(at, rows * nb);
 #endif
-        }
+      }
     }
 #endif
     uvec4 mine[ROWS];
@@ -197,13 +196,12 @@ void main() {
       // Several rows: each column's block dequantized once into registers, then every
       // row's dot with it (A's values as they are, broadcast a row at a time).
       vec4 w[SUMS][8];
-      UNROLL for (uint c = 0; c < SUMS; ++c)
-        {
-          const BlockRef ref = block_ref(rows_of_b[c], b, rows, nb);
-          block_codes(ref, w[c]);
-          const vec4 s = block_scales(ref);
-          UNROLL for (uint i = 0u; i < 8u; ++i) w[c][i] = w[c][i] * (i < 4u ? s.x : s.z) + (i < 4u ? s.y : s.w);
-        }
+      UNROLL for (uint c = 0; c < SUMS; ++c) {
+        const BlockRef ref = block_ref(rows_of_b[c], b, rows, nb);
+        block_codes(ref, w[c]);
+        const vec4 s = block_scales(ref);
+        UNROLL for (uint i = 0u; i < 8u; ++i) w[c][i] = w[c][i] * (i < 4u ? s.x : s.z) + (i < 4u ? s.y : s.w);
+      }
       UNROLL for (uint m = 0; m < ROWS; ++m) {
         if (!ROW_USED(m)) break;
         [[unroll]] for (uint u = 0u; u < 32u / UNIT_VALUES; ++u) {
@@ -233,25 +231,24 @@ void main() {
         }
         ba[m] = block_a(a, halves);
       }
-      UNROLL for (uint c = 0; c < SUMS; ++c)
-        {  // each column's block loaded once, for every row
+      UNROLL for (uint c = 0; c < SUMS; ++c) {  // each column's block loaded once, for every row
 #ifdef PAIRED_ROWS
-          const uvec4 hu = high[j][c - c % 2u];
+        const uvec4 hu = high[j][c - c % 2u];
 #else
-          const uvec4 hu = high[j][c];
+        const uvec4 hu = high[j][c];
 #endif
 #if defined(PAIRED_ROWS) && defined(Q_HIGH_PAIRS)
-          const uint place = c % 2u;  // (Q6_K: a unit holds the top bits of rows 2i and 2i + 1)
+        const uint place = c % 2u;  // (Q6_K: a unit holds the top bits of rows 2i and 2i + 1)
 #else
-          const uint place = ats[j][c] % Q_HIGH_SHARE;
+        const uint place = ats[j][c] % Q_HIGH_SHARE;
 #endif
 #ifdef SUPER_UNITS
-          const BlockCodes q = block_codes_in_place(units[j][c], place, sub_scales(ss[c], rr * UNIT_VALUES / 32u + j), hu);
+        const BlockCodes q = block_codes_in_place(units[j][c], place, sub_scales(ss[c], rr * UNIT_VALUES / 32u + j), hu);
 #else
-          const BlockCodes q = block_codes_in_place(units[j][c], place, block_scales(BlockRef(ats[j][c], rows_of_b[c], b, rows, nb)), hu);
+        const BlockCodes q = block_codes_in_place(units[j][c], place, block_scales(BlockRef(ats[j][c], rows_of_b[c], b, rows, nb)), hu);
 #endif
-          UNROLL for (uint m = 0; m < ROWS; ++m) acc[m * SUMS + c] += block_dot(ba[m], q);
-        }
+        UNROLL for (uint m = 0; m < ROWS; ++m) acc[m * SUMS + c] += block_dot(ba[m], q);
+      }
 #endif
     }
 #ifdef SUPER_UNITS

@@ -90,7 +90,7 @@ uvec4 block_high_unit(uint blk, uint blocks) { return bq_unit(q_qh_at(blocks) / 
 uvec4 block_high_unit(uint blk, uint blocks) { return uvec4(0u); }
 #endif
 
-// units: code_units(blk); hu: block_high_unit(blk) (two columns a lane, neighbouring
+// units: code_units(blk); hu: block_high_unit(blk) (a lane's columns 2i and 2i + 1, neighbouring
 // blocks, fetch it once); place: blk % Q_HIGH_SHARE, its part of hu.
 BlockCodes block_codes_in_place(CodeUnits units, uint place, vec4 dm, uvec4 hu) {
   BlockCodes q;
