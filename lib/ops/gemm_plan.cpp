@@ -207,10 +207,11 @@ void plan_columns(const Capabilities& caps, const GemmProblem& p, GemmPlan& plan
   // kernel skips rows past M), so that prompts of every length share a few pipelines.
   uint32_t rows = g.M;
   if (rows > 2) rows = std::min(std::bit_ceil(rows), kColumnsMaxM);
-  // Four sums an invocation on the decode step (four columns, or a gated product's two
-  // with their ups: A's work shared by more columns), else two (more spilled on
-  // lavapipe: docs/performance.md); workgroups of 64 invocations, fewer where N would
-  // leave a core without work.
+  // Four sums an invocation on the decode step over blocks (four columns, or a gated
+  // product's two with their ups), so that A's work a block is shared by more columns;
+  // eight spilled on lavapipe, and past two rows each column's block is dequantized
+  // into registers, so two columns there (docs/performance.md). Workgroups of 64
+  // invocations, fewer where N would leave a core without work.
   const uint32_t cols = g.b_blocks && rows <= 2 && !g.glu ? 4 : 2, sg = caps.subgroup_size;
   uint32_t wg = 64;
   while (wg > sg && (g.N + wg * cols - 1) / (wg * cols) < 8) wg /= 2;
